@@ -1,0 +1,144 @@
+// Command huddle runs a group-communication node, one per machine of a LAN.
+// See README.md, or run `huddle --help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/internal/logx"
+	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/multicast"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the node could not start or its socket failed
+	exitUsage   = 2 // bad command line or configuration
+)
+
+const usage = `huddle: a group-communication node for LANs (reliable, view-synchronous IP multicast)
+
+Usage:
+  huddle run [flags]     run a node on this machine (huddle run --help lists the flags)
+  huddle version         print the version
+  huddle help            print this help
+
+Run one node per machine of a LAN: with no flags, a node joins 239.192.72.68:7468
+on the interface of the default route and takes its ID from that interface's
+IPv4 address. Configuration comes from a TOML file (--config), HUDDLE_*
+environment variables and flags; flags win over the environment, the
+environment over the file.
+`
+
+// version is set by the build (-ldflags "-X main.version=...").
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "huddle", version)
+		return exitOK
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "huddle: unknown command %q\n\n%s", args[0], usage)
+	return exitUsage
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("huddle run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	flags := config.AddFlags(fs)
+	printConfig := fs.Bool("print-config", false, "print the effective configuration as TOML and exit")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: huddle run [flags]\n\nRuns one huddle node until SIGINT or SIGTERM. Flags (defaults are the lan profile's):\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "huddle run: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	cfg, err := config.Load(fs, flags, os.Environ())
+	if err == nil {
+		err = cfg.Resolve()
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	if *printConfig {
+		stdout.Write(cfg.TOML())
+		return exitOK
+	}
+	return startNode(cfg, stderr)
+}
+
+func startNode(cfg config.Config, stderr io.Writer) int {
+	log, closer, err := logx.New(logx.Options{Level: cfg.Log.Level, Format: cfg.Log.Format, File: cfg.Log.File}, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "huddle:", err)
+		return exitUsage
+	}
+	defer closer.Close()
+	log = log.With().Uint64("node", cfg.ID).Logger()
+
+	conn, err := multicast.Open(multicast.SocketOptions{
+		Group: cfg.GroupAddr(), Iface: cfg.Iface, TTL: cfg.TTL,
+		Loopback: cfg.Loopback, RecvBuffer: cfg.RecvBuffer,
+	}, log)
+	if err != nil {
+		log.Error().Str("event", "node.failed").Err(err).Msg("cannot open the group socket")
+		fmt.Fprintln(stderr, "huddle:", err)
+		return exitFailure
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	if err := node.Run(ctx, node.Options{Config: cfg, Transport: conn, Log: log, Inc: node.NewIncarnation()}); err != nil {
+		fmt.Fprintln(stderr, "huddle:", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// signalContext is cancelled by the first SIGINT or SIGTERM, with the signal
+// as its cause; a second signal kills the process the default way.
+func signalContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-sigs:
+			signal.Stop(sigs)
+			cancel(fmt.Errorf("signal %v", s))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel(nil) }
+}

@@ -1,0 +1,251 @@
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config is everything one huddle node needs. The zero value is not usable:
+// start from a profile (LAN or Local) and override fields.
+//
+// The TOML key of each field is given in its `toml` tag; the environment
+// variable is HUDDLE_ followed by the key in upper case with "." replaced by
+// "_" (for example srm.c1 is HUDDLE_SRM_C1); the command-line flag is the key
+// with "_" and "." replaced by "-" (for example --suspect-timeout).
+type Config struct {
+	// Profile names the set of defaults this configuration started from:
+	// "lan" (real networks) or "local" (one host, tests). Default "lan".
+	// Only the defaults differ between profiles; every field can still be set.
+	Profile string `toml:"profile"`
+
+	// ID is this node's identifier, unique in the group and totally ordered
+	// (elections elect the highest). 0 means "derive it": the IPv4 address of
+	// the interface the node runs on, read as a 32-bit number, which is
+	// stable across restarts and unique on a LAN. Set it explicitly when
+	// several nodes share one host. Allowed: 0 to 2^63-1.
+	ID uint64 `toml:"id"`
+
+	// Group is the group's name. Nodes with different names on the same
+	// address and port ignore each other (the name travels as a 32-bit hash
+	// in every datagram). Default "huddle". 1 to 64 bytes.
+	Group string `toml:"group"`
+
+	// Addr is the IPv4 multicast group and UDP port, "group:port". Default
+	// "239.192.72.68:7468" (239.192.0.0/14 is the organisation-local scope,
+	// RFC 2365, which routers at a site's edge do not forward). The address
+	// must be in 224.0.0.0/4.
+	Addr string `toml:"addr"`
+
+	// Iface is the name of the network interface to join the group on
+	// ("eth0"). Empty means: the interface of the default route, else the
+	// first up, multicast-capable, non-loopback interface with an IPv4
+	// address, else a multicast-capable loopback.
+	Iface string `toml:"iface"`
+
+	// TTL is the IP time-to-live of multicast datagrams. Default 1: the
+	// group stays on the local link, which is what huddle is built for.
+	// Raise it only to cross multicast routers. 1 to 255.
+	TTL int `toml:"ttl"`
+
+	// Loopback delivers this host's own multicast datagrams back to sockets
+	// on this host. Default true, so that several nodes can share one
+	// machine; turning it off saves a little CPU when a host runs one node.
+	Loopback bool `toml:"loopback"`
+
+	// DatagramSize is the largest UDP payload huddle sends, in bytes.
+	// Default 1400, which fits an Ethernet MTU of 1500 with IP and UDP
+	// headers (and a VLAN tag) to spare, so a lost packet loses one
+	// datagram. Larger values (up to 65000) batch more messages per datagram
+	// on loss-free LANs, at the price of IP fragmentation: losing one
+	// fragment loses the whole datagram. 512 to 65000.
+	DatagramSize int `toml:"datagram_size"`
+
+	// RecvBuffer is the socket receive buffer requested from the kernel, in
+	// bytes. Default 8 MiB: enough to absorb about 50 ms of a saturated
+	// gigabit link without drops while the node is descheduled. The kernel
+	// caps it at net.core.rmem_max; huddle logs a warning when it does.
+	// 65536 to 1 GiB.
+	RecvBuffer int `toml:"recv_buffer"`
+
+	// Heartbeat is the interval between session messages, which carry each
+	// member's receive state and double as heartbeats. LAN default 50ms,
+	// local 20ms. Shorter detects loss of the last message and crashes
+	// sooner, at the cost of one small datagram per member per interval.
+	Heartbeat Duration `toml:"heartbeat"`
+
+	// SuspectTimeout is how long a peer may stay silent before it is
+	// considered lost (and, with membership, suspected). LAN default 400ms
+	// (8 heartbeats, so that a false suspicion at 5 % loss needs 8
+	// consecutive losses: about 4e-11 per interval), local 150ms. Must be at
+	// least 3 heartbeats.
+	SuspectTimeout Duration `toml:"suspect_timeout"`
+
+	// JoinTimeout is how long a joining node waits for a coordinator to
+	// admit it before it forms a group of its own. LAN default 500ms, local
+	// 200ms. Shorter starts a lone node sooner; too short splits a group
+	// that is merely slow to answer (merge heals that later).
+	JoinTimeout Duration `toml:"join_timeout"`
+
+	// StatsInterval is the interval between node.stats log events. LAN
+	// default 10s, local 2s. 0 logs stats only at exit.
+	StatsInterval Duration `toml:"stats_interval"`
+
+	// SendWindow is the largest number of this node's own messages that
+	// may be unstable (not yet held by every receiver) at once. Past it,
+	// sending blocks instead of buffering more. Default 4096: at 1000-byte
+	// messages that bounds the retransmission buffer to about 4 MB, and
+	// covers about 40 ms of traffic at 100 000 msg/s. Larger keeps a fast
+	// sender busy across longer repair delays; smaller bounds memory
+	// tighter. 16 to 1 048 576.
+	SendWindow int `toml:"send_window"`
+
+	// SRM holds the request and repair timer constants (Floyd et al. 1997).
+	SRM SRM `toml:"srm"`
+
+	// Log configures the node's structured log.
+	Log Log `toml:"log"`
+
+	// Election configures the leader election protocol.
+	Election Election `toml:"election"`
+
+	// Mutex configures the Ricart–Agrawala lock.
+	Mutex Mutex `toml:"mutex"`
+
+	// Security configures datagram sealing.
+	Security Security `toml:"security"`
+}
+
+// SRM holds the timer constants of Scalable Reliable Multicast (Floyd et
+// al. 1997, section III). d is the estimated one-way delay to the source of
+// the lost data, d' the delay to the member that asked for it.
+type SRM struct {
+	// C1 and C2 place the request (NACK) timer uniformly in
+	// [C1·d, (C1+C2)·d]. Larger C2 spreads the timers of receivers that
+	// share a loss, so that one request suppresses the others, at the cost
+	// of slower recovery. Defaults C1=2, C2=2 (the paper's). 0 to 100; C2>0.
+	C1 float64 `toml:"c1"`
+	C2 float64 `toml:"c2"`
+	// D1 and D2 place the repair timer uniformly in [D1·d', (D1+D2)·d'].
+	// Defaults D1=1, D2=1 (the paper's). 0 to 100; D2>0.
+	D1 float64 `toml:"d1"`
+	D2 float64 `toml:"d2"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Level is the lowest level written: "debug", "info", "warn" or
+	// "error". Default "info". "debug" logs every datagram and is meant for
+	// small experiments.
+	Level string `toml:"level"`
+	// Format is "json" (one object per line, the default, which the lab
+	// and the log checker read) or "console" (aligned and coloured, for
+	// people).
+	Format string `toml:"format"`
+	// File is the path to append the log to. Empty (the default) writes to
+	// standard error.
+	File string `toml:"file"`
+}
+
+// Election configures leader election.
+type Election struct {
+	// Algorithm is "ring" (Chang–Roberts 1979) or "bully" (Garcia-Molina
+	// 1982). Default "ring". Every member of a group must use the same one.
+	Algorithm string `toml:"algorithm"`
+	// Every starts an election periodically when non-zero. Default 0 (only
+	// when the group has no leader or on request).
+	Every Duration `toml:"every"`
+}
+
+// Mutex configures the Ricart–Agrawala lock.
+type Mutex struct {
+	// Quorum, when non-zero, is the expected cluster size N: the lock is
+	// granted only while the view holds a majority of N members, so that
+	// the two sides of a partition cannot both hold it. Default 0 (off).
+	// 0 to 1024.
+	Quorum int `toml:"quorum"`
+}
+
+// Security configures datagram sealing.
+type Security struct {
+	// Key is a group key. When set, every datagram is sealed with AES-GCM
+	// and anything that fails to open is dropped and counted. Empty (the
+	// default) sends datagrams in the clear. Every member must use the same
+	// key.
+	Key string `toml:"key"`
+}
+
+// Duration is a time.Duration that reads and writes as text such as
+// "400ms" or "1.5s" in TOML files, environment variables and flags. In a
+// TOML file, write it as a string: a bare integer is read as nanoseconds
+// (and then usually rejected by Validate as too short).
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String formats d like time.Duration does.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (examples: 400ms, 1.5s)", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Profile names.
+const (
+	ProfileLAN   = "lan"
+	ProfileLocal = "local"
+)
+
+// LAN returns the defaults for a real local network: heartbeats every 50ms,
+// a peer suspected after 400ms of silence.
+func LAN() Config {
+	return Config{
+		Profile:        ProfileLAN,
+		Group:          "huddle",
+		Addr:           "239.192.72.68:7468",
+		TTL:            1,
+		Loopback:       true,
+		DatagramSize:   1400,
+		RecvBuffer:     8 << 20,
+		Heartbeat:      Duration(50 * time.Millisecond),
+		SuspectTimeout: Duration(400 * time.Millisecond),
+		JoinTimeout:    Duration(500 * time.Millisecond),
+		StatsInterval:  Duration(10 * time.Second),
+		SendWindow:     4096,
+		SRM:            SRM{C1: 2, C2: 2, D1: 1, D2: 1},
+		Log:            Log{Level: "info", Format: "json"},
+		Election:       Election{Algorithm: "ring"},
+	}
+}
+
+// Local returns the defaults for nodes on one host or in tests: the same as
+// LAN with faster timers.
+func Local() Config {
+	c := LAN()
+	c.Profile = ProfileLocal
+	c.Heartbeat = Duration(20 * time.Millisecond)
+	c.SuspectTimeout = Duration(150 * time.Millisecond)
+	c.JoinTimeout = Duration(200 * time.Millisecond)
+	c.StatsInterval = Duration(2 * time.Second)
+	return c
+}
+
+// ForProfile returns the defaults of the named profile.
+func ForProfile(name string) (Config, error) {
+	switch name {
+	case ProfileLAN, "":
+		return LAN(), nil
+	case ProfileLocal:
+		return Local(), nil
+	}
+	return Config{}, fmt.Errorf("config: profile: %q is not a profile (lan, local)", name)
+}

@@ -1,0 +1,106 @@
+package config
+
+import (
+	"flag"
+	"reflect"
+)
+
+// Flags holds the configuration flags registered on a flag.FlagSet by
+// AddFlags, as text: Load parses them, so that a bad flag value is
+// reported like a bad value from any other source.
+type Flags struct {
+	path   string               // --config
+	byName map[string]*textFlag // flag name → flag, aliases included
+}
+
+// textFlag is a flag.Value that keeps the text it was given.
+type textFlag struct {
+	key    string // TOML key of the setting
+	value  string
+	isBool bool
+}
+
+func (t *textFlag) String() string {
+	if t == nil {
+		return ""
+	}
+	return t.value
+}
+
+func (t *textFlag) Set(s string) error { t.value = s; return nil }
+
+// IsBoolFlag lets a boolean be set by its name alone: --loopback.
+func (t *textFlag) IsBoolFlag() bool { return t.isBool }
+
+// usage is the one-line help of each setting. A backquoted word names the
+// flag's argument in fs.PrintDefaults.
+var usage = map[string]string{
+	"profile":            "`profile` of defaults to start from: lan or local",
+	"id":                 "node `ID`, unique in the group; 0 derives it from the interface's IPv4 address",
+	"group":              "group `name`, 1 to 64 bytes; groups with other names are ignored",
+	"addr":               "multicast group and UDP port, `ipv4:port` in 224.0.0.0/4",
+	"iface":              "network `interface` to join on; empty picks the default route's",
+	"ttl":                "IP time-to-live of multicast datagrams in `hops`, 1 to 255; 1 stays on the link",
+	"loopback":           "deliver this host's own datagrams to other nodes on this host",
+	"datagram_size":      "largest UDP payload in `bytes`, 512 to 65000",
+	"recv_buffer":        "socket receive buffer in `bytes`, 65536 to 1 GiB",
+	"heartbeat":          "`interval` between session messages (heartbeats), 1ms to 10s",
+	"suspect_timeout":    "`silence` after which a peer is suspected, 3 heartbeats to 10m",
+	"join_timeout":       "`time` to wait for admission before forming a group alone, 10ms to 1m",
+	"stats_interval":     "`interval` between node.stats events; 0 logs them only at exit",
+	"send_window":        "most unstable own `messages` before sending blocks, 16 to 1048576",
+	"srm.c1":             "SRM request timer start in one-way `delays`, 0 to 100",
+	"srm.c2":             "SRM request timer spread in one-way `delays`, above 0 up to 100",
+	"srm.d1":             "SRM repair timer start in one-way `delays`, 0 to 100",
+	"srm.d2":             "SRM repair timer spread in one-way `delays`, above 0 up to 100",
+	"log.level":          "lowest log `level`: debug, info, warn or error",
+	"log.format":         "log `format`: json or console",
+	"log.file":           "`path` to append the log to; empty writes to standard error",
+	"election.algorithm": "election `algorithm`: ring or bully, the same on every member",
+	"election.every":     "start an election every `interval`; 0 is off, else at least 100ms",
+	"mutex.quorum":       "expected cluster `size`: lock only with a majority of it; 0 is off",
+	"security.key":       "group `key` sealing datagrams (AES-GCM), at least 16 bytes; prefer HUDDLE_SECURITY_KEY, flags show in ps",
+}
+
+// AddFlags registers one flag per Config field on fs, named after its TOML
+// key (--suspect-timeout, --srm-c1), plus --election as a short form of
+// --election-algorithm and --config for the TOML file. The defaults shown
+// in the help are the LAN profile's; the usage of a field whose Local
+// default differs says so. Call Load after fs.Parse.
+func AddFlags(fs *flag.FlagSet) *Flags {
+	f := &Flags{byName: make(map[string]*textFlag)}
+	fs.StringVar(&f.path, "config", "", "TOML `file` to read settings from (default $HUDDLE_CONFIG)")
+	lan, local := LAN(), Local()
+	localByKey := settingsByKey(&local)
+	for _, s := range settings(&lan) {
+		help := usage[s.key]
+		if l := localByKey[s.key]; s.key != "profile" && l.String() != s.String() {
+			help += "; local profile: " + l.String()
+		}
+		t := &textFlag{key: s.key, value: s.String(), isBool: s.v.Kind() == reflect.Bool}
+		f.add(fs, flagName(s.key), t, help)
+	}
+	f.add(fs, "election", f.byName["election-algorithm"], "election `algorithm`, short for --election-algorithm")
+	return f
+}
+
+func (f *Flags) add(fs *flag.FlagSet, name string, t *textFlag, help string) {
+	f.byName[name] = t
+	fs.Var(t, name, help)
+}
+
+// set returns the configuration flags that were given on the command line,
+// in the order of fs.Visit. Their errors name no source: the user has just
+// typed the value.
+func (f *Flags) set(fs *flag.FlagSet) []assignment {
+	var out []assignment
+	if f == nil || fs == nil {
+		return nil
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		if t, ok := f.byName[fl.Name]; ok {
+			out = append(out, assignment{t.key, t.value, ""})
+		}
+	})
+	return out
+}

@@ -1,0 +1,130 @@
+package config
+
+import (
+	"cmp"
+	"errors"
+	"math"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Validate checks every field and reports every problem, joined, each as
+// "config: <key>: <value> <what is wrong> (<what is allowed>)". It does not
+// look at the system: an interface that does not exist is Resolve's to find.
+func (c *Config) Validate() error {
+	ms := Duration(time.Millisecond)
+	return errors.Join(
+		oneOf("profile", "a profile", c.Profile, ProfileLAN, ProfileLocal),
+		inRange("id", c.ID, 0, math.MaxInt64),
+		checkGroup(c.Group),
+		checkAddr(c.Addr),
+		inRange("ttl", c.TTL, 1, 255),
+		inRange("datagram_size", c.DatagramSize, 512, 65000),
+		inRange("recv_buffer", c.RecvBuffer, 65536, 1<<30),
+		inRange("heartbeat", c.Heartbeat, ms, 10*Duration(time.Second)),
+		c.checkSuspectTimeout(),
+		inRange("join_timeout", c.JoinTimeout, 10*ms, Duration(time.Minute)),
+		zeroOrAtLeast("stats_interval", c.StatsInterval, 100*ms),
+		inRange("send_window", c.SendWindow, 16, 1<<20),
+		factor("srm.c1", c.SRM.C1, true),
+		factor("srm.c2", c.SRM.C2, false),
+		factor("srm.d1", c.SRM.D1, true),
+		factor("srm.d2", c.SRM.D2, false),
+		oneOf("log.level", "a log level", c.Log.Level, "debug", "info", "warn", "error"),
+		oneOf("log.format", "a log format", c.Log.Format, "json", "console"),
+		oneOf("election.algorithm", "an election algorithm", c.Election.Algorithm, "ring", "bully"),
+		zeroOrAtLeast("election.every", c.Election.Every, 100*ms),
+		inRange("mutex.quorum", c.Mutex.Quorum, 0, 1024),
+		checkKey(c.Security.Key),
+	)
+}
+
+// GroupAddr returns Addr parsed; it is valid once Validate has passed.
+func (c *Config) GroupAddr() netip.AddrPort {
+	ap, _ := netip.ParseAddrPort(c.Addr)
+	return ap
+}
+
+func inRange[T cmp.Ordered](key string, v, lo, hi T) error {
+	// Written as a negation so that a NaN float fails too.
+	if !(v >= lo && v <= hi) {
+		return problem(key, "", "%v is out of range (%v to %v)", v, lo, hi)
+	}
+	return nil
+}
+
+func zeroOrAtLeast(key string, v, lo Duration) error {
+	if v != 0 && v < lo {
+		return problem(key, "", "%v is out of range (0 for off, or at least %v)", v, lo)
+	}
+	return nil
+}
+
+// factor checks an SRM timer constant. A zero spread (C2, D2) would fire
+// every member's timer at once and defeat suppression, hence zeroOK.
+func factor(key string, v float64, zeroOK bool) error {
+	if zeroOK {
+		return inRange(key, v, 0, 100)
+	}
+	if !(v > 0 && v <= 100) {
+		return problem(key, "", "%v is out of range (above 0, up to 100)", v)
+	}
+	return nil
+}
+
+func oneOf(key, what, v string, allowed ...string) error {
+	if !slices.Contains(allowed, v) {
+		return problem(key, "", "%q is not %s (%s)", v, what, strings.Join(allowed, ", "))
+	}
+	return nil
+}
+
+func checkGroup(g string) error {
+	if len(g) < 1 || len(g) > 64 {
+		return problem("group", "", "%q is %d bytes long (1 to 64 bytes)", g, len(g))
+	}
+	return nil
+}
+
+func checkAddr(addr string) error {
+	const allowed = "an IPv4 multicast group and port, e.g. 239.192.72.68:7468"
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		if _, perr := netip.ParseAddr(addr); perr == nil {
+			return problem("addr", "", "%q has no port (%s)", addr, allowed)
+		}
+		return problem("addr", "", "%q is not group:port (%s)", addr, allowed)
+	}
+	ip, err := netip.ParseAddr(host)
+	switch {
+	case err != nil || !ip.Is4():
+		return problem("addr", "", "%s is not an IPv4 address (%s)", host, allowed)
+	case !ip.IsMulticast():
+		return problem("addr", "", "%s is not a multicast address (224.0.0.0/4)", ip)
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return problem("addr", "", "port %q is out of range (1 to 65535)", port)
+	}
+	return nil
+}
+
+func (c *Config) checkSuspectTimeout() error {
+	lo, hi := 3*c.Heartbeat, Duration(10*time.Minute)
+	if c.SuspectTimeout < lo || c.SuspectTimeout > hi {
+		return problem("suspect_timeout", "", "%v is out of range (%v, 3 heartbeats of %v, to %v)",
+			c.SuspectTimeout, lo, c.Heartbeat, hi)
+	}
+	return nil
+}
+
+// checkKey never prints the key: error messages end up in logs.
+func checkKey(k string) error {
+	if k != "" && len(k) < 16 {
+		return problem("security.key", "", "a %d-byte key is too short (empty, or at least 16 bytes)", len(k))
+	}
+	return nil
+}

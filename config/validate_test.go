@@ -1,0 +1,96 @@
+package config
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(c *Config)
+		want   string // "" for valid
+	}{
+		{"lan", func(c *Config) {}, ""},
+		{"local", func(c *Config) { *c = Local() }, ""},
+		{"everything", func(c *Config) { *c = everything() }, ""},
+		{"profile", func(c *Config) { c.Profile = "wan" }, `config: profile: "wan" is not a profile (lan, local)`},
+		{"id max", func(c *Config) { c.ID = math.MaxInt64 }, ""},
+		{"id", func(c *Config) { c.ID = math.MaxInt64 + 1 }, `config: id: 9223372036854775808 is out of range (0 to 9223372036854775807)`},
+		{"group empty", func(c *Config) { c.Group = "" }, `config: group: "" is 0 bytes long (1 to 64 bytes)`},
+		{"group 64", func(c *Config) { c.Group = strings.Repeat("g", 64) }, ""},
+		{"group 65", func(c *Config) { c.Group = strings.Repeat("g", 65) }, `config: group: "` + strings.Repeat("g", 65) + `" is 65 bytes long (1 to 64 bytes)`},
+		{"addr unicast", func(c *Config) { c.Addr = "10.0.0.1:7468" }, `config: addr: 10.0.0.1 is not a multicast address (224.0.0.0/4)`},
+		{"addr no port", func(c *Config) { c.Addr = "239.1.1.1" }, `config: addr: "239.1.1.1" has no port (an IPv4 multicast group and port, e.g. 239.192.72.68:7468)`},
+		{"addr garbage", func(c *Config) { c.Addr = "nowhere" }, `config: addr: "nowhere" is not group:port (an IPv4 multicast group and port, e.g. 239.192.72.68:7468)`},
+		{"addr ipv6", func(c *Config) { c.Addr = "[ff02::1]:7468" }, `config: addr: ff02::1 is not an IPv4 address (an IPv4 multicast group and port, e.g. 239.192.72.68:7468)`},
+		{"addr port 0", func(c *Config) { c.Addr = "239.1.1.1:0" }, `config: addr: port "0" is out of range (1 to 65535)`},
+		{"addr port big", func(c *Config) { c.Addr = "239.1.1.1:65536" }, `config: addr: port "65536" is out of range (1 to 65535)`},
+		{"addr edges", func(c *Config) { c.Addr = "224.0.0.0:1" }, ""},
+		{"addr top", func(c *Config) { c.Addr = "239.255.255.255:65535" }, ""},
+		{"ttl 0", func(c *Config) { c.TTL = 0 }, `config: ttl: 0 is out of range (1 to 255)`},
+		{"ttl 256", func(c *Config) { c.TTL = 256 }, `config: ttl: 256 is out of range (1 to 255)`},
+		{"datagram_size", func(c *Config) { c.DatagramSize = 511 }, `config: datagram_size: 511 is out of range (512 to 65000)`},
+		{"datagram_size max", func(c *Config) { c.DatagramSize = 65000 }, ""},
+		{"recv_buffer", func(c *Config) { c.RecvBuffer = 1<<30 + 1 }, `config: recv_buffer: 1073741825 is out of range (65536 to 1073741824)`},
+		{"heartbeat 0", func(c *Config) { c.Heartbeat = 0 }, `config: heartbeat: 0s is out of range (1ms to 10s)`},
+		{"heartbeat long", func(c *Config) { c.Heartbeat = ms(10001); c.SuspectTimeout = ms(40000) }, `config: heartbeat: 10.001s is out of range (1ms to 10s)`},
+		{"suspect_timeout 3 heartbeats", func(c *Config) { c.SuspectTimeout = ms(150) }, ""},
+		{"suspect_timeout short", func(c *Config) { c.SuspectTimeout = ms(149) }, `config: suspect_timeout: 149ms is out of range (150ms, 3 heartbeats of 50ms, to 10m0s)`},
+		{"suspect_timeout long", func(c *Config) { c.SuspectTimeout = Duration(11 * time.Minute) }, `config: suspect_timeout: 11m0s is out of range (150ms, 3 heartbeats of 50ms, to 10m0s)`},
+		{"join_timeout", func(c *Config) { c.JoinTimeout = ms(9) }, `config: join_timeout: 9ms is out of range (10ms to 1m0s)`},
+		{"stats_interval 0", func(c *Config) { c.StatsInterval = 0 }, ""},
+		{"stats_interval", func(c *Config) { c.StatsInterval = ms(99) }, `config: stats_interval: 99ms is out of range (0 for off, or at least 100ms)`},
+		{"stats_interval negative", func(c *Config) { c.StatsInterval = ms(-1) }, `config: stats_interval: -1ms is out of range (0 for off, or at least 100ms)`},
+		{"send_window", func(c *Config) { c.SendWindow = 15 }, `config: send_window: 15 is out of range (16 to 1048576)`},
+		{"srm.c1 0", func(c *Config) { c.SRM.C1 = 0 }, ""},
+		{"srm.c1", func(c *Config) { c.SRM.C1 = -0.5 }, `config: srm.c1: -0.5 is out of range (0 to 100)`},
+		{"srm.c2", func(c *Config) { c.SRM.C2 = 0 }, `config: srm.c2: 0 is out of range (above 0, up to 100)`},
+		{"srm.d1", func(c *Config) { c.SRM.D1 = math.NaN() }, `config: srm.d1: NaN is out of range (0 to 100)`},
+		{"srm.d2", func(c *Config) { c.SRM.D2 = 100.5 }, `config: srm.d2: 100.5 is out of range (above 0, up to 100)`},
+		{"log.level", func(c *Config) { c.Log.Level = "trace" }, `config: log.level: "trace" is not a log level (debug, info, warn, error)`},
+		{"log.format", func(c *Config) { c.Log.Format = "text" }, `config: log.format: "text" is not a log format (json, console)`},
+		{"election.algorithm", func(c *Config) { c.Election.Algorithm = "raft" }, `config: election.algorithm: "raft" is not an election algorithm (ring, bully)`},
+		{"election.every", func(c *Config) { c.Election.Every = ms(50) }, `config: election.every: 50ms is out of range (0 for off, or at least 100ms)`},
+		{"mutex.quorum", func(c *Config) { c.Mutex.Quorum = 1025 }, `config: mutex.quorum: 1025 is out of range (0 to 1024)`},
+		{"security.key", func(c *Config) { c.Security.Key = "secret" }, `config: security.key: a 6-byte key is too short (empty, or at least 16 bytes)`},
+		{"security.key 16", func(c *Config) { c.Security.Key = strings.Repeat("k", 16) }, ""},
+		{"several", func(c *Config) { c.TTL = 0; c.Log.Format = "" }, "config: ttl: 0 is out of range (1 to 255)\n" +
+			`config: log.format: "" is not a log format (json, console)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := LAN()
+			tt.change(&c)
+			err := c.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tt.want != "" && (err == nil || err.Error() != tt.want):
+				t.Errorf("error:\n%v\nwant:\n%s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateZero(t *testing.T) {
+	var c Config
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("the zero Config is valid")
+	}
+	for _, key := range []string{"profile", "group", "addr", "ttl", "heartbeat", "log.level", "election.algorithm"} {
+		if !strings.Contains(err.Error(), "config: "+key+": ") {
+			t.Errorf("no problem reported for %s in:\n%v", key, err)
+		}
+	}
+}
+
+func TestGroupAddr(t *testing.T) {
+	c := LAN()
+	if got := c.GroupAddr().String(); got != "239.192.72.68:7468" {
+		t.Errorf("GroupAddr() = %s", got)
+	}
+}

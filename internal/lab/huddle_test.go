@@ -1,0 +1,118 @@
+package lab_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/lab"
+)
+
+// TestHuddleThreeNodes runs the real node on three hosts and checks that
+// each one sees the two others, and that all stop cleanly on SIGTERM.
+func TestHuddleThreeNodes(t *testing.T) {
+	l := newLAN(t, lab.Options{Hosts: 3})
+	bin := buildHuddle(t)
+	var procs []*lab.Proc
+	for i := 1; i <= l.Hosts(); i++ {
+		argv := []string{bin, "run", "--profile", "local", "--id", strconv.Itoa(i),
+			"--iface", lab.Iface, "--addr", group, "--log-format", "json", "--log-file", nodeLog(l, i)}
+		p, err := l.Start(i, fmt.Sprintf("huddle%d", i), argv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	for i := 1; i <= l.Hosts(); i++ {
+		waitPeers(t, l, i, procs[i-1], 10*time.Second)
+	}
+	for _, p := range procs {
+		if err := p.Signal(syscall.SIGTERM); err != nil {
+			t.Fatalf("SIGTERM %s: %v", p.Name, err)
+		}
+	}
+	for i, p := range procs {
+		if err := p.WaitTimeout(10 * time.Second); err != nil {
+			t.Errorf("%s: %v\n%s", p.Name, err, readLog(t, p))
+		}
+		if !hasEvent(t, nodeLog(l, i+1), "node.stopped") {
+			t.Errorf("%s logged no node.stopped", p.Name)
+		}
+	}
+	prefix := l.Prefix()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkGone(t, prefix)
+}
+
+// buildHuddle builds cmd/huddle into a temporary directory, or returns
+// $LAB_HUDDLE_BIN when set (a prebuilt binary, e.g. for a run as another user).
+func buildHuddle(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("LAB_HUDDLE_BIN"); bin != "" {
+		return bin
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go command not found: cannot build cmd/huddle")
+	}
+	bin := filepath.Join(t.TempDir(), "huddle")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/huddle-lan/huddle/cmd/huddle").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build cmd/huddle: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func nodeLog(l *lab.LAN, host int) string {
+	return filepath.Join(l.LogDir(), fmt.Sprintf("node%d.json", host))
+}
+
+// waitPeers polls host's node log until it has peer.seen for every other host.
+func waitPeers(t *testing.T, l *lab.LAN, host int, p *lab.Proc, timeout time.Duration) {
+	t.Helper()
+	var seen map[uint64]bool
+	for end := time.Now().Add(timeout); time.Now().Before(end) && !p.Exited(); time.Sleep(50 * time.Millisecond) {
+		seen = map[uint64]bool{}
+		evs, _ := lab.ReadEvents(nodeLog(l, host))
+		for _, ev := range evs {
+			if peer, ok := ev.Uint("peer"); ok && ev.Event == "peer.seen" {
+				seen[peer] = true
+			}
+		}
+		if all := allPeers(seen, host, l.Hosts()); all {
+			return
+		}
+	}
+	log, _ := os.ReadFile(nodeLog(l, host))
+	t.Fatalf("node %d saw peers %v within %v (exited: %v); stderr:\n%s\nlog:\n%s",
+		host, seen, timeout, p.Exited(), readLog(t, p), log)
+}
+
+func allPeers(seen map[uint64]bool, self, n int) bool {
+	for i := 1; i <= n; i++ {
+		if i != self && !seen[uint64(i)] {
+			return false
+		}
+	}
+	return true
+}
+
+func hasEvent(t *testing.T, path, name string) bool {
+	t.Helper()
+	evs, err := lab.ReadEvents(path)
+	if err != nil {
+		t.Errorf("read %s: %v", path, err)
+	}
+	for _, ev := range evs {
+		if ev.Event == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,232 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/multicast"
+)
+
+// Options configures Run.
+type Options struct {
+	Config    config.Config       // resolved: ID and Iface are set
+	Transport multicast.Transport // the group socket (or a simulated one)
+	Log       zerolog.Logger      // already carries the node field
+	Inc       uint64              // this start's incarnation (NewIncarnation)
+	Seed      uint64              // protocol randomness; 0 = derived from Inc
+}
+
+// NewIncarnation returns a fresh incarnation number: the start time in
+// nanoseconds, which grows across restarts of the same node.
+func NewIncarnation() uint64 { return uint64(time.Now().UnixNano()) }
+
+// Reading is done in batches of batchSize datagrams, with poolSize batches
+// circulating between the reader goroutine and the loop. That bounds the
+// node's receive memory: when the loop falls behind, the reader waits, and
+// the kernel's socket buffer absorbs (or drops) the rest.
+const (
+	batchSize = 64
+	poolSize  = 4
+)
+
+type rxBatch struct {
+	pkts []multicast.Packet
+	n    int
+}
+
+// runtime is the state of one Run call: the loop owns all of it.
+type runtime struct {
+	o          Options
+	core       *Core
+	log        zerolog.Logger
+	truncated  uint64
+	sendErrors uint64
+	warned     map[string]bool
+}
+
+// Run runs the node until ctx is done: one loop owns the transport, the
+// clock and the protocol core. A reader goroutine only reads batches of
+// datagrams and hands them over. When ctx ends, Run closes the transport,
+// logs the final stats and node.stopped with the context's cause, and
+// returns nil; it returns an error only if the transport fails.
+func Run(ctx context.Context, o Options) error {
+	cfg := o.Config
+	seed := o.Seed
+	if seed == 0 {
+		seed = o.Inc
+	}
+	now := time.Now()
+	r := &runtime{o: o, log: o.Log, warned: map[string]bool{}}
+	r.core = NewCore(CoreOptions{
+		ID: cfg.ID, Inc: o.Inc, Group: cfg.Group, DatagramSize: cfg.DatagramSize,
+		Heartbeat: cfg.Heartbeat.D(), SuspectTimeout: cfg.SuspectTimeout.D(), Seed: seed,
+	}, now)
+	r.logStarted()
+
+	full := make(chan *rxBatch, poolSize)
+	free := make(chan *rxBatch, poolSize)
+	for range poolSize {
+		free <- newBatch(cfg.DatagramSize)
+	}
+	rerr := make(chan error, 1)
+	done := make(chan struct{})
+	go func() { defer close(done); readLoop(o.Transport, free, full, rerr) }()
+
+	err := r.loop(ctx, full, free, rerr)
+	o.Transport.Close()
+	<-done
+	r.logStats("exit")
+	reason := "transport failed"
+	if err == nil {
+		reason = causeText(ctx)
+	}
+	r.log.Info().Str("event", "node.stopped").Str("reason", reason).Msg("node stopped")
+	return err
+}
+
+func newBatch(size int) *rxBatch {
+	b := &rxBatch{pkts: make([]multicast.Packet, batchSize)}
+	for i := range b.pkts {
+		// One spare byte tells a datagram longer than size apart from one
+		// that fits exactly, even where the OS does not report truncation.
+		b.pkts[i].Buf = make([]byte, size+1)
+	}
+	return b
+}
+
+func readLoop(t multicast.Transport, free <-chan *rxBatch, full chan<- *rxBatch, rerr chan<- error) {
+	for b := range free {
+		n, err := t.ReadBatch(b.pkts)
+		if err != nil {
+			rerr <- err
+			return
+		}
+		b.n = n
+		full <- b
+	}
+}
+
+func (r *runtime) loop(ctx context.Context, full <-chan *rxBatch, free chan<- *rxBatch, rerr <-chan error) error {
+	timer := time.NewTimer(time.Until(r.core.NextDeadline()))
+	defer timer.Stop()
+	var stats <-chan time.Time
+	if iv := r.o.Config.StatsInterval.D(); iv > 0 {
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		stats = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-rerr:
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("node: receive: %w", err)
+		case b := <-full:
+			r.receive(b)
+			free <- b
+		case <-timer.C:
+			r.core.Tick(time.Now())
+		case <-stats:
+			r.logStats("periodic")
+		}
+		r.afterStep()
+		timer.Reset(time.Until(r.core.NextDeadline()))
+	}
+}
+
+func (r *runtime) receive(b *rxBatch) {
+	now := time.Now()
+	limit := r.o.Config.DatagramSize
+	for _, p := range b.pkts[:b.n] {
+		if p.N > limit {
+			r.truncated++
+			r.warnOnce("truncated", "a datagram longer than datagram_size arrived and was dropped; every member must use the same datagram_size", p.Src)
+			continue
+		}
+		r.core.Receive(now, p.Src, p.Buf[:p.N])
+	}
+}
+
+// afterStep sends what the core produced and logs what it reported.
+func (r *runtime) afterStep() {
+	if out := r.core.TakeOutbox(); len(out) > 0 {
+		if err := r.o.Transport.WriteBatch(out); err != nil {
+			r.sendErrors++
+			r.warnOnce("send", err.Error(), netip.AddrPort{})
+		}
+	}
+	for _, ev := range r.core.TakeEvents() {
+		r.logEvent(ev)
+	}
+}
+
+func (r *runtime) logEvent(ev multicast.Event) {
+	switch ev.Kind {
+	case multicast.PeerSeen:
+		r.log.Info().Str("event", "peer.seen").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
+			Str("addr", ev.Addr.String()).Bool("restarted", ev.Restarted).Msg("peer seen")
+	case multicast.PeerLost:
+		r.log.Info().Str("event", "peer.lost").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
+			Int64("silent_ms", ev.Silent.Milliseconds()).Msg("peer lost")
+	case multicast.PeerConflict:
+		if !r.warned["conflict"] {
+			r.warned["conflict"] = true
+			r.log.Warn().Str("event", "peer.conflict").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
+				Str("addr", ev.Addr.String()).
+				Msgf("another node at %s uses this node's ID %d; give every node its own --id", ev.Addr.Addr(), ev.Peer)
+		}
+	}
+}
+
+// warnOnce logs a warning the first time it happens; counters say how often.
+func (r *runtime) warnOnce(key, msg string, src netip.AddrPort) {
+	if r.warned[key] {
+		return
+	}
+	r.warned[key] = true
+	e := r.log.Warn().Str("event", "node.warning").Str("what", key)
+	if src.IsValid() {
+		e = e.Str("addr", src.String())
+	}
+	e.Msg(msg)
+}
+
+func (r *runtime) logStarted() {
+	c := r.o.Config
+	r.log.Info().Str("event", "node.started").
+		Uint64("incarnation", r.o.Inc).Str("group", c.Group).Str("addr", c.Addr).Str("iface", c.Iface).
+		Str("src", r.o.Transport.LocalAddr().String()).Str("profile", c.Profile).
+		Int64("heartbeat_ms", c.Heartbeat.D().Milliseconds()).Int64("suspect_ms", c.SuspectTimeout.D().Milliseconds()).
+		Int("datagram_size", c.DatagramSize).Int("ttl", c.TTL).Bool("loopback", c.Loopback).
+		Msg("node started")
+}
+
+func (r *runtime) logStats(why string) {
+	cs, ms := r.core.Stats()
+	r.log.Info().Str("event", "node.stats").Str("why", why).
+		Uint64("datagrams_in", cs.DatagramsIn).Uint64("datagrams_out", cs.DatagramsOut).
+		Uint64("bytes_in", cs.BytesIn).Uint64("bytes_out", cs.BytesOut).
+		Uint64("malformed", cs.Malformed).Uint64("not_huddle", cs.NotHuddle).Uint64("unknown_kind", cs.UnknownKind).
+		Uint64("foreign_group", cs.ForeignGroup).Uint64("own_echo", cs.OwnEcho).Uint64("truncated", r.truncated).
+		Uint64("send_errors", r.sendErrors).Uint64("encode_errors", cs.EncodeErrors).
+		Uint64("sessions_sent", ms.SessionsSent).Uint64("sessions_recv", ms.SessionsRecv).
+		Uint64("stale_incarnation", ms.StaleInc).Uint64("unhandled", ms.Unhandled).Int("peers", ms.Peers).
+		Msg("stats")
+}
+
+func causeText(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+		return c.Error()
+	}
+	return "stopped"
+}

@@ -1,0 +1,24 @@
+package sim
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Machine is one node's protocol stack as the simulator sees it: a
+// deterministic state machine fed with datagrams and time. The node's real
+// runtime loop drives the very same value (internal/node.Core) with a socket
+// and the wall clock.
+type Machine interface {
+	// Receive hands the machine one datagram that arrived at now from src.
+	// The machine must not keep data after it returns.
+	Receive(now time.Time, src netip.AddrPort, data []byte)
+	// Tick tells the machine that time has advanced to now.
+	Tick(now time.Time)
+	// NextDeadline is the earliest time the machine wants Tick called;
+	// the zero Time means no timer is armed.
+	NextDeadline() time.Time
+	// TakeOutbox returns the datagrams the machine wants multicast, in
+	// order, and forgets them. The simulator owns the returned slices.
+	TakeOutbox() [][]byte
+}

@@ -1,0 +1,125 @@
+package testutil
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// SoakEnv is the environment variable that multiplies the number of seeds.
+const SoakEnv = "HUDDLE_TEST_SOAK"
+
+// seedFlag is -seed; it records whether it was given at all, because 0 is
+// a valid seed.
+type seedFlag struct {
+	v   int64
+	set bool
+}
+
+func (f *seedFlag) String() string { return strconv.FormatInt(f.v, 10) }
+
+func (f *seedFlag) Set(s string) error {
+	v, err := strconv.ParseInt(s, 0, 64)
+	if err != nil {
+		return err
+	}
+	f.v, f.set = v, true
+	return nil
+}
+
+var seed = func() *seedFlag {
+	f := new(seedFlag)
+	flag.Var(f, "seed", "run randomized tests with this seed only (replays a failure)")
+	return f
+}()
+
+// Seeds returns the seeds a randomized test runs: [S] with -seed S,
+// otherwise 1..n, or more under HUDDLE_TEST_SOAK.
+func Seeds(t testing.TB, n int) []int64 {
+	t.Helper()
+	if seed.set {
+		return []int64{seed.v}
+	}
+	n *= soakFactor(t)
+	seeds := make([]int64, n)
+	for i := range seeds {
+		seeds[i] = int64(i + 1)
+	}
+	return seeds
+}
+
+// soakFactor reads HUDDLE_TEST_SOAK: unset 1, "1" 10, K ≥ 2 K.
+func soakFactor(t testing.TB) int {
+	t.Helper()
+	s := os.Getenv(SoakEnv)
+	if s == "" {
+		return 1
+	}
+	k, err := strconv.Atoi(s)
+	if err != nil || k < 1 {
+		t.Fatalf("testutil: %s=%q: want 1 (10× seeds) or a multiplier ≥ 2", SoakEnv, s)
+	}
+	if k == 1 {
+		return 10
+	}
+	return k
+}
+
+// ForSeeds runs f in a subtest per seed from Seeds, logging the replay
+// command of a failing seed, and stops at the first failing seed.
+func ForSeeds(t *testing.T, n int, f func(t *testing.T, seed int64)) {
+	t.Helper()
+	for _, s := range Seeds(t, n) {
+		ok := t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) {
+			OnFailure(t, s)
+			f(t, s)
+		})
+		if !ok {
+			return
+		}
+	}
+}
+
+// OnFailure makes t log Replay(t, seed) when it ends failed.
+func OnFailure(t testing.TB, seed int64) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(Replay(t, seed))
+		}
+	})
+}
+
+// Replay returns "seed S (replay: go test -run '^TestX$' -seed=S ./pkg)"
+// for the top-level test of t, in the package being tested. The "=" is
+// needed: go test cannot tell that an unknown flag before the package
+// takes a value.
+func Replay(t testing.TB, seed int64) string {
+	name, _, _ := strings.Cut(t.Name(), "/")
+	return fmt.Sprintf("seed %d (replay: go test -run '^%s$' -seed=%d %s)", seed, name, seed, pkgDir())
+}
+
+// pkgDir is the tested package relative to the module root: go test runs
+// a test binary in its package's directory.
+var pkgDir = sync.OnceValue(func() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			rel, err := filepath.Rel(dir, wd)
+			if err != nil || rel == "." {
+				return "."
+			}
+			return "./" + filepath.ToSlash(rel)
+		}
+		if filepath.Dir(dir) == dir {
+			return "."
+		}
+	}
+})

@@ -1,0 +1,71 @@
+package testutil
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// withSeedFlag sets -seed for the duration of the test.
+func withSeedFlag(t *testing.T, f seedFlag) {
+	old := *seed
+	*seed = f
+	t.Cleanup(func() { *seed = old })
+}
+
+func TestSeedsDefault(t *testing.T) {
+	withSeedFlag(t, seedFlag{})
+	t.Setenv(SoakEnv, "")
+	if got, want := Seeds(t, 3), []int64{1, 2, 3}; !slices.Equal(got, want) {
+		t.Fatalf("Seeds(3) = %v, want %v", got, want)
+	}
+}
+
+func TestSeedsFlag(t *testing.T) {
+	withSeedFlag(t, seedFlag{})
+	if err := seed.Set("0"); err != nil {
+		t.Fatal(err)
+	}
+	if got := Seeds(t, 100); !slices.Equal(got, []int64{0}) {
+		t.Fatalf("with -seed 0: Seeds = %v, want [0]", got)
+	}
+}
+
+func TestSeedsSoak(t *testing.T) {
+	withSeedFlag(t, seedFlag{})
+	for _, tc := range []struct {
+		env  string
+		want int
+	}{{"1", 50}, {"3", 15}, {"20", 100}} {
+		t.Setenv(SoakEnv, tc.env)
+		if got := len(Seeds(t, 5)); got != tc.want {
+			t.Errorf("%s=%s: %d seeds, want %d", SoakEnv, tc.env, got, tc.want)
+		}
+	}
+}
+
+func TestReplay(t *testing.T) {
+	t.Run("sub", func(t *testing.T) {
+		got := Replay(t, 42)
+		want := "seed 42 (replay: go test -run '^TestReplay$' -seed=42 ./internal/testutil)"
+		if got != want {
+			t.Fatalf("Replay = %q, want %q", got, want)
+		}
+	})
+}
+
+func TestForSeeds(t *testing.T) {
+	withSeedFlag(t, seedFlag{})
+	t.Setenv(SoakEnv, "")
+	var ran []int64
+	ForSeeds(t, 4, func(t *testing.T, seed int64) {
+		if want := fmt.Sprintf("/seed=%d", seed); !strings.HasSuffix(t.Name(), want) {
+			t.Errorf("subtest %q, want suffix %q", t.Name(), want)
+		}
+		ran = append(ran, seed)
+	})
+	if !slices.Equal(ran, []int64{1, 2, 3, 4}) {
+		t.Fatalf("ran seeds %v, want 1..4", ran)
+	}
+}

@@ -1,0 +1,345 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Decoder reads envelopes from datagrams. It trusts nothing in the datagram:
+// every length is checked against the bytes that remain before anything is
+// sized by it, so a forged datagram can neither panic the decoder nor make it
+// allocate more than the datagram's own size. Byte fields (payload, service)
+// alias the datagram instead of being copied. A Decoder is not safe for
+// concurrent use.
+type Decoder struct {
+	data []byte
+	r    bytes.Reader
+	dec  *msgpack.Decoder
+}
+
+// NewDecoder returns a Decoder.
+func NewDecoder() *Decoder {
+	d := &Decoder{}
+	// bytes.Reader is an io.ByteScanner, so msgpack reads it directly
+	// without a bufio layer; that is what lets us compute offsets into
+	// data for zero-copy byte fields.
+	d.dec = msgpack.NewDecoder(&d.r)
+	return d
+}
+
+// Decode parses data into env. On success, env's byte fields alias data, so
+// data must stay unchanged while env is in use. On failure env is partly
+// filled and must be ignored; the error wraps ErrMalformed, ErrNotHuddle or
+// ErrUnknownKind.
+func (d *Decoder) Decode(data []byte, env *Envelope) (err error) {
+	d.data = data
+	d.r.Reset(data)
+	d.dec.ResetReader(&d.r)
+	defer func() { d.data = nil }()
+	n, err := d.countOf(1)
+	if err != nil {
+		return err
+	}
+	if n < HeaderFields {
+		return d.fail("datagram of %d fields, want at least %d", n, HeaderFields)
+	}
+	if err := d.header(&env.Header); err != nil {
+		return err
+	}
+	want, err := bodyFields(env)
+	if err != nil {
+		return err
+	}
+	if n != HeaderFields+want {
+		return d.fail("%v datagram has %d fields, want %d", env.Kind, n, HeaderFields+want)
+	}
+	if err := d.body(env); err != nil {
+		return err
+	}
+	if d.r.Len() != 0 {
+		return d.fail("%d trailing bytes", d.r.Len())
+	}
+	return nil
+}
+
+func (d *Decoder) header(h *Header) error {
+	mv, err := d.uint()
+	if err != nil {
+		return err
+	}
+	if mv != MagicVersion {
+		return fmt.Errorf("%w (magic+version %#x)", ErrNotHuddle, mv)
+	}
+	g, err := d.uintMax(math.MaxUint32)
+	if err != nil {
+		return err
+	}
+	h.Group = uint32(g)
+	if h.From, err = d.uint(); err != nil {
+		return err
+	}
+	if h.Inc, err = d.uint(); err != nil {
+		return err
+	}
+	k, err := d.uintMax(math.MaxUint8)
+	if err != nil {
+		return err
+	}
+	h.Kind = Kind(k)
+	if h.View.Epoch, err = d.uint(); err != nil {
+		return err
+	}
+	h.View.Coord, err = d.uint()
+	return err
+}
+
+func (d *Decoder) body(env *Envelope) error {
+	switch env.Kind {
+	case KindData:
+		return d.dataFields(&env.Data)
+	case KindBatch:
+		return d.batch(env)
+	case KindNack:
+		return d.nack(&env.Nack)
+	case KindRepair:
+		return d.repair(&env.Repair)
+	case KindSession:
+		return d.session(&env.Session)
+	}
+	return fmt.Errorf("%w: %v", ErrUnknownKind, env.Kind)
+}
+
+func (d *Decoder) dataFields(m *Data) (err error) {
+	if m.Seq, err = d.uint(); err != nil {
+		return err
+	}
+	o, err := d.uintMax(uint64(Safe))
+	if err != nil {
+		return err
+	}
+	m.Order = Order(o)
+	if m.Dest, err = d.uint(); err != nil {
+		return err
+	}
+	if m.Service, err = d.bytes(); err != nil {
+		return err
+	}
+	fi, err := d.uintMax(math.MaxUint32)
+	if err != nil {
+		return err
+	}
+	fc, err := d.uintMax(math.MaxUint32)
+	if err != nil {
+		return err
+	}
+	if fc > 1 && fi >= fc {
+		return d.fail("fragment %d of %d", fi, fc)
+	}
+	m.FragIndex, m.FragCount = uint32(fi), uint32(fc)
+	m.Payload, err = d.bytes()
+	return err
+}
+
+// Smallest encodings, which bound how many elements a datagram can hold:
+// a data message is an array header, five one-byte ints, a nil service
+// and a two-byte empty payload; a peer state is an array header and five one-byte ints.
+const (
+	minDataBytes      = 1 + 5 + 1 + 2
+	minPeerStateBytes = 1 + peerStateFields
+	minRangeBytes     = 2
+)
+
+func (d *Decoder) batch(env *Envelope) error {
+	n, err := d.countOf(minDataBytes)
+	if err != nil {
+		return err
+	}
+	env.Batch = grow(env.Batch, n)
+	for i := range env.Batch {
+		if _, err := d.arrayLen(dataFields); err != nil {
+			return err
+		}
+		if err := d.dataFields(&env.Batch[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Decoder) nack(m *Nack) (err error) {
+	if m.Source, err = d.uint(); err != nil {
+		return err
+	}
+	if m.SourceInc, err = d.uint(); err != nil {
+		return err
+	}
+	n, err := d.countOf(1)
+	if err != nil {
+		return err
+	}
+	if n%2 != 0 {
+		return d.fail("nack has %d range bounds, want an even number", n)
+	}
+	m.Ranges = grow(m.Ranges, n/2)
+	for i := range m.Ranges {
+		r := &m.Ranges[i]
+		if r.First, err = d.uint(); err != nil {
+			return err
+		}
+		if r.Last, err = d.uint(); err != nil {
+			return err
+		}
+		if r.Last < r.First {
+			return d.fail("nack range %d-%d is reversed", r.First, r.Last)
+		}
+	}
+	return nil
+}
+
+func (d *Decoder) repair(m *Repair) (err error) {
+	if m.Source, err = d.uint(); err != nil {
+		return err
+	}
+	if m.SourceInc, err = d.uint(); err != nil {
+		return err
+	}
+	return d.dataFields(&m.Data)
+}
+
+func (d *Decoder) session(m *Session) (err error) {
+	if m.Sent, err = d.int(); err != nil {
+		return err
+	}
+	if m.Seq, err = d.uint(); err != nil {
+		return err
+	}
+	n, err := d.countOf(minPeerStateBytes)
+	if err != nil {
+		return err
+	}
+	m.Peers = grow(m.Peers, n)
+	for i := range m.Peers {
+		if err := d.peerState(&m.Peers[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Decoder) peerState(p *PeerState) (err error) {
+	if _, err = d.arrayLen(peerStateFields); err != nil {
+		return err
+	}
+	if p.ID, err = d.uint(); err != nil {
+		return err
+	}
+	if p.Inc, err = d.uint(); err != nil {
+		return err
+	}
+	if p.Seq, err = d.uint(); err != nil {
+		return err
+	}
+	if p.Echo, err = d.int(); err != nil {
+		return err
+	}
+	p.Held, err = d.int()
+	return err
+}
+
+// arrayLen reads an array header and checks it has exactly want elements.
+func (d *Decoder) arrayLen(want int) (int, error) {
+	n, err := d.countOf(1)
+	if err == nil && n != want {
+		err = d.fail("array of %d elements, want %d", n, want)
+	}
+	return n, err
+}
+
+// countOf reads an array header whose elements each take at least min bytes,
+// and rejects counts the remaining bytes cannot hold. That bound is what keeps
+// allocations within the datagram's size.
+func (d *Decoder) countOf(min int) (int, error) {
+	n, err := d.dec.DecodeArrayLen()
+	if err != nil {
+		return 0, d.wrap(err)
+	}
+	if n < 0 || n > d.r.Len()/min {
+		return 0, d.fail("array of %d elements in %d bytes", n, d.r.Len())
+	}
+	return n, nil
+}
+
+func (d *Decoder) uint() (uint64, error) {
+	c, err := d.dec.PeekCode()
+	if err != nil {
+		return 0, d.wrap(err)
+	}
+	// msgpack's DecodeUint64 accepts negative ints and nil; we do not.
+	if c >= 0xe0 || c == 0xc0 || (c >= 0xd0 && c <= 0xd3) {
+		return 0, d.fail("code %#x where an unsigned int belongs", c)
+	}
+	v, err := d.dec.DecodeUint64()
+	return v, d.wrap(err)
+}
+
+func (d *Decoder) uintMax(max uint64) (uint64, error) {
+	v, err := d.uint()
+	if err == nil && v > max {
+		err = d.fail("%d is out of range (max %d)", v, max)
+	}
+	return v, err
+}
+
+func (d *Decoder) int() (int64, error) {
+	c, err := d.dec.PeekCode()
+	if err != nil {
+		return 0, d.wrap(err)
+	}
+	if c == 0xc0 {
+		return 0, d.fail("nil where an int belongs")
+	}
+	v, err := d.dec.DecodeInt64()
+	return v, d.wrap(err)
+}
+
+// bytes returns the next bin or str field as a slice of the datagram.
+func (d *Decoder) bytes() ([]byte, error) {
+	n, err := d.dec.DecodeBytesLen()
+	if err != nil {
+		return nil, d.wrap(err)
+	}
+	if n < 0 {
+		return d.data[:0:0], nil // nil: an empty field
+	}
+	if n > d.r.Len() {
+		return nil, d.fail("%d-byte field in %d bytes", n, d.r.Len())
+	}
+	off := len(d.data) - d.r.Len()
+	if _, err := d.r.Seek(int64(n), io.SeekCurrent); err != nil {
+		return nil, d.wrap(err)
+	}
+	return d.data[off : off+n : off+n], nil
+}
+
+func (d *Decoder) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w at byte %d: %v", ErrMalformed, len(d.data)-d.r.Len(), err)
+}
+
+func (d *Decoder) fail(format string, args ...any) error {
+	return fmt.Errorf("%w at byte %d: %s", ErrMalformed, len(d.data)-d.r.Len(), fmt.Sprintf(format, args...))
+}
+
+// grow returns s resized to n elements, reusing its array when it can.
+func grow[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}

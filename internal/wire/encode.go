@@ -1,0 +1,147 @@
+package wire
+
+import (
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Encoder writes envelopes as msgpack arrays. It reuses one msgpack.Encoder
+// and appends to a caller's slice, so encoding does not allocate once the
+// slice has room. An Encoder is not safe for concurrent use.
+type Encoder struct {
+	buf appendBuf
+	enc *msgpack.Encoder
+}
+
+// NewEncoder returns an Encoder.
+func NewEncoder() *Encoder {
+	e := &Encoder{}
+	e.enc = msgpack.NewEncoder(&e.buf)
+	e.enc.UseCompactInts(true)
+	return e
+}
+
+// Append appends the encoding of env to dst and returns the extended slice.
+// Only the body that env.Kind names is encoded.
+func (e *Encoder) Append(dst []byte, env *Envelope) ([]byte, error) {
+	e.buf.b = dst
+	err := e.envelope(env)
+	out := e.buf.b
+	e.buf.b = nil
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
+}
+
+func (e *Encoder) envelope(env *Envelope) error {
+	n, err := bodyFields(env)
+	if err != nil {
+		return err
+	}
+	e.array(HeaderFields + n)
+	e.uints(MagicVersion, uint64(env.Group), env.From, env.Inc, uint64(env.Kind), env.View.Epoch, env.View.Coord)
+	switch env.Kind {
+	case KindData:
+		e.data(&env.Data)
+	case KindBatch:
+		e.array(len(env.Batch))
+		for i := range env.Batch {
+			e.array(dataFields)
+			e.data(&env.Batch[i])
+		}
+	case KindNack:
+		e.nack(&env.Nack)
+	case KindRepair:
+		e.uints(env.Repair.Source, env.Repair.SourceInc)
+		e.data(&env.Repair.Data)
+	case KindSession:
+		e.session(&env.Session)
+	}
+	return nil
+}
+
+// bodyFields is the number of array elements the kind's body adds.
+func bodyFields(env *Envelope) (int, error) {
+	switch env.Kind {
+	case KindData:
+		return dataFields, nil
+	case KindBatch:
+		return 1, nil
+	case KindNack:
+		return 3, nil
+	case KindRepair:
+		return 2 + dataFields, nil
+	case KindSession:
+		return 3, nil
+	}
+	return 0, fmt.Errorf("%w: cannot encode %v", ErrUnknownKind, env.Kind)
+}
+
+func (e *Encoder) data(d *Data) {
+	e.uints(d.Seq, uint64(d.Order), d.Dest)
+	e.name(d.Service)
+	e.uints(uint64(d.FragIndex), uint64(d.FragCount))
+	e.bytes(d.Payload)
+}
+
+func (e *Encoder) nack(n *Nack) {
+	e.uints(n.Source, n.SourceInc)
+	e.array(2 * len(n.Ranges))
+	for _, r := range n.Ranges {
+		e.uints(r.First, r.Last)
+	}
+}
+
+func (e *Encoder) session(s *Session) {
+	e.enc.EncodeInt(s.Sent)
+	e.uints(s.Seq)
+	e.array(len(s.Peers))
+	for _, p := range s.Peers {
+		e.array(peerStateFields)
+		e.uints(p.ID, p.Inc, p.Seq)
+		e.enc.EncodeInt(p.Echo)
+		e.enc.EncodeInt(p.Held)
+	}
+}
+
+// The msgpack encoder only fails when its writer fails, and appendBuf never
+// does, so the helpers below drop the (always nil) errors.
+
+func (e *Encoder) array(n int) { e.enc.EncodeArrayLen(n) }
+
+func (e *Encoder) uints(vs ...uint64) {
+	for _, v := range vs {
+		e.enc.EncodeUint(v)
+	}
+}
+
+// bytes writes b as msgpack bin; nil and empty both become an empty bin so
+// that decoding never has to tell them apart.
+func (e *Encoder) bytes(b []byte) {
+	e.enc.EncodeBytesLen(len(b))
+	e.buf.b = append(e.buf.b, b...)
+}
+
+// name writes a short byte field: nil (one byte) when empty, else bin.
+func (e *Encoder) name(b []byte) {
+	if len(b) == 0 {
+		e.enc.EncodeNil()
+		return
+	}
+	e.bytes(b)
+}
+
+// appendBuf is the msgpack encoder's writer: it appends to a slice.
+type appendBuf struct{ b []byte }
+
+func (a *appendBuf) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
+}
+
+func (a *appendBuf) WriteByte(c byte) error {
+	a.b = append(a.b, c)
+	return nil
+}

@@ -1,0 +1,40 @@
+//go:build !linux
+
+package multicast
+
+import (
+	"net"
+
+	"golang.org/x/net/ipv4"
+)
+
+// batchIO is the portable fallback: one datagram per system call.
+type batchIO struct {
+	udp   *net.UDPConn
+	group *net.UDPAddr
+}
+
+func newBatchIO(udp *net.UDPConn, _ *ipv4.PacketConn, group *net.UDPAddr, _ int) batchIO {
+	return batchIO{udp: udp, group: group}
+}
+
+func (b *batchIO) read(pkts []Packet) (int, error) {
+	if len(pkts) == 0 {
+		return 0, nil
+	}
+	n, src, err := b.udp.ReadFromUDPAddrPort(pkts[0].Buf)
+	if err != nil {
+		return 0, err
+	}
+	pkts[0].N, pkts[0].Src = n, src
+	return 1, nil
+}
+
+func (b *batchIO) write(datagrams [][]byte) error {
+	for _, d := range datagrams {
+		if _, err := b.udp.WriteToUDP(d, b.group); err != nil {
+			return err
+		}
+	}
+	return nil
+}

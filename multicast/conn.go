@@ -1,0 +1,219 @@
+package multicast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"syscall"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/net/ipv4"
+)
+
+// Socket errors. Open wraps one of these (with errors.Is) around a message
+// that names the interface, the address and what to do.
+var (
+	ErrNoInterface     = errors.New("multicast: no such interface")
+	ErrNotMulticast    = errors.New("multicast: interface cannot multicast")
+	ErrNoRoute         = errors.New("multicast: no route for the group")
+	ErrAddrInUse       = errors.New("multicast: address in use")
+	ErrPermission      = errors.New("multicast: permission denied")
+	ErrNotMulticastIP  = errors.New("multicast: not a multicast address")
+	ErrInterfaceNoIPv4 = errors.New("multicast: interface has no IPv4 address")
+)
+
+// SocketOptions says how to open the group socket.
+type SocketOptions struct {
+	Group      netip.AddrPort // IPv4 multicast address and UDP port
+	Iface      string         // interface to join and send on
+	TTL        int            // IP TTL of sent datagrams (1 = link-local)
+	Loopback   bool           // deliver this host's datagrams to its own sockets
+	RecvBuffer int            // requested SO_RCVBUF, bytes
+	MaxBatch   int            // datagrams per ReadBatch/WriteBatch system call (default 64)
+}
+
+// Conn is a UDP socket joined to one IPv4 multicast group on one interface.
+// It implements Transport.
+type Conn struct {
+	udp    *net.UDPConn
+	pc     *ipv4.PacketConn
+	group  *net.UDPAddr
+	local  netip.AddrPort
+	batch  batchIO
+	RcvBuf int // receive buffer the kernel granted, bytes
+}
+
+var _ Transport = (*Conn)(nil)
+
+// Open creates the socket: bound to the group's port with SO_REUSEADDR (so
+// several nodes share one host), joined to the group on the interface, with
+// TTL, loopback and receive buffer set. It logs a warning when the kernel
+// grants a smaller receive buffer than asked for.
+func Open(o SocketOptions, log zerolog.Logger) (*Conn, error) {
+	if !o.Group.Addr().Is4() || !o.Group.Addr().IsMulticast() {
+		return nil, fmt.Errorf("%w: %v is not an IPv4 multicast address (224.0.0.0/4)", ErrNotMulticastIP, o.Group.Addr())
+	}
+	ifi, src, err := lookupInterface(o.Iface)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRoute(ifi, o.Group); err != nil {
+		return nil, err
+	}
+	udp, err := listen(o.Group)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{udp: udp, pc: ipv4.NewPacketConn(udp), group: net.UDPAddrFromAddrPort(o.Group),
+		local: netip.AddrPortFrom(src, o.Group.Port())}
+	if err := c.setup(ifi, o, log); err != nil {
+		udp.Close()
+		return nil, err
+	}
+	c.batch = newBatchIO(c.udp, c.pc, c.group, o.MaxBatch)
+	return c, nil
+}
+
+func (c *Conn) setup(ifi *net.Interface, o SocketOptions, log zerolog.Logger) error {
+	if err := c.pc.JoinGroup(ifi, c.group); err != nil {
+		return fmt.Errorf("multicast: join %v on %s: %w", c.group.IP, ifi.Name, classify(err))
+	}
+	if err := c.pc.SetMulticastInterface(ifi); err != nil {
+		return fmt.Errorf("multicast: send interface %s: %w", ifi.Name, classify(err))
+	}
+	if err := c.pc.SetMulticastTTL(o.TTL); err != nil {
+		return fmt.Errorf("multicast: ttl %d: %w", o.TTL, classify(err))
+	}
+	if err := c.pc.SetMulticastLoopback(o.Loopback); err != nil {
+		return fmt.Errorf("multicast: loopback: %w", classify(err))
+	}
+	return c.setRecvBuffer(o.RecvBuffer, log)
+}
+
+// setRecvBuffer asks for n bytes and warns when the kernel grants less,
+// naming the sysctl that caps it: a short buffer drops datagrams under
+// bursts, and SRM then has to repair what the host itself lost.
+func (c *Conn) setRecvBuffer(n int, log zerolog.Logger) error {
+	if n <= 0 {
+		return nil
+	}
+	if err := c.udp.SetReadBuffer(n); err != nil {
+		return fmt.Errorf("multicast: receive buffer %d bytes: %w", n, err)
+	}
+	got, err := recvBufferSize(c.udp)
+	if err != nil {
+		return nil // the size is only informative
+	}
+	c.RcvBuf = got
+	if got < n {
+		log.Warn().Str("event", "socket.rcvbuf_capped").Int("requested", n).Int("granted", got).
+			Msgf("the kernel capped the receive buffer at %d bytes (asked for %d); raise net.core.rmem_max (sysctl -w net.core.rmem_max=%d) to avoid drops under bursts", got, n, n)
+	}
+	return nil
+}
+
+// ReadBatch implements Transport.
+func (c *Conn) ReadBatch(pkts []Packet) (int, error) { return c.batch.read(pkts) }
+
+// WriteBatch implements Transport.
+func (c *Conn) WriteBatch(datagrams [][]byte) error {
+	if err := c.batch.write(datagrams); err != nil {
+		return fmt.Errorf("multicast: send to %v: %w", c.group, classify(err))
+	}
+	return nil
+}
+
+// LocalAddr implements Transport: the interface's IPv4 address and the port.
+func (c *Conn) LocalAddr() netip.AddrPort { return c.local }
+
+// Close implements Transport.
+func (c *Conn) Close() error { return c.udp.Close() }
+
+// lookupInterface finds the named interface, checks it can carry multicast,
+// and returns its first IPv4 address.
+func lookupInterface(name string) (*net.Interface, netip.Addr, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return nil, netip.Addr{}, fmt.Errorf("%w: %q (interfaces: %s)", ErrNoInterface, name, interfaceNames())
+	}
+	if ifi.Flags&net.FlagUp == 0 {
+		return nil, netip.Addr{}, fmt.Errorf("%w: %s is down (ip link set %s up)", ErrNotMulticast, name, name)
+	}
+	if ifi.Flags&net.FlagMulticast == 0 {
+		return nil, netip.Addr{}, fmt.Errorf("%w: %s has no MULTICAST flag (ip link set %s multicast on)", ErrNotMulticast, name, name)
+	}
+	addrs, _ := ifi.Addrs()
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() {
+			return ifi, p.Addr(), nil
+		}
+	}
+	return nil, netip.Addr{}, fmt.Errorf("%w: %s", ErrInterfaceNoIPv4, name)
+}
+
+func interfaceNames() string {
+	ifs, err := net.Interfaces()
+	if err != nil || len(ifs) == 0 {
+		return "none"
+	}
+	names := make([]string, len(ifs))
+	for i, ifi := range ifs {
+		names[i] = ifi.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// checkRoute connects a throwaway UDP socket to the group through the
+// interface: connect does the kernel's route lookup without sending anything,
+// so a missing route shows up here, with advice, rather than at the first send.
+func checkRoute(ifi *net.Interface, group netip.AddrPort) error {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero})
+	if err != nil {
+		return fmt.Errorf("multicast: probe socket: %w", classify(err))
+	}
+	defer c.Close()
+	if err := ipv4.NewPacketConn(c).SetMulticastInterface(ifi); err != nil {
+		return fmt.Errorf("multicast: send interface %s: %w", ifi.Name, classify(err))
+	}
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var cerr error
+	raw.Control(func(fd uintptr) { cerr = connectFD(fd, group) })
+	if cerr != nil {
+		return fmt.Errorf("%w %v via %s: %v (ip route add 224.0.0.0/4 dev %s)", ErrNoRoute, group.Addr(), ifi.Name, cerr, ifi.Name)
+	}
+	return nil
+}
+
+// listen binds a UDP socket to the group address and port with SO_REUSEADDR.
+// Binding to the group address (not 0.0.0.0) keeps out unicast datagrams and
+// other groups' traffic on the same port.
+func listen(group netip.AddrPort) (*net.UDPConn, error) {
+	lc := net.ListenConfig{Control: reuseAddr}
+	pc, err := lc.ListenPacket(context.Background(), "udp4", group.String())
+	if err != nil {
+		return nil, fmt.Errorf("multicast: bind %v: %w", group, classify(err))
+	}
+	return pc.(*net.UDPConn), nil
+}
+
+// classify wraps the system errors people meet into this package's errors,
+// with a hint.
+func classify(err error) error {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return fmt.Errorf("%w (another program holds the port without SO_REUSEADDR): %v", ErrAddrInUse, err)
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return fmt.Errorf("%w (a firewall rule, or a port below 1024 without privileges): %v", ErrPermission, err)
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return fmt.Errorf("%w: %v", ErrNoRoute, err)
+	case errors.Is(err, syscall.ENODEV):
+		return fmt.Errorf("%w: %v", ErrNoInterface, err)
+	}
+	return err
+}
