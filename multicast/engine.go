@@ -133,6 +133,9 @@ func (e *Engine) Stats() Stats {
 	return s
 }
 
+// Peers returns the IDs of the live peers, in increasing order.
+func (e *Engine) Peers() []uint64 { return e.peerIDs() }
+
 // RTT returns the smoothed round-trip time to a peer, and false while it is
 // not known yet.
 func (e *Engine) RTT(id uint64) (time.Duration, bool) {

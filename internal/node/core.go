@@ -123,6 +123,9 @@ func (c *Core) TakeOutbox() [][]byte {
 // TakeEvents returns what the protocol engines reported since the last call.
 func (c *Core) TakeEvents() []multicast.Event { return c.mc.TakeEvents() }
 
+// Peers returns the IDs of the peers this node hears, in increasing order.
+func (c *Core) Peers() []uint64 { return c.mc.Peers() }
+
 // Stats returns the node-edge counters and the multicast engine's.
 func (c *Core) Stats() (CoreStats, multicast.Stats) { return c.stats, c.mc.Stats() }
 

@@ -1,0 +1,174 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/internal/lab"
+	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/multicast"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func testConfig(id uint64) config.Config {
+	c := config.Local()
+	c.ID, c.Iface = id, "sim0"
+	return c
+}
+
+func events(t *testing.T, log *bytes.Buffer) []lab.Event {
+	t.Helper()
+	evs, skipped, err := lab.ParseEvents(bytes.NewReader(log.Bytes()))
+	if err != nil || skipped != 0 {
+		t.Fatalf("log does not parse (%d lines skipped): %v\n%s", skipped, err, log)
+	}
+	return evs
+}
+
+func num(e lab.Event, key string) uint64 { v, _ := e.Uint(key); return v }
+
+func str(e lab.Event, key string) string { v, _ := e.Str(key); return v }
+
+func find(evs []lab.Event, name string) []lab.Event {
+	var out []lab.Event
+	for _, e := range evs {
+		if e.Event == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestRunInVirtualTime runs three real node loops, goroutines, timers and
+// all, over the simulated network in virtual time: they hear each other,
+// and a cancelled context stops them with final stats and the cause.
+func TestRunInVirtualTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := sim.NewNet(sim.Options{Seed: 1, Loss: 0.05})
+		ctx, cancel := context.WithCancelCause(context.Background())
+		logs := make([]*bytes.Buffer, 4)
+		errs := make(chan error, 3)
+		for id := uint64(1); id <= 3; id++ {
+			logs[id] = &bytes.Buffer{}
+			o := Options{Config: testConfig(id), Transport: n.Endpoint(sim.Addr(id)),
+				Log: zerolog.New(logs[id]).With().Timestamp().Uint64("node", id).Logger(), Inc: id}
+			go func() { errs <- Run(ctx, o) }()
+		}
+		time.Sleep(time.Second)
+		cancel(errors.New("test over"))
+		for range 3 {
+			if err := <-errs; err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+		}
+		for id := uint64(1); id <= 3; id++ {
+			evs := events(t, logs[id])
+			if evs[0].Event != "node.started" || evs[0].Node != id {
+				t.Fatalf("node %d: first event %q, want node.started", id, evs[0].Event)
+			}
+			seen := map[uint64]bool{}
+			for _, e := range find(evs, "peer.seen") {
+				seen[num(e, "peer")] = true
+			}
+			if len(seen) != 2 || seen[id] {
+				t.Fatalf("node %d saw peers %v, want the other two", id, seen)
+			}
+			if lost := find(evs, "peer.lost"); len(lost) != 0 {
+				t.Fatalf("node %d lost peers at 5%% loss: %v", id, lost)
+			}
+			last, stats := evs[len(evs)-1], evs[len(evs)-2]
+			if last.Event != "node.stopped" || str(last, "reason") != "test over" {
+				t.Fatalf("node %d: last event %q reason %q, want node.stopped with the cause", id, last.Event, str(last, "reason"))
+			}
+			if stats.Event != "node.stats" || str(stats, "why") != "exit" || num(stats, "sessions_recv") == 0 {
+				t.Fatalf("node %d: final stats %+v", id, stats)
+			}
+		}
+	})
+}
+
+// fakeTransport hands out scripted datagrams, then blocks until closed.
+type fakeTransport struct {
+	in      chan []byte
+	closed  chan struct{}
+	readErr error
+}
+
+func newFake() *fakeTransport {
+	return &fakeTransport{in: make(chan []byte, 16), closed: make(chan struct{})}
+}
+
+func (f *fakeTransport) ReadBatch(pkts []multicast.Packet) (int, error) {
+	if f.readErr != nil {
+		return 0, f.readErr
+	}
+	select {
+	case d := <-f.in:
+		pkts[0].N = copy(pkts[0].Buf, d)
+		if len(d) > len(pkts[0].Buf) {
+			pkts[0].N = len(pkts[0].Buf) + 1
+		}
+		pkts[0].Src = netip.MustParseAddrPort("10.0.0.9:7468")
+		return 1, nil
+	case <-f.closed:
+		return 0, net.ErrClosed
+	}
+}
+
+func (f *fakeTransport) WriteBatch([][]byte) error    { return nil }
+func (f *fakeTransport) LocalAddr() netip.AddrPort    { return netip.MustParseAddrPort("10.0.0.1:7468") }
+func (f *fakeTransport) Close() error                 { close(f.closed); return nil }
+func (f *fakeTransport) send(d []byte) *fakeTransport { f.in <- d; return f }
+
+func TestRunDropsOversizedDatagrams(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake().send(make([]byte, 5000)).send([]byte("junk"))
+		var log bytes.Buffer
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- Run(ctx, Options{Config: testConfig(1), Transport: f, Log: zerolog.New(&log), Inc: 1}) }()
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		evs := events(t, &log)
+		stats := find(evs, "node.stats")
+		last := stats[len(stats)-1]
+		if num(last, "truncated") != 1 || num(last, "malformed") != 1 {
+			t.Fatalf("final stats %v, want 1 truncated and 1 malformed datagram", last.Fields)
+		}
+		if w := find(evs, "node.warning"); len(w) != 1 || !strings.Contains(fmt.Sprint(w[0].Fields["message"]), "datagram_size") {
+			t.Fatalf("want one warning naming datagram_size, got %v", w)
+		}
+	})
+}
+
+func TestRunReturnsTransportFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.readErr = errors.New("interface vanished")
+		var log bytes.Buffer
+		err := Run(context.Background(), Options{Config: testConfig(1), Transport: f, Log: zerolog.New(&log), Inc: 1})
+		if err == nil || !strings.Contains(err.Error(), "interface vanished") {
+			t.Fatalf("Run = %v, want the transport's error", err)
+		}
+		evs := events(t, &log)
+		if last := evs[len(evs)-1]; last.Event != "node.stopped" || str(last, "reason") != "transport failed" {
+			t.Fatalf("last event %+v", last)
+		}
+	})
+}

@@ -1,0 +1,37 @@
+# Shortcuts; `go test ./...` alone runs every test.
+
+default:
+    @just --list
+
+# run every test (the README's test command)
+test:
+    go test ./...
+
+# tests with the race detector, as CI runs them
+race:
+    go test -race ./multicast/... ./internal/... ./cmd/...
+
+# gofmt, go vet
+check:
+    test -z "$(gofmt -l .)"
+    go vet ./...
+
+# what CI runs
+ci:
+    bash .ci/run
+
+# run seeded tests with 10× the seeds
+soak:
+    HUDDLE_TEST_SOAK=10 go test ./...
+
+# search for datagrams that break the decoder
+fuzz time="2m":
+    go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime {{time}} ./internal/wire
+
+# wire codec benchmarks
+bench:
+    go test -run '^$' -bench . ./internal/wire
+
+# run one node with a readable log
+run *args:
+    go run ./cmd/huddle run --log-format console {{args}}

@@ -1,0 +1,205 @@
+package multicast
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/wire"
+)
+
+var (
+	t0    = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	addr2 = netip.MustParseAddrPort("10.0.0.2:7468")
+)
+
+const (
+	hb      = 50 * time.Millisecond
+	suspect = 400 * time.Millisecond
+)
+
+func newEngine(self uint64) *Engine {
+	return New(Options{Self: self, Inc: 100, Group: 7, Heartbeat: hb, SuspectTimeout: suspect,
+		Rand: rand.New(rand.NewPCG(1, self))}, t0)
+}
+
+// session builds a session message from peer `from` (incarnation inc).
+func session(from, inc uint64, sent time.Time, peers ...wire.PeerState) *wire.Envelope {
+	e := &wire.Envelope{Header: wire.Header{Group: 7, From: from, Inc: inc, Kind: wire.KindSession}}
+	e.Session = wire.Session{Sent: sent.UnixNano(), Peers: peers}
+	return e
+}
+
+func kinds(evs []Event) []EventKind {
+	out := make([]EventKind, len(evs))
+	for i, e := range evs {
+		out[i] = e.Kind
+	}
+	return out
+}
+
+func TestSessionMessagesFollowTheHeartbeat(t *testing.T) {
+	e := newEngine(1)
+	if d := e.NextDeadline(); !d.Equal(t0) {
+		t.Fatalf("first deadline %v, want the start", d.Sub(t0))
+	}
+	now := t0
+	for i := range 100 {
+		e.Tick(now)
+		out := e.TakeOutput()
+		if len(out) != 1 || out[0].Kind != wire.KindSession || out[0].From != 1 || out[0].Inc != 100 {
+			t.Fatalf("tick %d sent %+v, want one session message from 1/100", i, out)
+		}
+		if out[0].Session.Sent != now.UnixNano() {
+			t.Fatalf("session Sent = %d, want the send time %d", out[0].Session.Sent, now.UnixNano())
+		}
+		next := e.NextDeadline()
+		if gap := next.Sub(now); gap < hb*9/10 || gap > hb*11/10 {
+			t.Fatalf("next session after %v, want %v ± 10%%", gap, hb)
+		}
+		e.Tick(now.Add(time.Millisecond)) // early ticks send nothing
+		if out := e.TakeOutput(); len(out) != 0 {
+			t.Fatalf("a tick before the deadline sent %d envelopes", len(out))
+		}
+		now = next
+	}
+	if s := e.Stats(); s.SessionsSent != 100 {
+		t.Fatalf("SessionsSent = %d, want 100", s.SessionsSent)
+	}
+}
+
+func TestPeerSeenAndLost(t *testing.T) {
+	e := newEngine(1)
+	e.Step(t0, addr2, session(2, 5, t0))
+	e.Step(t0.Add(10*time.Millisecond), addr2, session(2, 5, t0))
+	evs := e.TakeEvents()
+	if len(evs) != 1 || evs[0] != (Event{Kind: PeerSeen, Peer: 2, Inc: 5, Addr: addr2}) {
+		t.Fatalf("events %+v, want one PeerSeen of 2/5 from %v", evs, addr2)
+	}
+	last := t0.Add(10 * time.Millisecond)
+	if d := e.NextDeadline(); d.After(last.Add(suspect)) {
+		t.Fatalf("deadline %v is after the peer's suspect time", d.Sub(t0))
+	}
+	e.Tick(last.Add(suspect - time.Nanosecond))
+	if evs := e.TakeEvents(); len(evs) != 0 {
+		t.Fatalf("peer lost before the suspect timeout: %+v", evs)
+	}
+	e.Tick(last.Add(suspect))
+	evs = e.TakeEvents()
+	if len(evs) != 1 || evs[0].Kind != PeerLost || evs[0].Peer != 2 || evs[0].Silent != suspect {
+		t.Fatalf("events %+v, want PeerLost of 2 after %v", evs, suspect)
+	}
+	if s := e.Stats(); s.Peers != 0 || s.SessionsRecv != 2 {
+		t.Fatalf("stats %+v, want no peers and 2 sessions received", s)
+	}
+}
+
+func TestIncarnations(t *testing.T) {
+	e := newEngine(1)
+	e.Step(t0, addr2, session(2, 5, t0))
+	e.Step(t0, addr2, session(2, 4, t0)) // an older incarnation: ignored
+	e.Step(t0, addr2, session(2, 6, t0)) // restarted
+	evs := e.TakeEvents()
+	want := []Event{{Kind: PeerSeen, Peer: 2, Inc: 5, Addr: addr2}, {Kind: PeerSeen, Peer: 2, Inc: 6, Addr: addr2, Restarted: true}}
+	if len(evs) != 2 || evs[0] != want[0] || evs[1] != want[1] {
+		t.Fatalf("events %+v, want %+v", evs, want)
+	}
+	if s := e.Stats(); s.StaleInc != 1 || s.SessionsRecv != 2 {
+		t.Fatalf("stats %+v, want 1 stale datagram and 2 sessions received", s)
+	}
+	// The stale datagram must not have refreshed the peer.
+	e.Tick(t0.Add(suspect))
+	if k := kinds(e.TakeEvents()); len(k) != 1 || k[0] != PeerLost {
+		t.Fatalf("events %v, want the peer lost", k)
+	}
+}
+
+func TestStaleIncarnationDoesNotKeepPeerAlive(t *testing.T) {
+	e := newEngine(1)
+	e.Step(t0, addr2, session(2, 6, t0))
+	e.Step(t0.Add(suspect/2), addr2, session(2, 5, t0))
+	e.TakeEvents()
+	e.Tick(t0.Add(suspect))
+	if k := kinds(e.TakeEvents()); len(k) != 1 || k[0] != PeerLost {
+		t.Fatalf("events %v: an old incarnation's datagram kept the peer alive", k)
+	}
+}
+
+func TestConflictingID(t *testing.T) {
+	e := newEngine(1)
+	e.Step(t0, addr2, session(1, 99, t0))
+	evs := e.TakeEvents()
+	if len(evs) != 1 || evs[0].Kind != PeerConflict || evs[0].Addr != addr2 || evs[0].Inc != 99 {
+		t.Fatalf("events %+v, want a PeerConflict naming %v", evs, addr2)
+	}
+	if s := e.Stats(); s.Peers != 0 {
+		t.Fatal("a node with our ID was taken for a peer")
+	}
+}
+
+// TestRoundTripTime checks the SRM §III-A delay estimate: A's session
+// message is echoed by B with the time B held it; A subtracts that.
+func TestRoundTripTime(t *testing.T) {
+	a, b := newEngine(1), newEngine(2)
+	a.Tick(t0)
+	fromA := a.TakeOutput()[0]
+	// B hears A 1 ms later, and sends its own session message 3 ms after that.
+	b.Step(t0.Add(time.Millisecond), netip.MustParseAddrPort("10.0.0.1:7468"), &fromA)
+	b.Tick(t0.Add(4 * time.Millisecond))
+	var fromB wire.Envelope
+	for _, env := range b.TakeOutput() {
+		fromB = env
+	}
+	ps := fromB.Session.Peers
+	if len(ps) != 1 || ps[0].ID != 1 || ps[0].Inc != 100 || ps[0].Echo != t0.UnixNano() || ps[0].Held != int64(3*time.Millisecond) {
+		t.Fatalf("B's session message says %+v about A, want echo of A's time held 3ms", ps)
+	}
+	if _, ok := a.RTT(2); ok {
+		t.Fatal("RTT known before any echo")
+	}
+	// A hears B 1 ms after B sent: 1 ms out + 1 ms back.
+	a.Step(t0.Add(5*time.Millisecond), addr2, &fromB)
+	if rtt, ok := a.RTT(2); !ok || rtt != 2*time.Millisecond {
+		t.Fatalf("RTT = %v, %v; want 2ms", rtt, ok)
+	}
+	// Later samples are smoothed (gain 1/8), not taken whole.
+	echo := session(2, 100, t0.Add(20*time.Millisecond), wire.PeerState{ID: 1, Inc: 100, Echo: t0.UnixNano(), Held: int64(10 * time.Millisecond)})
+	a.Step(t0.Add(20*time.Millisecond), addr2, echo) // sample 10ms
+	if rtt, _ := a.RTT(2); rtt != 2*time.Millisecond+(8*time.Millisecond)/8 {
+		t.Fatalf("smoothed RTT = %v, want 3ms", rtt)
+	}
+}
+
+func TestEchoForAnotherIncarnationIsIgnored(t *testing.T) {
+	a := newEngine(1)
+	a.Step(t0.Add(5*time.Millisecond), addr2, session(2, 100, t0, wire.PeerState{ID: 1, Inc: 99, Echo: t0.UnixNano()}))
+	if _, ok := a.RTT(2); ok {
+		t.Fatal("an echo of an older incarnation of this node set the RTT")
+	}
+}
+
+func TestSessionListsPeersInIDOrder(t *testing.T) {
+	e := newEngine(1)
+	for _, id := range []uint64{9, 3, 5} {
+		e.Step(t0, addr2, session(id, 1, t0))
+	}
+	e.Tick(t0)
+	out := e.TakeOutput()
+	var got []uint64
+	for _, p := range out[0].Session.Peers {
+		got = append(got, p.ID)
+	}
+	if len(got) != 3 || got[0] != 3 || got[1] != 5 || got[2] != 9 {
+		t.Fatalf("session lists peers %v, want [3 5 9]", got)
+	}
+}
+
+func TestUnhandledKindsAreCounted(t *testing.T) {
+	e := newEngine(1)
+	env := &wire.Envelope{Header: wire.Header{Group: 7, From: 2, Inc: 1, Kind: wire.KindData}}
+	e.Step(t0, addr2, env)
+	if s := e.Stats(); s.Unhandled != 1 || s.Peers != 1 {
+		t.Fatalf("stats %+v: a data message should count as unhandled and still show the peer alive", s)
+	}
+}
