@@ -99,6 +99,37 @@ type Config struct {
 	// tighter. 16 to 1 048 576.
 	SendWindow int `toml:"send_window"`
 
+	// MaxMessageSize is the largest message a node sends or reassembles, in
+	// bytes. Default 1 MiB. Larger messages are split into fragments of
+	// one datagram each; all of a message's fragments must fit the send
+	// window. 1 to 16 MiB.
+	MaxMessageSize int `toml:"max_message_size"`
+
+	// SendRate makes the node multicast messages for experiments: this
+	// many per second, or as many as the send window allows when the
+	// network cannot keep up. Default 0 (none). Sending starts one join
+	// timeout after the node starts, once it has heard the group.
+	SendRate int `toml:"send_rate"`
+
+	// SendSize is the payload size of those messages, in bytes. Default
+	// 1000. 8 to max_message_size: each payload starts with its 8-byte
+	// message number.
+	SendSize int `toml:"send_size"`
+
+	// SendCount stops sending after this many messages. Default 0
+	// (no limit).
+	SendCount int `toml:"send_count"`
+
+	// Duration stops the node (as SIGTERM would) after this long. Default
+	// 0 (run until stopped).
+	Duration Duration `toml:"duration"`
+
+	// TraceDeliveries logs every delivered message as an info event
+	// "deliver" with from, seq, len and crc (CRC-32 of the payload), so
+	// that a run can be checked from its logs alone. Default false: at
+	// high rates it dominates the log.
+	TraceDeliveries bool `toml:"trace_deliveries"`
+
 	// SRM holds the request and repair timer constants (Floyd et al. 1997).
 	SRM SRM `toml:"srm"`
 
@@ -129,6 +160,13 @@ type SRM struct {
 	// Defaults D1=1, D2=1 (the paper's). 0 to 100; D2>0.
 	D1 float64 `toml:"d1"`
 	D2 float64 `toml:"d2"`
+	// MinDelay is the floor on the one-way delay d that the timers scale
+	// with. Default 500µs. On a LAN the measured delay (tens of µs) is
+	// below the time a host takes to process a datagram, so timers spread
+	// by it fire together and suppress nothing; spreading them by more
+	// than that processing time lets the first NACK or repair suppress the
+	// others, at the price of recovery about C1·min_delay later. 0 to 100ms.
+	MinDelay Duration `toml:"min_delay"`
 }
 
 // Log configures logging.
@@ -221,7 +259,9 @@ func LAN() Config {
 		JoinTimeout:    Duration(500 * time.Millisecond),
 		StatsInterval:  Duration(10 * time.Second),
 		SendWindow:     4096,
-		SRM:            SRM{C1: 2, C2: 2, D1: 1, D2: 1},
+		MaxMessageSize: 1 << 20,
+		SendSize:       1000,
+		SRM:            SRM{C1: 2, C2: 2, D1: 1, D2: 1, MinDelay: Duration(500 * time.Microsecond)},
 		Log:            Log{Level: "info", Format: "json"},
 		Election:       Election{Algorithm: "ring"},
 	}

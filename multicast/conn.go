@@ -81,7 +81,7 @@ func (c *Conn) setup(ifi *net.Interface, o SocketOptions, log zerolog.Logger) er
 	if err := c.pc.JoinGroup(ifi, c.group); err != nil {
 		return fmt.Errorf("multicast: join %v on %s: %w", c.group.IP, ifi.Name, classify(err))
 	}
-	if err := c.pc.SetMulticastInterface(ifi); err != nil {
+	if err := setMulticastIF(c.udp, c.pc, ifi, c.local.Addr()); err != nil {
 		return fmt.Errorf("multicast: send interface %s: %w", ifi.Name, classify(err))
 	}
 	if err := c.pc.SetMulticastTTL(o.TTL); err != nil {
@@ -168,7 +168,13 @@ func interfaceNames() string {
 
 // checkRoute connects a throwaway UDP socket to the group through the
 // interface: connect does the kernel's route lookup without sending anything,
-// so a missing route shows up here, with advice, rather than at the first send.
+// so a send that cannot be routed fails here, with advice, rather than at the
+// first send. On Linux it catches little: with IP_MULTICAST_IF set the kernel
+// sends a group's datagrams out of the named interface with or without a
+// route for 224.0.0.0/4 (it takes the group to be on link, whatever the
+// routing tables and rules say), so the lookup fails only if the interface
+// went down (ENETUNREACH) or vanished since lookupInterface looked. Other
+// systems may want a route for the group; there it says so.
 func checkRoute(ifi *net.Interface, group netip.AddrPort) error {
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero})
 	if err != nil {
@@ -185,7 +191,7 @@ func checkRoute(ifi *net.Interface, group netip.AddrPort) error {
 	var cerr error
 	raw.Control(func(fd uintptr) { cerr = connectFD(fd, group) })
 	if cerr != nil {
-		return fmt.Errorf("%w %v via %s: %v (ip route add 224.0.0.0/4 dev %s)", ErrNoRoute, group.Addr(), ifi.Name, cerr, ifi.Name)
+		return fmt.Errorf("%w %v via %s: %v (is %s up? does it need a route for 224.0.0.0/4?)", ErrNoRoute, group.Addr(), ifi.Name, cerr, ifi.Name)
 	}
 	return nil
 }

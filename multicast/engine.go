@@ -1,6 +1,7 @@
 package multicast
 
 import (
+	"errors"
 	"math/rand/v2"
 	"net/netip"
 	"time"
@@ -8,30 +9,58 @@ import (
 	"github.com/huddle-lan/huddle/internal/wire"
 )
 
-// Options configures an Engine.
+// Options configures an Engine. New fills zero fields with defaults.
 type Options struct {
 	Self           uint64        // this node's ID
 	Inc            uint64        // this node's incarnation
 	Group          uint32        // wire.GroupHash of the group name
 	Heartbeat      time.Duration // session message interval
 	SuspectTimeout time.Duration // silence after which a peer is lost
-	Rand           *rand.Rand    // jitter source; seeded by the caller
+	DatagramSize   int           // largest datagram, bytes (default 1400)
+	Window         int           // most unstable own messages (default 4096)
+	MaxMessage     int           // largest message, reassembled, bytes (default 1 MiB)
+
+	// SRM timer constants (Floyd et al. 1997 §III): requests wait
+	// uniform [C1·d, (C1+C2)·d], repairs [D1·d, (D1+D2)·d]. Defaults 2, 2, 1, 1.
+	C1, C2, D1, D2 float64
+	// MinDelay is the floor on the one-way delay d used in those timers
+	// (default 500µs). On a LAN the measured delay is tens of
+	// microseconds, close to the time a host takes to process a datagram,
+	// so timers spread by the raw delay fire together and suppress
+	// nothing; the floor spreads them by more than that processing time.
+	MinDelay time.Duration
+
+	Rand *rand.Rand // timer randomness; seeded by the caller
 }
+
+// Errors of Multicast.
+var (
+	ErrWindowFull = errors.New("multicast: send window full")
+	ErrTooLarge   = errors.New("multicast: message larger than the maximum message size")
+)
 
 // Engine is the multicast layer's protocol core: a deterministic state
 // machine with no goroutines, sockets or clock of its own. The node loop (or
-// the simulator) feeds it with Step and Tick and takes what it produced with
-// TakeOutput and TakeEvents.
+// the simulator) feeds it with Step, Tick and Multicast, and takes what it
+// produced with TakeOutput, TakeEvents and TakeDeliveries.
 //
-// At this stage it runs the session protocol: periodic session messages that
-// are heartbeats, carry receive state, and measure round-trip times; the
-// peers it hears; and the peers that fall silent.
+// It implements SRM (Floyd et al. 1997) for a LAN group: per-sender
+// sequence numbers, exactly-once FIFO delivery per sender, gap detection
+// from data, NACKs and session messages, multicast NACKs with randomized
+// and suppressed request timers, repairs by any holder with randomized and
+// suppressed repair timers, stability from the session messages' receive
+// reports, a send window, fragmentation and batching.
 type Engine struct {
 	opt         Options
 	peers       map[uint64]*peer
+	streams     map[uint64]*stream // by source ID; not our own
+	own         *stream            // what we send
+	timers      timerHeap
 	nextSession time.Time
+	sendq       []uint64 // own seqs to transmit at the next flush
 	out         []wire.Envelope
 	events      []Event
+	deliveries  []Delivery
 	stats       Stats
 }
 
@@ -40,9 +69,10 @@ type EventKind uint8
 
 // Event kinds.
 const (
-	PeerSeen     EventKind = iota + 1 // first datagram from a peer (or from its new incarnation)
-	PeerLost                          // a peer stayed silent for the suspect timeout
-	PeerConflict                      // another live node uses this node's ID
+	PeerSeen      EventKind = iota + 1 // first datagram from a peer (or from its new incarnation)
+	PeerLost                           // a peer stayed silent for the suspect timeout
+	PeerConflict                       // another live node uses this node's ID
+	StreamSkipped                      // messages of a source were lost for good (Skipped of them)
 )
 
 // Event is something the node should know about (and log).
@@ -53,21 +83,66 @@ type Event struct {
 	Addr      netip.AddrPort
 	Restarted bool          // PeerSeen: it replaces an older incarnation
 	Silent    time.Duration // PeerLost: how long it was silent
+	From      uint64        // StreamSkipped: first seq lost
+	Skipped   uint64        // StreamSkipped: how many
 }
 
-// Stats are the engine's counters.
-type Stats struct {
-	SessionsSent uint64
-	SessionsRecv uint64
-	StaleInc     uint64 // datagrams from an older incarnation of a peer, ignored
-	Unhandled    uint64 // datagrams of kinds this layer does not handle yet
-	Peers        int    // peers currently live
+// Delivery is one message delivered to the layer above, in its source's
+// order, exactly once. Payload and Service stay valid until the Engine
+// drops the message, which it may do at the next call: copy them to keep them.
+type Delivery struct {
+	Source  uint64
+	Inc     uint64
+	Seq     uint64 // of the message's first fragment
+	Order   wire.Order
+	Dest    uint64
+	Service []byte
+	Payload []byte
 }
 
 // New returns an Engine that sends its first session message at now.
 func New(opt Options, now time.Time) *Engine {
-	return &Engine{opt: opt, peers: make(map[uint64]*peer), nextSession: now}
+	opt = withDefaults(opt)
+	e := &Engine{opt: opt, peers: make(map[uint64]*peer), streams: make(map[uint64]*stream), nextSession: now}
+	e.own = newStream(opt.Self, opt.Inc, 1, e.ringSize())
+	return e
 }
+
+func withDefaults(o Options) Options {
+	def := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.C2, 2)
+	def(&o.D2, 1)
+	if o.C1 == 0 && o.C2 == 2 {
+		o.C1 = 2
+	}
+	if o.D1 == 0 && o.D2 == 1 {
+		o.D1 = 1
+	}
+	if o.DatagramSize == 0 {
+		o.DatagramSize = 1400
+	}
+	if o.Window == 0 {
+		o.Window = 4096
+	}
+	if o.MaxMessage == 0 {
+		o.MaxMessage = 1 << 20
+	}
+	if o.MinDelay == 0 {
+		o.MinDelay = 500 * time.Microsecond
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(o.Self, o.Inc))
+	}
+	return o
+}
+
+// ringSize is the number of messages a stream may hold: the window plus
+// room for messages that arrive before the stability that frees their slots.
+func (e *Engine) ringSize() int { return 2 * e.opt.Window }
 
 // Step processes one decoded datagram that arrived at now from src. The
 // datagram's group and sender have been checked by the caller: it is for this
@@ -85,14 +160,25 @@ func (e *Engine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
 	case wire.KindSession:
 		e.stats.SessionsRecv++
 		e.onSession(now, p, &env.Session)
+	case wire.KindData:
+		e.onData(now, p, &env.Data)
+	case wire.KindBatch:
+		for i := range env.Batch {
+			e.onData(now, p, &env.Batch[i])
+		}
+	case wire.KindNack:
+		e.onNack(now, p, &env.Nack)
+	case wire.KindRepair:
+		e.onRepair(now, p, &env.Repair)
 	default:
 		e.stats.Unhandled++
 	}
 }
 
-// Tick advances time: it sends the session message when due and declares
-// silent peers lost.
+// Tick advances time: it fires due SRM timers, sends the session message
+// when due and declares silent peers lost.
 func (e *Engine) Tick(now time.Time) {
+	e.fireTimers(now)
 	if !now.Before(e.nextSession) {
 		e.sendSession(now)
 		e.nextSession = now.Add(e.jitter(e.opt.Heartbeat))
@@ -103,6 +189,9 @@ func (e *Engine) Tick(now time.Time) {
 // NextDeadline is when Tick must next be called.
 func (e *Engine) NextDeadline() time.Time {
 	d := e.nextSession
+	if t := e.timers.next(); !t.IsZero() && t.Before(d) {
+		d = t
+	}
 	for _, p := range e.peers {
 		if t := p.lastHeard.Add(e.opt.SuspectTimeout); t.Before(d) {
 			d = t
@@ -111,9 +200,11 @@ func (e *Engine) NextDeadline() time.Time {
 	return d
 }
 
-// TakeOutput returns the envelopes to multicast, in order. They stay valid
-// until the next call into the Engine.
+// TakeOutput returns the envelopes to multicast, in order: NACKs and
+// repairs first, then new data packed into as few datagrams as fit. They
+// stay valid until the next call into the Engine.
 func (e *Engine) TakeOutput() []wire.Envelope {
+	e.packData()
 	out := e.out
 	e.out = e.out[:0]
 	return out
@@ -126,11 +217,12 @@ func (e *Engine) TakeEvents() []Event {
 	return ev
 }
 
-// Stats returns the engine's counters.
-func (e *Engine) Stats() Stats {
-	s := e.stats
-	s.Peers = len(e.peers)
-	return s
+// TakeDeliveries returns the messages delivered since the last call, in
+// delivery order.
+func (e *Engine) TakeDeliveries() []Delivery {
+	d := e.deliveries
+	e.deliveries = e.deliveries[:0]
+	return d
 }
 
 // Peers returns the IDs of the live peers, in increasing order.
@@ -161,8 +253,16 @@ func (e *Engine) conflict(src netip.AddrPort, inc uint64) {
 // jitter spreads d uniformly over [0.9·d, 1.1·d] so that members started
 // together do not send their session messages in lock step.
 func (e *Engine) jitter(d time.Duration) time.Duration {
-	if e.opt.Rand == nil || d <= 0 {
+	if d <= 0 {
 		return d
 	}
 	return d - d/10 + time.Duration(e.opt.Rand.Int64N(int64(d/5)+1))
+}
+
+// uniform returns a duration uniform in [lo, hi].
+func (e *Engine) uniform(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(e.opt.Rand.Int64N(int64(hi-lo)+1))
 }

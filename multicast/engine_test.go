@@ -197,9 +197,9 @@ func TestSessionListsPeersInIDOrder(t *testing.T) {
 
 func TestUnhandledKindsAreCounted(t *testing.T) {
 	e := newEngine(1)
-	env := &wire.Envelope{Header: wire.Header{Group: 7, From: 2, Inc: 1, Kind: wire.KindData}}
+	env := &wire.Envelope{Header: wire.Header{Group: 7, From: 2, Inc: 1, Kind: wire.KindJoin}}
 	e.Step(t0, addr2, env)
 	if s := e.Stats(); s.Unhandled != 1 || s.Peers != 1 {
-		t.Fatalf("stats %+v: a data message should count as unhandled and still show the peer alive", s)
+		t.Fatalf("stats %+v: a membership message should count as unhandled and still show the peer alive", s)
 	}
 }

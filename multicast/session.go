@@ -13,11 +13,15 @@ type peer struct {
 	id        uint64
 	inc       uint64
 	addr      netip.AddrPort
-	lastHeard time.Time     // local time of the last datagram from it
-	echo      int64         // Sent of its last session message
-	echoAt    time.Time     // local time that session message arrived
-	rtt       time.Duration // smoothed round-trip time; 0 = unknown
+	lastHeard time.Time         // local time of the last datagram from it
+	echo      int64             // Sent of its last session message
+	echoAt    time.Time         // local time that session message arrived
+	rtt       time.Duration     // smoothed round-trip time; 0 = unknown
+	reports   map[uint64]report // what it has received in order, by source
 }
+
+// report is a peer's receive state for one source incarnation.
+type report struct{ inc, seq uint64 }
 
 // hear records a datagram from a peer and returns the peer, or false when
 // the datagram is from an older incarnation and must be ignored. A newer
@@ -26,34 +30,56 @@ func (e *Engine) hear(now time.Time, src netip.AddrPort, h *wire.Header) (*peer,
 	p := e.peers[h.From]
 	switch {
 	case p == nil:
-		p = &peer{id: h.From, inc: h.Inc, addr: src}
+		p = &peer{id: h.From, inc: h.Inc, addr: src, reports: map[uint64]report{}}
 		e.peers[h.From] = p
 		e.events = append(e.events, Event{Kind: PeerSeen, Peer: h.From, Inc: h.Inc, Addr: src})
 	case h.Inc < p.inc:
 		e.stats.StaleInc++
 		return nil, false
 	case h.Inc > p.inc:
-		*p = peer{id: h.From, inc: h.Inc, addr: src}
+		*p = peer{id: h.From, inc: h.Inc, addr: src, reports: map[uint64]report{}}
 		e.events = append(e.events, Event{Kind: PeerSeen, Peer: h.From, Inc: h.Inc, Addr: src, Restarted: true})
 	}
 	p.lastHeard = now
 	return p, true
 }
 
-// onSession takes a peer's session message: it remembers the timestamp to
-// echo back, and if the message echoes ours, updates the round-trip time
-// (SRM §III-A: rtt = now − echo − held).
+// onSession takes a peer's session message (SRM §III-A). It measures the
+// round-trip time from the echo of our own timestamp; learns from the
+// sender's highest sequence number about its messages we missed (which is
+// how the loss of a last message is found without new traffic); learns
+// from the sender's receive reports what others hold (stability) and what
+// exists that we have not seen; and skips what the sender no longer holds.
 func (e *Engine) onSession(now time.Time, p *peer, s *wire.Session) {
 	p.echo, p.echoAt = s.Sent, now
+	first := s.Seq + 1
+	if s.Low > 0 {
+		first = s.Low // chase what the source still holds
+	}
+	if st := e.streamFor(p.id, p.inc, first); st != nil {
+		e.skipTo(st, s.Low)
+		e.detect(now, st, s.Seq)
+	}
 	for i := range s.Peers {
 		ps := &s.Peers[i]
-		if ps.ID != e.opt.Self || ps.Inc != e.opt.Inc || ps.Echo == 0 {
-			continue
+		p.reports[ps.ID] = report{inc: ps.Inc, seq: ps.Seq}
+		if ps.ID == e.opt.Self {
+			e.measure(now, p, ps)
+		} else if other := e.lookup(ps.ID, ps.Inc); other != nil {
+			e.detect(now, other, ps.Seq)
 		}
-		rtt := time.Duration(now.UnixNano() - ps.Echo - ps.Held)
-		if rtt > 0 {
-			p.rtt = smooth(p.rtt, rtt)
-		}
+	}
+	e.updateStability()
+}
+
+// measure takes the round-trip time from a peer's echo of our session
+// message: rtt = now − echo − held.
+func (e *Engine) measure(now time.Time, p *peer, ps *wire.PeerState) {
+	if ps.Inc != e.opt.Inc || ps.Echo == 0 {
+		return
+	}
+	if rtt := time.Duration(now.UnixNano() - ps.Echo - ps.Held); rtt > 0 {
+		p.rtt = smooth(p.rtt, rtt)
 	}
 }
 
@@ -65,17 +91,21 @@ func smooth(old, sample time.Duration) time.Duration {
 	return old + (sample-old)/8
 }
 
-// sendSession queues a session message listing every live peer, in ID order
-// so that the output is deterministic.
+// sendSession queues a session message: our highest and lowest held
+// sequence numbers, and for every stream we receive, what we hold in order
+// and the echo of its source's last session timestamp. Entries are in ID
+// order so that the output is deterministic.
 func (e *Engine) sendSession(now time.Time) {
 	env := wire.Envelope{Header: e.header(wire.KindSession)}
 	env.Session.Sent = now.UnixNano()
-	ids := e.peerIDs()
+	env.Session.Seq = e.own.received()
+	env.Session.Low = e.own.stable + 1
+	ids := e.streamIDs()
 	env.Session.Peers = make([]wire.PeerState, 0, len(ids))
 	for _, id := range ids {
-		p := e.peers[id]
-		ps := wire.PeerState{ID: id, Inc: p.inc}
-		if p.echo != 0 {
+		st := e.streams[id]
+		ps := wire.PeerState{ID: id, Inc: st.inc, Seq: st.received()}
+		if p := e.peers[id]; p != nil && p.inc == st.inc && p.echo != 0 {
 			ps.Echo, ps.Held = p.echo, int64(now.Sub(p.echoAt))
 		}
 		env.Session.Peers = append(env.Session.Peers, ps)
@@ -84,20 +114,77 @@ func (e *Engine) sendSession(now time.Time) {
 	e.stats.SessionsSent++
 }
 
-// expirePeers drops the peers silent for the suspect timeout, in ID order.
+// updateStability moves every stream's stable point up to what all live
+// peers report holding, and frees what is stable. For our own stream every
+// live peer counts, so a peer that has not reported yet holds the window;
+// for a remote stream only peers that report that source count (one that
+// cannot hear the source will never need it from us).
+func (e *Engine) updateStability() {
+	e.advanceStable(e.own, e.minReport(e.own, true))
+	for _, st := range e.streams {
+		e.advanceStable(st, e.minReport(st, false))
+	}
+}
+
+func (e *Engine) minReport(st *stream, strict bool) uint64 {
+	m := st.received()
+	for _, p := range e.peers {
+		if p.id == st.src {
+			continue
+		}
+		r, ok := p.reports[st.src]
+		switch {
+		case ok && r.inc == st.inc:
+			m = min(m, r.seq)
+		case strict:
+			return st.stable
+		}
+	}
+	return m
+}
+
+func (e *Engine) advanceStable(st *stream, m uint64) {
+	if m <= st.stable {
+		return
+	}
+	st.stable = m
+	st.ring.advance(m + 1)
+	for s := range st.repairs {
+		if s <= m {
+			delete(st.repairs, s)
+		}
+	}
+}
+
+// expirePeers drops the peers silent for the suspect timeout, in ID order;
+// they no longer hold back stability.
 func (e *Engine) expirePeers(now time.Time) {
+	lost := false
 	for _, id := range e.peerIDs() {
 		p := e.peers[id]
 		if silent := now.Sub(p.lastHeard); silent >= e.opt.SuspectTimeout {
 			delete(e.peers, id)
+			lost = true
 			e.events = append(e.events, Event{Kind: PeerLost, Peer: id, Inc: p.inc, Addr: p.addr, Silent: silent})
 		}
+	}
+	if lost {
+		e.updateStability()
 	}
 }
 
 func (e *Engine) peerIDs() []uint64 {
 	ids := make([]uint64, 0, len(e.peers))
 	for id := range e.peers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (e *Engine) streamIDs() []uint64 {
+	ids := make([]uint64, 0, len(e.streams))
+	for id := range e.streams {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)

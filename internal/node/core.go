@@ -6,12 +6,14 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/multicast"
 )
 
-// CoreOptions configures a Core.
+// CoreOptions configures a Core. Zero SRM fields take the multicast
+// package's defaults.
 type CoreOptions struct {
 	ID             uint64
 	Inc            uint64
@@ -19,7 +21,22 @@ type CoreOptions struct {
 	DatagramSize   int
 	Heartbeat      time.Duration
 	SuspectTimeout time.Duration
+	Window         int
+	MaxMessage     int
+	C1, C2, D1, D2 float64
+	MinDelay       time.Duration
 	Seed           uint64 // seeds the protocol's randomness (timer jitter)
+}
+
+// CoreOptionsFrom takes a Core's options from a node's configuration.
+func CoreOptionsFrom(c config.Config, inc, seed uint64) CoreOptions {
+	return CoreOptions{
+		ID: c.ID, Inc: inc, Group: c.Group, DatagramSize: c.DatagramSize,
+		Heartbeat: c.Heartbeat.D(), SuspectTimeout: c.SuspectTimeout.D(),
+		Window: c.SendWindow, MaxMessage: c.MaxMessageSize,
+		C1: c.SRM.C1, C2: c.SRM.C2, D1: c.SRM.D1, D2: c.SRM.D2, MinDelay: c.SRM.MinDelay.D(),
+		Seed: seed,
+	}
 }
 
 // Core is one node's protocol stack as a deterministic state machine over
@@ -67,6 +84,8 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 	c.mc = multicast.New(multicast.Options{
 		Self: o.ID, Inc: o.Inc, Group: c.group,
 		Heartbeat: o.Heartbeat, SuspectTimeout: o.SuspectTimeout,
+		DatagramSize: o.DatagramSize, Window: o.Window, MaxMessage: o.MaxMessage,
+		C1: o.C1, C2: o.C2, D1: o.D1, D2: o.D2, MinDelay: o.MinDelay,
 		Rand: rand.New(rand.NewPCG(o.Seed, o.ID)),
 	}, now)
 	return c
@@ -119,6 +138,24 @@ func (c *Core) TakeOutbox() [][]byte {
 	c.outbox = nil
 	return out
 }
+
+// Multicast sends a message to the group (see multicast.Engine.Multicast):
+// it fails with multicast.ErrWindowFull while the send window is full.
+func (c *Core) Multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
+	seq, err := c.mc.Multicast(service, payload, order, dest)
+	c.flush()
+	return seq, err
+}
+
+// Unstable and Window tell how full the send window is.
+func (c *Core) Unstable() int { return c.mc.Unstable() }
+
+// Window is the send window's size.
+func (c *Core) Window() int { return c.mc.Window() }
+
+// TakeDeliveries returns the messages delivered since the last call; their
+// bytes stay valid until the next call into the Core.
+func (c *Core) TakeDeliveries() []multicast.Delivery { return c.mc.TakeDeliveries() }
 
 // TakeEvents returns what the protocol engines reported since the last call.
 func (c *Core) TakeEvents() []multicast.Event { return c.mc.TakeEvents() }

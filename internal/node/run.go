@@ -64,10 +64,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	now := time.Now()
 	r := &runtime{o: o, log: o.Log, warned: map[string]bool{}}
-	r.core = NewCore(CoreOptions{
-		ID: cfg.ID, Inc: o.Inc, Group: cfg.Group, DatagramSize: cfg.DatagramSize,
-		Heartbeat: cfg.Heartbeat.D(), SuspectTimeout: cfg.SuspectTimeout.D(), Seed: seed,
-	}, now)
+	r.core = NewCore(CoreOptionsFrom(cfg, o.Inc, seed), now)
 	r.logStarted()
 
 	full := make(chan *rxBatch, poolSize)

@@ -42,9 +42,9 @@ const NetnsEnv = "HUDDLE_TEST_NETNS"
 // Only top-level tests are supported: call it before any t.Run. The child is
 // given -test.v, a -test.timeout ending at the parent's deadline, the parent's
 // GOMAXPROCS, and -seed, -test.short, -test.benchtime, -test.benchmem and
-// -test.gocoverdir when they were set. -test.count is not passed on: the parent already runs
-// the test count times, each in a fresh child. If unshare is missing or not
-// permitted, t is skipped with the reason.
+// -test.gocoverdir when they were set. -test.count is not passed on: the
+// parent already runs the test count times, each in a fresh child. If
+// unshare is missing or not permitted, t is skipped with the reason.
 func PrivateNetwork(t *testing.T) bool {
 	t.Helper()
 	if os.Getenv(NetnsEnv) != "" {
@@ -72,7 +72,7 @@ func PrivateNetwork(t *testing.T) bool {
 // benchmark once per process in the child (-test.bench '^Name$') and reports
 // the child's metrics (ns/op and any custom ones) as its own, so
 // `go test -bench` prints them; the iteration count it prints is the
-// parent's and means nothing.
+// parent's (usually 1) and means nothing: the child's is in the log.
 func PrivateNetworkB(b *testing.B) bool {
 	b.Helper()
 	if os.Getenv(NetnsEnv) != "" {
@@ -106,11 +106,10 @@ type benchRun struct {
 var benchRuns sync.Map // name → *benchRun
 
 func benchResult(b *testing.B) *benchRun {
+	b.Helper()
 	if r, ok := benchRuns.Load(b.Name()); ok {
 		return r.(*benchRun)
 	}
-	b.StopTimer() // the child's time is not the parent's work
-	defer b.StartTimer()
 	lines, err := runInNetns(b, "-test.run=^$", "-test.bench="+runPattern(b.Name()))
 	r := &benchRun{}
 	if err != nil {
@@ -180,7 +179,10 @@ func runInNetns(tb testing.TB, args ...string) ([]string, error) {
 		}
 	})
 	cmd := exec.Command("unshare", args...)
-	cmd.Env = append(os.Environ(), NetnsEnv+"=1", "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0)))
+	// The race runtime sleeps a second at exit unless told not to.
+	race := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), NetnsEnv+"=1", "GORACE="+race,
+		"GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0)))
 	r, w, err := os.Pipe()
 	if err != nil {
 		tb.Fatalf("testutil: pipe: %v", err)

@@ -217,6 +217,9 @@ func (d *Decoder) session(m *Session) (err error) {
 	if m.Seq, err = d.uint(); err != nil {
 		return err
 	}
+	if m.Low, err = d.uint(); err != nil {
+		return err
+	}
 	n, err := d.countOf(minPeerStateBytes)
 	if err != nil {
 		return err

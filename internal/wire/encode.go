@@ -74,7 +74,7 @@ func bodyFields(env *Envelope) (int, error) {
 	case KindRepair:
 		return 2 + dataFields, nil
 	case KindSession:
-		return 3, nil
+		return 4, nil
 	}
 	return 0, fmt.Errorf("%w: cannot encode %v", ErrUnknownKind, env.Kind)
 }
@@ -96,7 +96,7 @@ func (e *Encoder) nack(n *Nack) {
 
 func (e *Encoder) session(s *Session) {
 	e.enc.EncodeInt(s.Sent)
-	e.uints(s.Seq)
+	e.uints(s.Seq, s.Low)
 	e.array(len(s.Peers))
 	for _, p := range s.Peers {
 		e.array(peerStateFields)

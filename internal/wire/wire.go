@@ -140,12 +140,13 @@ type PeerState struct {
 
 const peerStateFields = 5
 
-// Session is the periodic session message (SRM §III-A): [sent, seq, [peer states...]].
+// Session is the periodic session message (SRM §III-A): [sent, seq, low, [peer states...]].
 // A receiver of a session message that echoes its own Sent time computes the
 // round trip as now - Echo - Held.
 type Session struct {
 	Sent  int64  // sender's clock, Unix nanoseconds
 	Seq   uint64 // highest sequence number the sender has sent
+	Low   uint64 // lowest sequence number the sender still holds for repair; 0 = none
 	Peers []PeerState
 }
 

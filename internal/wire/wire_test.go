@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"math"
 	"reflect"
 	"testing"
 )
@@ -24,7 +25,7 @@ func samples() []*Envelope {
 	r := mk(KindRepair)
 	r.Repair = Repair{Source: 2, SourceInc: 99, Data: data}
 	s := mk(KindSession)
-	s.Session = Session{Sent: 1763800000999, Seq: 1 << 40, Peers: []PeerState{{ID: 2, Inc: 99, Seq: 17, Echo: 1763800000000, Held: 2500}, {ID: 4, Inc: 1, Seq: 0, Echo: 0, Held: -1}}}
+	s.Session = Session{Sent: 1763800000999, Seq: 1 << 40, Low: 1<<40 - 5, Peers: []PeerState{{ID: 2, Inc: 99, Seq: 17, Echo: 1763800000000, Held: 2500}, {ID: 4, Inc: 1, Seq: 0, Echo: 0, Held: -1}}}
 	return []*Envelope{d, b, n, r, s}
 }
 
@@ -195,5 +196,40 @@ func BenchmarkDecodeData(b *testing.B) {
 		if err := dec.Decode(data, env); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestSizes(t *testing.T) {
+	enc := NewEncoder()
+	for _, e := range samples() {
+		b, _ := enc.Append(nil, e)
+		n, _ := bodyFields(e)
+		switch e.Kind {
+		case KindData:
+			if got := DataEnvelopeSize(&e.Header, &e.Data); got != len(b) {
+				t.Errorf("DataEnvelopeSize = %d, encoding is %d", got, len(b))
+			}
+		case KindBatch:
+			f := 0
+			for i := range e.Batch {
+				f += DataSize(&e.Batch[i])
+			}
+			if got := BatchSize(&e.Header, len(e.Batch), f); got != len(b) {
+				t.Errorf("BatchSize = %d, encoding is %d", got, len(b))
+			}
+		case KindRepair:
+			if got := HeaderSize(&e.Header, n) + DataSize(&e.Repair.Data); got > len(b) || got+RepairExtra < len(b) {
+				t.Errorf("repair of %d bytes is not within RepairExtra of its data's %d", len(b), got)
+			}
+		}
+		if h := HeaderSize(&e.Header, n); h > MaxHeader {
+			t.Errorf("header of %d bytes exceeds MaxHeader", h)
+		}
+	}
+	big := Data{Seq: math.MaxUint64, Dest: math.MaxUint64, Service: make([]byte, 300), FragIndex: math.MaxUint32 - 1, FragCount: math.MaxUint32, Payload: make([]byte, 70000)}
+	e := &Envelope{Header: Header{Group: math.MaxUint32, From: math.MaxUint64, Inc: math.MaxUint64, Kind: KindData, View: ViewID{math.MaxUint64, math.MaxUint64}}, Data: big}
+	b, _ := enc.Append(nil, e)
+	if got := DataEnvelopeSize(&e.Header, &e.Data); got != len(b) {
+		t.Errorf("DataEnvelopeSize of the largest values = %d, encoding is %d", got, len(b))
 	}
 }

@@ -1,0 +1,102 @@
+package multicast
+
+import "github.com/huddle-lan/huddle/internal/wire"
+
+// ring holds the messages of one stream from sequence number base on, in a
+// fixed power-of-two array indexed by seq. Its size bounds the memory a
+// stream can take, whatever the network does.
+type ring struct {
+	base  uint64 // lowest seq the ring can hold; everything below is gone
+	slots []entry
+	mask  uint64
+	count int // slots in use
+	bytes int // payload bytes held
+}
+
+// entry is one stored message. d owns its Service and Payload.
+type entry struct {
+	d    wire.Data
+	have bool
+}
+
+func newRing(capacity int, base uint64) ring {
+	n := 16
+	for n < capacity {
+		n *= 2
+	}
+	return ring{base: base, slots: make([]entry, n), mask: uint64(n - 1)}
+}
+
+// fits reports whether seq is inside the ring's current range.
+func (r *ring) fits(seq uint64) bool {
+	return seq >= r.base && seq-r.base < uint64(len(r.slots))
+}
+
+// get returns the stored message seq, or nil.
+func (r *ring) get(seq uint64) *entry {
+	if !r.fits(seq) {
+		return nil
+	}
+	e := &r.slots[seq&r.mask]
+	if !e.have || e.d.Seq != seq {
+		return nil
+	}
+	return e
+}
+
+// put stores d (which must own its bytes) and reports whether it fit.
+func (r *ring) put(d wire.Data) bool {
+	if !r.fits(d.Seq) {
+		return false
+	}
+	e := &r.slots[d.Seq&r.mask]
+	if e.have {
+		return e.d.Seq == d.Seq
+	}
+	*e = entry{d: d, have: true}
+	r.count++
+	r.bytes += len(d.Payload)
+	return true
+}
+
+// advance forgets every message below seq.
+func (r *ring) advance(seq uint64) {
+	if seq <= r.base {
+		return
+	}
+	if seq-r.base >= uint64(len(r.slots)) {
+		r.clear()
+	} else {
+		for s := r.base; s < seq; s++ {
+			r.drop(&r.slots[s&r.mask])
+		}
+	}
+	r.base = seq
+}
+
+func (r *ring) drop(e *entry) {
+	if e.have {
+		r.count--
+		r.bytes -= len(e.d.Payload)
+	}
+	*e = entry{}
+}
+
+func (r *ring) clear() {
+	for i := range r.slots {
+		r.slots[i] = entry{}
+	}
+	r.count, r.bytes = 0, 0
+}
+
+// owned returns a copy of d whose Service and Payload live in one new
+// allocation, so that d may alias a datagram buffer that is reused.
+func owned(d *wire.Data) wire.Data {
+	c := *d
+	buf := make([]byte, len(d.Service)+len(d.Payload))
+	n := copy(buf, d.Service)
+	copy(buf[n:], d.Payload)
+	c.Service = buf[:n:n]
+	c.Payload = buf[n:]
+	return c
+}

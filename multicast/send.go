@@ -1,0 +1,100 @@
+package multicast
+
+import (
+	"github.com/huddle-lan/huddle/internal/wire"
+)
+
+// Multicast queues a message for the group and returns the sequence number
+// of its first fragment. The message goes out at the next TakeOutput,
+// packed with whatever else is queued then (batching without added delay),
+// or split into fragments that each fit one datagram. It fails with
+// ErrWindowFull, without side effects, when the message's fragments would
+// take more than the window of unstable messages: the caller waits for
+// stability (Unstable decreasing) and tries again. The payload is copied.
+func (e *Engine) Multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
+	per := e.fragmentSize(len(service))
+	if len(payload) > e.opt.MaxMessage || per <= 0 || len(payload)/per >= e.opt.Window {
+		return 0, ErrTooLarge
+	}
+	n := max(1, (len(payload)+per-1)/per)
+	if e.Unstable()+n > e.opt.Window {
+		return 0, ErrWindowFull
+	}
+	d := owned(&wire.Data{Order: order, Dest: dest, Service: service, Payload: payload})
+	if n > 1 {
+		d.FragCount = uint32(n)
+	}
+	first, body := e.own.next, d.Payload
+	for i := range n {
+		d.Seq, d.FragIndex = e.own.next, uint32(i)
+		d.Payload = body[i*per : min(len(body), (i+1)*per)]
+		e.own.ring.put(d)
+		e.sendq = append(e.sendq, d.Seq)
+		e.own.next++
+	}
+	e.own.high = e.own.next - 1
+	e.stats.MsgsSent++
+	e.stats.BytesSent += uint64(len(payload))
+	return first, nil
+}
+
+// Unstable is the number of this node's messages (fragments) that are not
+// yet held by every live peer: what the send window limits.
+func (e *Engine) Unstable() int { return int(e.own.received() - e.own.stable) }
+
+// Window is the configured send window.
+func (e *Engine) Window() int { return e.opt.Window }
+
+// fragmentSize is the most payload bytes one fragment may carry so that it
+// fits one datagram both as data and as a repair, with the largest header
+// and sequence numbers.
+func (e *Engine) fragmentSize(serviceLen int) int {
+	worst := wire.Data{Seq: ^uint64(0), Order: wire.Safe, Dest: ^uint64(0), Service: make([]byte, serviceLen),
+		FragIndex: ^uint32(0) - 1, FragCount: ^uint32(0)}
+	overhead := wire.MaxHeader + wire.DataSize(&worst) + wire.RepairExtra
+	n := e.opt.DatagramSize - overhead
+	// DataSize counted an empty payload's 2-byte length; a long payload
+	// needs up to 5.
+	return n - 3
+}
+
+// packData moves the queued messages into envelopes: one data message
+// alone as KindData, several as a KindBatch, each envelope filled up to the
+// datagram size.
+func (e *Engine) packData() {
+	if len(e.sendq) == 0 {
+		return
+	}
+	h := e.header(wire.KindBatch)
+	var batch []wire.Data
+	fields := 0
+	for _, s := range e.sendq {
+		en := e.own.ring.get(s)
+		if en == nil {
+			continue
+		}
+		sz := wire.DataSize(&en.d)
+		if len(batch) > 0 && wire.BatchSize(&h, len(batch)+1, fields+sz) > e.opt.DatagramSize {
+			e.emitBatch(batch)
+			batch, fields = nil, 0
+		}
+		batch = append(batch, en.d)
+		fields += sz
+	}
+	e.emitBatch(batch)
+	e.sendq = e.sendq[:0]
+}
+
+func (e *Engine) emitBatch(batch []wire.Data) {
+	switch len(batch) {
+	case 0:
+		return
+	case 1:
+		env := wire.Envelope{Header: e.header(wire.KindData), Data: batch[0]}
+		e.out = append(e.out, env)
+	default:
+		env := wire.Envelope{Header: e.header(wire.KindBatch), Batch: batch}
+		e.out = append(e.out, env)
+	}
+	e.stats.DataDatagrams++
+}

@@ -1,0 +1,226 @@
+package multicast
+
+import (
+	"slices"
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/wire"
+)
+
+// Limits that keep one datagram's work bounded, whatever it claims.
+const (
+	maxBackoff     = 6    // request intervals grow to at most 2^6 times the first
+	maxNackRanges  = 64   // ranges in one NACK we send (about 1200 bytes at worst)
+	maxNackSeqs    = 4096 // sequence numbers of one received NACK we look at
+	holdDownFactor = 3    // SRM: after a repair, ignore requests for 3·d
+)
+
+// delay is the one-way delay d to a peer that the SRM timers scale with:
+// half the smoothed round-trip time, but at least MinDelay (see Options).
+func (e *Engine) delay(id uint64) time.Duration {
+	d := e.opt.MinDelay
+	if p := e.peers[id]; p != nil && p.rtt/2 > d {
+		d = p.rtt / 2
+	}
+	return d
+}
+
+func scale(d time.Duration, f float64) time.Duration { return time.Duration(float64(d) * f) }
+
+// armRequest (re)arms the request timer of gap s: uniform in
+// 2^b·[C1·d, (C1+C2)·d], d the delay to the source, b the back-off (SRM §III-B).
+func (e *Engine) armRequest(now time.Time, st *stream, s uint64, g *gap) {
+	d := e.delay(st.src)
+	b := min(g.backoff, maxBackoff)
+	lo, hi := scale(d, e.opt.C1)<<b, scale(d, e.opt.C1+e.opt.C2)<<b
+	g.gen++
+	g.due = now.Add(e.uniform(lo, hi))
+	g.ignoreTill = now.Add(lo / 2)
+	e.timers.arm(timer{at: g.due, kind: requestTimer, src: st.src, inc: st.inc, seq: s, gen: g.gen})
+}
+
+// lookup returns the stream of src at incarnation inc, or nil.
+func (e *Engine) lookup(src, inc uint64) *stream {
+	st := e.own
+	if src != e.opt.Self {
+		st = e.streams[src]
+	}
+	if st == nil || st.inc != inc {
+		return nil
+	}
+	return st
+}
+
+// fireTimers runs every SRM timer due at now. Timers of gaps that were
+// filled, or repairs that were cancelled or re-armed, are stale and skipped.
+func (e *Engine) fireTimers(now time.Time) {
+	for {
+		t, ok := e.timers.popDue(now)
+		if !ok {
+			return
+		}
+		st := e.lookup(t.src, t.inc)
+		if st == nil {
+			continue
+		}
+		switch t.kind {
+		case requestTimer:
+			if g := st.gaps[t.seq]; g != nil && g.gen == t.gen {
+				e.request(now, st)
+			}
+		case repairTimer:
+			if r := st.repairs[t.seq]; r != nil && r.pending && r.gen == t.gen {
+				e.sendRepair(now, st, t.seq, r)
+			}
+		}
+	}
+}
+
+// request multicasts one NACK for the gaps of st whose timers are due now
+// or within d (they would fire in a moment anyway, and one datagram beats
+// several), then backs each of them off (SRM §III-B: the next request for
+// the same data waits twice as long, leaving time for the repair).
+func (e *Engine) request(now time.Time, st *stream) {
+	horizon := now.Add(e.delay(st.src))
+	var seqs []uint64
+	for s, g := range st.gaps {
+		if !g.due.After(horizon) {
+			seqs = append(seqs, s)
+		}
+	}
+	slices.Sort(seqs)
+	ranges := toRanges(seqs, maxNackRanges)
+	env := wire.Envelope{Header: e.header(wire.KindNack)}
+	env.Nack = wire.Nack{Source: st.src, SourceInc: st.inc, Ranges: ranges}
+	e.out = append(e.out, env)
+	e.stats.NacksSent++
+	for _, r := range ranges {
+		for s := r.First; s <= r.Last; s++ {
+			g := st.gaps[s]
+			g.backoff++
+			e.stats.NackedSeqs++
+			e.armRequest(now, st, s, g)
+		}
+	}
+}
+
+// toRanges compresses sorted sequence numbers into at most limit ranges.
+func toRanges(seqs []uint64, limit int) []wire.SeqRange {
+	var out []wire.SeqRange
+	for _, s := range seqs {
+		if n := len(out); n > 0 && out[n-1].Last+1 == s {
+			out[n-1].Last = s
+			continue
+		}
+		if len(out) == limit {
+			break
+		}
+		out = append(out, wire.SeqRange{First: s, Last: s})
+	}
+	return out
+}
+
+// onNack takes a request from peer p. Each requested message we miss too
+// backs off our own request (suppression); each one we hold gets a repair
+// timer unless one is armed or a repair was just sent (hold-down).
+func (e *Engine) onNack(now time.Time, p *peer, n *wire.Nack) {
+	e.stats.NacksRecv++
+	st := e.lookup(n.Source, n.SourceInc)
+	if st == nil || len(n.Ranges) == 0 {
+		return
+	}
+	if st != e.own {
+		// A request also tells that the data exists (SRM §III-B).
+		e.detect(now, st, n.Ranges[len(n.Ranges)-1].Last)
+	}
+	budget := maxNackSeqs
+	for _, r := range n.Ranges {
+		for s := r.First; s <= r.Last && budget > 0; s++ {
+			budget--
+			e.onRequest(now, p, st, s)
+			if s == ^uint64(0) {
+				break
+			}
+		}
+	}
+}
+
+func (e *Engine) onRequest(now time.Time, p *peer, st *stream, s uint64) {
+	if g := st.gaps[s]; g != nil {
+		if now.Before(g.ignoreTill) {
+			return // already backed off for this round of requests
+		}
+		g.backoff++
+		e.stats.NacksSuppressed++
+		e.armRequest(now, st, s, g)
+		return
+	}
+	if st.ring.get(s) == nil {
+		if s <= st.stable {
+			e.stats.NacksUnanswerable++
+		}
+		return
+	}
+	r := st.repairs[s]
+	if r == nil {
+		r = &repairState{}
+		st.repairs[s] = r
+	}
+	if r.pending || now.Before(r.holdTill) {
+		return
+	}
+	r.pending, r.requester = true, p.id
+	r.gen++
+	if st == e.own {
+		// The source answers at once. On a LAN it is as close to the
+		// requester as anyone, and a repair that leaves before the other
+		// holders' timers (at least D1·MinDelay) suppresses all of them:
+		// one repair per loss.
+		e.sendRepair(now, st, s, r)
+		return
+	}
+	d := e.delay(p.id)
+	at := now.Add(e.uniform(scale(d, e.opt.D1), scale(d, e.opt.D1+e.opt.D2)))
+	e.timers.arm(timer{at: at, kind: repairTimer, src: st.src, inc: st.inc, seq: s, gen: r.gen})
+}
+
+// sendRepair multicasts message s of st and starts the hold-down.
+func (e *Engine) sendRepair(now time.Time, st *stream, s uint64, r *repairState) {
+	r.pending = false
+	en := st.ring.get(s)
+	if en == nil {
+		return
+	}
+	env := wire.Envelope{Header: e.header(wire.KindRepair)}
+	env.Repair = wire.Repair{Source: st.src, SourceInc: st.inc, Data: en.d}
+	e.out = append(e.out, env)
+	e.stats.RepairsSent++
+	r.holdTill = now.Add(holdDownFactor * e.delay(r.requester))
+}
+
+// onRepair takes a repair from peer p: it cancels our own pending repair of
+// the same message (suppression), starts the hold-down, and delivers the
+// message if we missed it.
+func (e *Engine) onRepair(now time.Time, p *peer, rep *wire.Repair) {
+	e.stats.RepairsRecv++
+	st := e.lookup(rep.Source, rep.SourceInc)
+	if st == nil {
+		return
+	}
+	s := rep.Data.Seq
+	if s > st.stable {
+		r := st.repairs[s]
+		if r == nil {
+			r = &repairState{}
+			st.repairs[s] = r
+		}
+		if r.pending {
+			r.pending = false
+			e.stats.RepairsSuppressed++
+		}
+		r.holdTill = now.Add(holdDownFactor * e.delay(p.id))
+	}
+	if st != e.own {
+		e.receive(now, st, &rep.Data)
+	}
+}

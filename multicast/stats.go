@@ -1,0 +1,52 @@
+package multicast
+
+// Stats are the engine's counters. Messages are what the layer above sent
+// or got (a fragmented message counts once); datagrams are what crossed the
+// network.
+type Stats struct {
+	MsgsSent       uint64 // messages multicast by this node
+	BytesSent      uint64 // their payload bytes
+	DataDatagrams  uint64 // datagrams of new data sent (KindData and KindBatch)
+	MsgsDelivered  uint64 // messages delivered to the layer above
+	BytesDelivered uint64 // their payload bytes
+	Duplicates     uint64 // data or repairs of messages already held
+
+	NacksSent         uint64 // NACK datagrams sent
+	NackedSeqs        uint64 // sequence numbers asked for in them
+	NacksSuppressed   uint64 // our requests postponed because another member asked first
+	NacksRecv         uint64 // NACK datagrams received
+	NacksUnanswerable uint64 // requests for messages that are already stable and gone
+	RepairsSent       uint64
+	RepairsSuppressed uint64 // our repairs cancelled because another member repaired first
+	RepairsRecv       uint64
+	GapsDetected      uint64 // messages found missing
+	GapsRecovered     uint64 // of those, received later
+	Skipped           uint64 // messages given up for good (the source no longer holds them)
+	Overrun           uint64 // messages that arrived too far ahead to be buffered
+	BadFragments      uint64 // fragments out of place in their source's stream
+	TooLarge          uint64 // reassembled messages over the maximum message size, dropped
+
+	SessionsSent uint64
+	SessionsRecv uint64
+	StaleInc     uint64 // datagrams from an older incarnation of a peer, ignored
+	Unhandled    uint64 // datagrams of kinds this layer does not handle
+
+	Peers       int       // peers currently live
+	Buffered    int       // messages held for delivery or repair, all streams
+	BufferBytes int       // their payload bytes
+	Unstable    int       // own messages not yet stable (the send window's use)
+	Recovery    Histogram // gap detected → message received
+}
+
+// Stats returns the engine's counters.
+func (e *Engine) Stats() Stats {
+	s := e.stats
+	s.Peers = len(e.peers)
+	s.Unstable = e.Unstable()
+	s.Buffered, s.BufferBytes = e.own.ring.count, e.own.ring.bytes
+	for _, st := range e.streams {
+		s.Buffered += st.ring.count
+		s.BufferBytes += st.ring.bytes
+	}
+	return s
+}

@@ -1,0 +1,206 @@
+package multicast
+
+import (
+	"slices"
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/wire"
+)
+
+// stream is one source incarnation's sequence of messages as this node
+// holds it. For a remote source it is the receive side: in-order delivery,
+// gaps and their request timers. For this node's own stream it is the send
+// side: the next sequence number and the messages kept for repair.
+type stream struct {
+	src, inc uint64
+	next     uint64 // remote: next seq to deliver; own: next seq to assign
+	high     uint64 // highest seq known to exist
+	stable   uint64 // every seq ≤ stable is held by all live members
+	ring     ring   // messages held, from stable+1 on
+	gaps     map[uint64]*gap
+	repairs  map[uint64]*repairState
+	frag     []byte // payload of a fragmented message being reassembled
+	fragSeq  uint64 // seq of its first fragment
+	fragNext uint32 // index of the fragment expected next
+	fragDrop bool   // the message being reassembled is too large: drop its fragments
+}
+
+// gap is a message known to exist and not received (SRM: a loss).
+type gap struct {
+	detected   time.Time
+	due        time.Time // when the armed request timer fires
+	ignoreTill time.Time // SRM: requests heard before this do not back off again
+	backoff    uint      // SRM exponential back-off: the request interval is multiplied by 2^backoff
+	gen        uint32    // generation of the armed request timer
+}
+
+// repairState is what this node does about repairing one message.
+type repairState struct {
+	gen       uint32    // generation of the armed repair timer
+	pending   bool      // a repair timer is armed
+	requester uint64    // who asked (for the delay d')
+	holdTill  time.Time // SRM hold-down: requests before this are ignored
+}
+
+func newStream(src, inc, next uint64, size int) *stream {
+	return &stream{src: src, inc: inc, next: next, high: next - 1, stable: next - 1,
+		ring: newRing(size, next), gaps: map[uint64]*gap{}, repairs: map[uint64]*repairState{}}
+}
+
+// streamFor returns the stream of source src at incarnation inc, creating
+// it (starting at first) or replacing an older incarnation's. It returns nil
+// for an older incarnation than the one known. Where a new stream starts is
+// the caller's guess; a source's session message corrects a guess that is
+// too early (skipTo its Low), and one too late loses only what was sent
+// before this node could hear it.
+func (e *Engine) streamFor(src, inc, first uint64) *stream {
+	if src == e.opt.Self {
+		if inc != e.opt.Inc {
+			return nil
+		}
+		return e.own
+	}
+	st := e.streams[src]
+	switch {
+	case st != nil && st.inc == inc:
+		return st
+	case st != nil && st.inc > inc:
+		return nil
+	}
+	st = newStream(src, inc, max(first, 1), e.ringSize())
+	e.streams[src] = st
+	return st
+}
+
+// onData takes a data message from its source. A stream first heard of
+// through data starts at 1 while the source is young (its first messages
+// are still within one window, and it holds them until its receivers have
+// them), and at this message otherwise.
+func (e *Engine) onData(now time.Time, p *peer, d *wire.Data) {
+	first := d.Seq
+	if first <= uint64(e.opt.Window) {
+		first = 1
+	}
+	if st := e.streamFor(p.id, p.inc, first); st != nil {
+		e.receive(now, st, d)
+	}
+}
+
+// receive stores a message of a remote stream, fills its gap, detects the
+// gaps it reveals, and delivers what is now in order.
+func (e *Engine) receive(now time.Time, st *stream, d *wire.Data) {
+	s := d.Seq
+	if s < st.next || st.ring.get(s) != nil {
+		e.stats.Duplicates++
+		return
+	}
+	if !st.ring.put(owned(d)) {
+		e.stats.Overrun++
+		return
+	}
+	if g := st.gaps[s]; g != nil {
+		e.stats.GapsRecovered++
+		e.stats.Recovery.Add(now.Sub(g.detected))
+		delete(st.gaps, s)
+	}
+	e.detect(now, st, s)
+	e.deliver(st)
+}
+
+// detect learns that messages up to high exist, and opens a gap with a
+// request timer for each one not held (SRM §III-B). Gaps are opened only
+// as far as the stream's ring reaches, which bounds their number.
+func (e *Engine) detect(now time.Time, st *stream, high uint64) {
+	if high <= st.high {
+		return
+	}
+	from := max(st.high+1, st.next)
+	st.high = high
+	to := min(high, st.ring.base+uint64(len(st.ring.slots))-1)
+	for s := from; s <= to; s++ {
+		if st.ring.get(s) != nil || st.gaps[s] != nil {
+			continue
+		}
+		g := &gap{detected: now}
+		st.gaps[s] = g
+		e.stats.GapsDetected++
+		e.armRequest(now, st, s, g)
+	}
+}
+
+// deliver hands the messages that are now in order to the layer above,
+// reassembling fragmented ones.
+func (e *Engine) deliver(st *stream) {
+	for {
+		en := st.ring.get(st.next)
+		if en == nil {
+			return
+		}
+		st.next++
+		e.deliverOne(st, &en.d)
+	}
+}
+
+func (e *Engine) deliverOne(st *stream, d *wire.Data) {
+	if d.FragCount <= 1 {
+		e.emit(st, d.Seq, d, d.Payload)
+		return
+	}
+	if d.FragIndex == 0 {
+		st.frag, st.fragSeq, st.fragNext, st.fragDrop = st.frag[:0], d.Seq, 0, false
+	}
+	if d.FragIndex != st.fragNext {
+		// A fragment out of place: the source broke its own stream.
+		e.stats.BadFragments++
+		st.fragDrop = true
+	}
+	st.fragNext = d.FragIndex + 1
+	if !st.fragDrop && len(st.frag)+len(d.Payload) > e.opt.MaxMessage {
+		e.stats.TooLarge++
+		st.fragDrop = true
+	}
+	if !st.fragDrop {
+		st.frag = append(st.frag, d.Payload...)
+	}
+	if d.FragIndex+1 == d.FragCount {
+		if !st.fragDrop {
+			e.emit(st, st.fragSeq, d, slices.Clone(st.frag))
+		}
+		st.frag = st.frag[:0]
+	}
+}
+
+func (e *Engine) emit(st *stream, seq uint64, d *wire.Data, payload []byte) {
+	e.stats.MsgsDelivered++
+	e.stats.BytesDelivered += uint64(len(payload))
+	e.deliveries = append(e.deliveries, Delivery{Source: st.src, Inc: st.inc, Seq: seq,
+		Order: d.Order, Dest: d.Dest, Service: d.Service, Payload: payload})
+}
+
+// skipTo gives up on every message of st below low: the source no longer
+// holds them (it went on without this node, which it had lost), so they
+// can never be repaired.
+func (e *Engine) skipTo(st *stream, low uint64) {
+	if low <= st.next {
+		return
+	}
+	from := st.next
+	for s := range st.gaps {
+		if s < low {
+			delete(st.gaps, s)
+		}
+	}
+	st.next, st.frag, st.fragDrop = low, st.frag[:0], true
+	if st.stable < low-1 {
+		st.stable = low - 1
+		st.ring.advance(low)
+	}
+	st.high = max(st.high, low-1)
+	e.stats.Skipped += low - from
+	e.events = append(e.events, Event{Kind: StreamSkipped, Peer: st.src, Inc: st.inc, From: from, Skipped: low - from})
+	e.deliver(st)
+}
+
+// received is the highest seq of st this node holds with nothing missing
+// below it: what its session messages report.
+func (st *stream) received() uint64 { return st.next - 1 }
