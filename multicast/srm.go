@@ -28,10 +28,15 @@ func (e *Engine) delay(id uint64) time.Duration {
 func scale(d time.Duration, f float64) time.Duration { return time.Duration(float64(d) * f) }
 
 // armRequest (re)arms the request timer of gap s: uniform in
-// 2^b·[C1·d, (C1+C2)·d], d the delay to the source, b the back-off (SRM §III-B).
+// 2^b·[C1·d, (C1+C2)·d], d the delay to the source (SRM §III-B), b one
+// less than the number of back-offs. SRM doubles the interval at the first
+// back-off already, to leave a repair from far away time to arrive; on a
+// LAN, where the source repairs at once, one undoubled interval (at least
+// C1·min_delay) is many round trips, and not doubling it keeps a second
+// round of recovery, after a lost NACK or repair, within a few milliseconds.
 func (e *Engine) armRequest(now time.Time, st *stream, s uint64, g *gap) {
 	d := e.delay(st.src)
-	b := min(g.backoff, maxBackoff)
+	b := min(max(g.backoff, 1)-1, maxBackoff)
 	lo, hi := scale(d, e.opt.C1)<<b, scale(d, e.opt.C1+e.opt.C2)<<b
 	g.gen++
 	g.due = now.Add(e.uniform(lo, hi))
@@ -90,8 +95,14 @@ func (e *Engine) request(now time.Time, st *stream) {
 	}
 	slices.Sort(seqs)
 	ranges := toRanges(seqs, maxNackRanges)
+	var attempt uint
+	for _, r := range ranges {
+		for s := r.First; s <= r.Last; s++ {
+			attempt = max(attempt, st.gaps[s].backoff)
+		}
+	}
 	env := wire.Envelope{Header: e.header(wire.KindNack)}
-	env.Nack = wire.Nack{Source: st.src, SourceInc: st.inc, Ranges: ranges}
+	env.Nack = wire.Nack{Source: st.src, SourceInc: st.inc, Attempt: uint64(attempt), Ranges: ranges}
 	e.out = append(e.out, env)
 	e.stats.NacksSent++
 	for _, r := range ranges {
@@ -137,7 +148,7 @@ func (e *Engine) onNack(now time.Time, p *peer, n *wire.Nack) {
 	for _, r := range n.Ranges {
 		for s := r.First; s <= r.Last && budget > 0; s++ {
 			budget--
-			e.onRequest(now, p, st, s)
+			e.onRequest(now, p, st, s, n.Attempt)
 			if s == ^uint64(0) {
 				break
 			}
@@ -145,7 +156,7 @@ func (e *Engine) onNack(now time.Time, p *peer, n *wire.Nack) {
 	}
 }
 
-func (e *Engine) onRequest(now time.Time, p *peer, st *stream, s uint64) {
+func (e *Engine) onRequest(now time.Time, p *peer, st *stream, s, attempt uint64) {
 	if g := st.gaps[s]; g != nil {
 		if now.Before(g.ignoreTill) {
 			return // already backed off for this round of requests
@@ -166,7 +177,12 @@ func (e *Engine) onRequest(now time.Time, p *peer, st *stream, s uint64) {
 		r = &repairState{}
 		st.repairs[s] = r
 	}
-	if r.pending || now.Before(r.holdTill) {
+	// SRM's hold-down ignores requests sent before their senders could
+	// hear the repair: first requests. A later attempt comes from a timer
+	// re-armed after an earlier request (at least C1·d, far longer than a
+	// round trip), so it means the repair was lost: answer it at once
+	// rather than leave the loss to yet another round.
+	if r.pending || now.Before(r.holdTill) && attempt == 0 {
 		return
 	}
 	r.pending, r.requester = true, p.id

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"net"
 	"net/netip"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/multicast"
 )
 
@@ -46,10 +48,18 @@ type runtime struct {
 	o          Options
 	core       *Core
 	log        zerolog.Logger
+	work       *workload
+	blocked    bool   // the workload waits for the send window
+	windowFull uint64 // times it had to
 	truncated  uint64
 	sendErrors uint64
 	warned     map[string]bool
 }
+
+// maxSendsPerStep bounds the messages the workload queues in one loop
+// iteration, so that a saturating workload never starves the receive path
+// (which is what reopens the window).
+const maxSendsPerStep = 256
 
 // Run runs the node until ctx is done: one loop owns the transport, the
 // clock and the protocol core. A reader goroutine only reads batches of
@@ -65,6 +75,12 @@ func Run(ctx context.Context, o Options) error {
 	now := time.Now()
 	r := &runtime{o: o, log: o.Log, warned: map[string]bool{}}
 	r.core = NewCore(CoreOptionsFrom(cfg, o.Inc, seed), now)
+	r.work = newWorkload(cfg.SendRate, cfg.SendSize, cfg.SendCount, now.Add(cfg.JoinTimeout.D()))
+	if d := cfg.Duration.D(); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, d, errDuration)
+		defer cancel()
+	}
 	r.logStarted()
 
 	full := make(chan *rxBatch, poolSize)
@@ -87,6 +103,8 @@ func Run(ctx context.Context, o Options) error {
 	r.log.Info().Str("event", "node.stopped").Str("reason", reason).Msg("node stopped")
 	return err
 }
+
+var errDuration = errors.New("duration elapsed")
 
 func newBatch(size int) *rxBatch {
 	b := &rxBatch{pkts: make([]multicast.Packet, batchSize)}
@@ -111,7 +129,7 @@ func readLoop(t multicast.Transport, free <-chan *rxBatch, full chan<- *rxBatch,
 }
 
 func (r *runtime) loop(ctx context.Context, full <-chan *rxBatch, free chan<- *rxBatch, rerr <-chan error) error {
-	timer := time.NewTimer(time.Until(r.core.NextDeadline()))
+	timer := time.NewTimer(time.Until(r.deadline()))
 	defer timer.Stop()
 	var stats <-chan time.Time
 	if iv := r.o.Config.StatsInterval.D(); iv > 0 {
@@ -136,8 +154,45 @@ func (r *runtime) loop(ctx context.Context, full <-chan *rxBatch, free chan<- *r
 		case <-stats:
 			r.logStats("periodic")
 		}
+		r.pump(time.Now())
 		r.afterStep()
-		timer.Reset(time.Until(r.core.NextDeadline()))
+		timer.Reset(time.Until(r.deadline()))
+	}
+}
+
+// deadline is when the loop must wake up without a datagram: the core's
+// next timer, or the workload's next message unless it waits for the
+// window (then stability, which arrives in datagrams, wakes it).
+func (r *runtime) deadline() time.Time {
+	d := r.core.NextDeadline()
+	if next := r.work.next(); !next.IsZero() && !r.blocked && next.Before(d) {
+		d = next
+	}
+	return d
+}
+
+// pump multicasts the workload's messages that are due, as far as the send
+// window allows.
+func (r *runtime) pump(now time.Time) {
+	r.blocked = false
+	for n := min(r.work.due(now), maxSendsPerStep); n > 0; n-- {
+		p := r.work.payload()
+		seq, err := r.core.Multicast(nil, p, wire.FIFO, 0)
+		if errors.Is(err, multicast.ErrWindowFull) {
+			r.blocked = true
+			r.windowFull++
+			return
+		}
+		if err != nil {
+			r.warnOnce("workload", err.Error(), netip.AddrPort{})
+			r.work.rate = 0 // stop: the error would repeat
+			return
+		}
+		r.work.sent++
+		if r.o.Config.TraceDeliveries {
+			r.log.Info().Str("event", "send").Uint64("seq", seq).Int("len", len(p)).
+				Uint32("crc", crc32.ChecksumIEEE(p)).Msg("sent")
+		}
 	}
 }
 
@@ -165,6 +220,12 @@ func (r *runtime) afterStep() {
 	for _, ev := range r.core.TakeEvents() {
 		r.logEvent(ev)
 	}
+	for _, d := range r.core.TakeDeliveries() {
+		if r.o.Config.TraceDeliveries {
+			r.log.Info().Str("event", "deliver").Uint64("from", d.Source).Uint64("seq", d.Seq).
+				Int("len", len(d.Payload)).Uint32("crc", crc32.ChecksumIEEE(d.Payload)).Msg("delivered")
+		}
+	}
 }
 
 func (r *runtime) logEvent(ev multicast.Event) {
@@ -175,6 +236,10 @@ func (r *runtime) logEvent(ev multicast.Event) {
 	case multicast.PeerLost:
 		r.log.Info().Str("event", "peer.lost").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
 			Int64("silent_ms", ev.Silent.Milliseconds()).Msg("peer lost")
+	case multicast.StreamSkipped:
+		r.log.Warn().Str("event", "stream.skipped").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
+			Uint64("from_seq", ev.From).Uint64("count", ev.Skipped).
+			Msg("messages lost for good: the sender went on without this node and no longer holds them")
 	case multicast.PeerConflict:
 		if !r.warned["conflict"] {
 			r.warned["conflict"] = true
@@ -218,6 +283,18 @@ func (r *runtime) logStats(why string) {
 		Uint64("send_errors", r.sendErrors).Uint64("encode_errors", cs.EncodeErrors).
 		Uint64("sessions_sent", ms.SessionsSent).Uint64("sessions_recv", ms.SessionsRecv).
 		Uint64("stale_incarnation", ms.StaleInc).Uint64("unhandled", ms.Unhandled).Int("peers", ms.Peers).
+		Uint64("msgs_sent", ms.MsgsSent).Uint64("bytes_sent", ms.BytesSent).Uint64("data_datagrams", ms.DataDatagrams).
+		Uint64("msgs_delivered", ms.MsgsDelivered).Uint64("bytes_delivered", ms.BytesDelivered).
+		Uint64("duplicates", ms.Duplicates).Uint64("gaps_detected", ms.GapsDetected).Uint64("gaps_recovered", ms.GapsRecovered).
+		Uint64("nacks_sent", ms.NacksSent).Uint64("nacked_seqs", ms.NackedSeqs).Uint64("nacks_suppressed", ms.NacksSuppressed).
+		Uint64("nacks_recv", ms.NacksRecv).Uint64("nacks_unanswerable", ms.NacksUnanswerable).
+		Uint64("repairs_sent", ms.RepairsSent).Uint64("repairs_suppressed", ms.RepairsSuppressed).Uint64("repairs_recv", ms.RepairsRecv).
+		Uint64("skipped", ms.Skipped).Uint64("overrun", ms.Overrun).Uint64("bad_fragments", ms.BadFragments).Uint64("too_large", ms.TooLarge).
+		Int("buffered", ms.Buffered).Int("buffer_bytes", ms.BufferBytes).Int("unstable", ms.Unstable).
+		Uint64("window_full", r.windowFull).
+		Int64("recovery_p50_us", ms.Recovery.Quantile(0.5).Microseconds()).
+		Int64("recovery_p99_us", ms.Recovery.Quantile(0.99).Microseconds()).
+		Int64("recovery_max_us", ms.Recovery.Max().Microseconds()).
 		Msg("stats")
 }
 

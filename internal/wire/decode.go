@@ -177,6 +177,9 @@ func (d *Decoder) nack(m *Nack) (err error) {
 	if m.SourceInc, err = d.uint(); err != nil {
 		return err
 	}
+	if m.Attempt, err = d.uint(); err != nil {
+		return err
+	}
 	n, err := d.countOf(1)
 	if err != nil {
 		return err

@@ -70,7 +70,7 @@ func bodyFields(env *Envelope) (int, error) {
 	case KindBatch:
 		return 1, nil
 	case KindNack:
-		return 3, nil
+		return 4, nil
 	case KindRepair:
 		return 2 + dataFields, nil
 	case KindSession:
@@ -87,7 +87,7 @@ func (e *Encoder) data(d *Data) {
 }
 
 func (e *Encoder) nack(n *Nack) {
-	e.uints(n.Source, n.SourceInc)
+	e.uints(n.Source, n.SourceInc, n.Attempt)
 	e.array(2 * len(n.Ranges))
 	for _, r := range n.Ranges {
 		e.uints(r.First, r.Last)

@@ -113,11 +113,16 @@ const dataFields = 7
 type SeqRange struct{ First, Last uint64 }
 
 // Nack asks for missing messages of one source incarnation:
-// [source, source incarnation, [first, last, first, last, ...]].
+// [source, source incarnation, attempt, [first, last, first, last, ...]].
 type Nack struct {
 	Source    uint64
 	SourceInc uint64
-	Ranges    []SeqRange
+	// Attempt is 0 for a first request and counts the requests for the
+	// same data heard or sent before (the requester's back-off). A repairer
+	// in hold-down ignores first requests, which may have crossed its repair
+	// in flight, but answers later ones: they mean the repair was lost.
+	Attempt uint64
+	Ranges  []SeqRange
 }
 
 // Repair is a retransmission of Source's message, sent by From (the source

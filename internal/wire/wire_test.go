@@ -21,7 +21,7 @@ func samples() []*Envelope {
 	b := mk(KindBatch)
 	b.Batch = []Data{data, small}
 	n := mk(KindNack)
-	n.Nack = Nack{Source: 2, SourceInc: 99, Ranges: []SeqRange{{1, 1}, {5, 300}}}
+	n.Nack = Nack{Source: 2, SourceInc: 99, Attempt: 3, Ranges: []SeqRange{{1, 1}, {5, 300}}}
 	r := mk(KindRepair)
 	r.Repair = Repair{Source: 2, SourceInc: 99, Data: data}
 	s := mk(KindSession)

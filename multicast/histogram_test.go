@@ -1,0 +1,49 @@
+package multicast
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestHistogramBuckets(t *testing.T) {
+	prev := -1
+	for us := time.Duration(0); us < 100_000; us++ {
+		d := us * time.Microsecond
+		i := histIndex(d)
+		if i < prev {
+			t.Fatalf("bucket of %v is %d, below the previous %d", d, i, prev)
+		}
+		if up := histUpper(i); d > up || (i > 0 && d <= histUpper(i-1)) {
+			t.Fatalf("%v in bucket %d, whose range ends at %v (previous at %v)", d, i, up, histUpper(i-1))
+		}
+		prev = i
+	}
+}
+
+func TestHistogramQuantiles(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	var h Histogram
+	var all []time.Duration
+	for range 10000 {
+		d := time.Duration(r.ExpFloat64() * float64(2*time.Millisecond))
+		h.Add(d)
+		all = append(all, d)
+	}
+	slices.Sort(all)
+	for _, q := range []float64{0.5, 0.9, 0.99} {
+		exact := all[int(q*float64(len(all)))-1]
+		got := h.Quantile(q)
+		if got < exact || float64(got) > float64(exact)*1.13+float64(time.Microsecond) {
+			t.Errorf("p%v = %v, exact %v: want an upper bound within 12.5 %%", q*100, got, exact)
+		}
+	}
+	if h.Max() != all[len(all)-1] || h.Count() != 10000 {
+		t.Errorf("max %v count %d", h.Max(), h.Count())
+	}
+	var empty Histogram
+	if empty.Quantile(0.99) != 0 {
+		t.Error("empty histogram has a quantile")
+	}
+}
