@@ -12,14 +12,14 @@ import (
 // take more than the window of unstable messages: the caller waits for
 // stability (Unstable decreasing) and tries again. The payload is copied.
 func (e *Engine) Multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
-	per := e.fragmentSize(len(service))
-	if len(payload) > e.opt.MaxMessage || per <= 0 || len(payload)/per >= e.opt.Window {
-		return 0, ErrTooLarge
+	n, err := e.fragments(len(service), len(payload))
+	if err != nil {
+		return 0, err
 	}
-	n := max(1, (len(payload)+per-1)/per)
 	if e.Unstable()+n > e.opt.Window {
 		return 0, ErrWindowFull
 	}
+	per := e.fragmentSize(len(service))
 	d := owned(&wire.Data{Order: order, Dest: dest, Service: service, Payload: payload})
 	if n > 1 {
 		d.FragCount = uint32(n)
@@ -36,6 +36,22 @@ func (e *Engine) Multicast(service, payload []byte, order wire.Order, dest uint6
 	e.stats.MsgsSent++
 	e.stats.BytesSent += uint64(len(payload))
 	return first, nil
+}
+
+// fragments is the number of fragments a message takes, or ErrTooLarge.
+func (e *Engine) fragments(serviceLen, payloadLen int) (int, error) {
+	per := e.fragmentSize(serviceLen)
+	if payloadLen > e.opt.MaxMessage || per <= 0 || payloadLen/per >= e.opt.Window {
+		return 0, ErrTooLarge
+	}
+	return max(1, (payloadLen+per-1)/per), nil
+}
+
+// Fits reports whether a message of these sizes would fit the send window
+// now (a message too large ever to fit reports true: Multicast will say so).
+func (e *Engine) Fits(serviceLen, payloadLen int) bool {
+	n, err := e.fragments(serviceLen, payloadLen)
+	return err != nil || e.Unstable()+n <= e.opt.Window
 }
 
 // Unstable is the number of this node's messages (fragments) that are not

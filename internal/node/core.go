@@ -147,6 +147,9 @@ func (c *Core) Multicast(service, payload []byte, order wire.Order, dest uint64)
 	return seq, err
 }
 
+// Fits reports whether a message of these sizes fits the send window now.
+func (c *Core) Fits(serviceLen, payloadLen int) bool { return c.mc.Fits(serviceLen, payloadLen) }
+
 // Unstable and Window tell how full the send window is.
 func (c *Core) Unstable() int { return c.mc.Unstable() }
 

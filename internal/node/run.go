@@ -43,14 +43,21 @@ type rxBatch struct {
 	n    int
 }
 
-// runtime is the state of one Run call: the loop owns all of it.
-type runtime struct {
-	o          Options
+// Node is one running huddle node: one loop owns the transport, the clock
+// and the protocol core; other goroutines talk to it only through channels
+// (Multicast). Make it with New, run it with Run.
+type Node struct {
+	o       Options
+	sendc   chan *sendReq
+	stopped chan struct{} // closed when Run returns
+
+	// Owned by the loop.
 	core       *Core
 	log        zerolog.Logger
 	work       *workload
-	blocked    bool   // the workload waits for the send window
-	windowFull uint64 // times it had to
+	pending    []*sendReq // Multicast calls waiting for the send window
+	blocked    bool       // the workload waits for the send window
+	windowFull uint64     // times it had to
 	truncated  uint64
 	sendErrors uint64
 	warned     map[string]bool
@@ -61,21 +68,32 @@ type runtime struct {
 // (which is what reopens the window).
 const maxSendsPerStep = 256
 
-// Run runs the node until ctx is done: one loop owns the transport, the
-// clock and the protocol core. A reader goroutine only reads batches of
-// datagrams and hands them over. When ctx ends, Run closes the transport,
-// logs the final stats and node.stopped with the context's cause, and
-// returns nil; it returns an error only if the transport fails.
-func Run(ctx context.Context, o Options) error {
-	cfg := o.Config
+// New returns a node ready to Run.
+func New(o Options) *Node {
 	seed := o.Seed
 	if seed == 0 {
 		seed = o.Inc
 	}
-	now := time.Now()
-	r := &runtime{o: o, log: o.Log, warned: map[string]bool{}}
-	r.core = NewCore(CoreOptionsFrom(cfg, o.Inc, seed), now)
-	r.work = newWorkload(cfg.SendRate, cfg.SendSize, cfg.SendCount, now.Add(cfg.JoinTimeout.D()))
+	cfg, now := o.Config, time.Now()
+	return &Node{
+		o: o, log: o.Log, warned: map[string]bool{},
+		sendc: make(chan *sendReq), stopped: make(chan struct{}),
+		core: NewCore(CoreOptionsFrom(cfg, o.Inc, seed), now),
+		work: newWorkload(cfg.SendRate, cfg.SendSize, cfg.SendCount, now.Add(cfg.JoinTimeout.D())),
+	}
+}
+
+// Run runs a new node until ctx is done (see Node.Run).
+func Run(ctx context.Context, o Options) error { return New(o).Run(ctx) }
+
+// Run runs the node until ctx is done. A reader goroutine only reads
+// batches of datagrams and hands them over to the loop. When ctx ends, Run
+// closes the transport, logs the final stats and node.stopped with the
+// context's cause, and returns nil; it returns an error only if the
+// transport fails. A Node runs once.
+func (r *Node) Run(ctx context.Context) error {
+	defer close(r.stopped)
+	o, cfg := r.o, r.o.Config
 	if d := cfg.Duration.D(); d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, d, errDuration)
@@ -95,6 +113,7 @@ func Run(ctx context.Context, o Options) error {
 	err := r.loop(ctx, full, free, rerr)
 	o.Transport.Close()
 	<-done
+	r.failPending(ErrStopped)
 	r.logStats("exit")
 	reason := "transport failed"
 	if err == nil {
@@ -128,7 +147,7 @@ func readLoop(t multicast.Transport, free <-chan *rxBatch, full chan<- *rxBatch,
 	}
 }
 
-func (r *runtime) loop(ctx context.Context, full <-chan *rxBatch, free chan<- *rxBatch, rerr <-chan error) error {
+func (r *Node) loop(ctx context.Context, full <-chan *rxBatch, free chan<- *rxBatch, rerr <-chan error) error {
 	timer := time.NewTimer(time.Until(r.deadline()))
 	defer timer.Stop()
 	var stats <-chan time.Time
@@ -149,11 +168,14 @@ func (r *runtime) loop(ctx context.Context, full <-chan *rxBatch, free chan<- *r
 		case b := <-full:
 			r.receive(b)
 			free <- b
+		case req := <-r.sendc:
+			r.pending = append(r.pending, req)
 		case <-timer.C:
 			r.core.Tick(time.Now())
 		case <-stats:
 			r.logStats("periodic")
 		}
+		r.sendPending()
 		r.pump(time.Now())
 		r.afterStep()
 		timer.Reset(time.Until(r.deadline()))
@@ -163,7 +185,7 @@ func (r *runtime) loop(ctx context.Context, full <-chan *rxBatch, free chan<- *r
 // deadline is when the loop must wake up without a datagram: the core's
 // next timer, or the workload's next message unless it waits for the
 // window (then stability, which arrives in datagrams, wakes it).
-func (r *runtime) deadline() time.Time {
+func (r *Node) deadline() time.Time {
 	d := r.core.NextDeadline()
 	if next := r.work.next(); !next.IsZero() && !r.blocked && next.Before(d) {
 		d = next
@@ -173,7 +195,7 @@ func (r *runtime) deadline() time.Time {
 
 // pump multicasts the workload's messages that are due, as far as the send
 // window allows.
-func (r *runtime) pump(now time.Time) {
+func (r *Node) pump(now time.Time) {
 	r.blocked = false
 	for n := min(r.work.due(now), maxSendsPerStep); n > 0; n-- {
 		p := r.work.payload()
@@ -196,7 +218,7 @@ func (r *runtime) pump(now time.Time) {
 	}
 }
 
-func (r *runtime) receive(b *rxBatch) {
+func (r *Node) receive(b *rxBatch) {
 	now := time.Now()
 	limit := r.o.Config.DatagramSize
 	for _, p := range b.pkts[:b.n] {
@@ -210,7 +232,7 @@ func (r *runtime) receive(b *rxBatch) {
 }
 
 // afterStep sends what the core produced and logs what it reported.
-func (r *runtime) afterStep() {
+func (r *Node) afterStep() {
 	if out := r.core.TakeOutbox(); len(out) > 0 {
 		if err := r.o.Transport.WriteBatch(out); err != nil {
 			r.sendErrors++
@@ -228,7 +250,7 @@ func (r *runtime) afterStep() {
 	}
 }
 
-func (r *runtime) logEvent(ev multicast.Event) {
+func (r *Node) logEvent(ev multicast.Event) {
 	switch ev.Kind {
 	case multicast.PeerSeen:
 		r.log.Info().Str("event", "peer.seen").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
@@ -251,7 +273,7 @@ func (r *runtime) logEvent(ev multicast.Event) {
 }
 
 // warnOnce logs a warning the first time it happens; counters say how often.
-func (r *runtime) warnOnce(key, msg string, src netip.AddrPort) {
+func (r *Node) warnOnce(key, msg string, src netip.AddrPort) {
 	if r.warned[key] {
 		return
 	}
@@ -263,7 +285,7 @@ func (r *runtime) warnOnce(key, msg string, src netip.AddrPort) {
 	e.Msg(msg)
 }
 
-func (r *runtime) logStarted() {
+func (r *Node) logStarted() {
 	c := r.o.Config
 	r.log.Info().Str("event", "node.started").
 		Uint64("incarnation", r.o.Inc).Str("group", c.Group).Str("addr", c.Addr).Str("iface", c.Iface).
@@ -273,7 +295,7 @@ func (r *runtime) logStarted() {
 		Msg("node started")
 }
 
-func (r *runtime) logStats(why string) {
+func (r *Node) logStats(why string) {
 	cs, ms := r.core.Stats()
 	r.log.Info().Str("event", "node.stats").Str("why", why).
 		Uint64("datagrams_in", cs.DatagramsIn).Uint64("datagrams_out", cs.DatagramsOut).

@@ -18,6 +18,7 @@ import (
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/lab"
 	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/multicast"
 )
 
@@ -223,6 +224,54 @@ func TestRunWorkload(t *testing.T) {
 			if stop := evs[len(evs)-1]; str(stop, "reason") != "duration elapsed" {
 				t.Fatalf("node %d stopped with %q, want the duration", id, str(stop, "reason"))
 			}
+		}
+	})
+}
+
+// TestMulticastBlocksOnAFullWindow: node 2 cannot hear node 1, so it never
+// reports node 1's messages and none of them becomes stable. Node 1's
+// Multicast takes a window's worth, then blocks until its context ends,
+// without sending; once node 2 hears again, the window drains and sending
+// resumes.
+func TestMulticastBlocksOnAFullWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := sim.NewNet(sim.Options{Seed: 3})
+		n.SetLinkLoss(sim.Addr(1), sim.Addr(2), 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		nodes := make([]*Node, 3)
+		done := make(chan error, 2)
+		for id := uint64(1); id <= 2; id++ {
+			c := testConfig(id)
+			c.SendWindow = 16
+			nodes[id] = New(Options{Config: c, Transport: n.Endpoint(sim.Addr(id)), Log: zerolog.Nop(), Inc: id})
+			go func() { done <- nodes[id].Run(ctx) }()
+		}
+		time.Sleep(100 * time.Millisecond) // node 1 hears node 2
+		for i := range 16 {
+			if _, err := nodes[1].Multicast(ctx, nil, []byte{byte(i)}, wire.FIFO); err != nil {
+				t.Fatalf("message %d: %v", i, err)
+			}
+		}
+		short, stop := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer stop()
+		if _, err := nodes[1].Multicast(short, nil, []byte("17"), wire.FIFO); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("17th message on a full window: %v, want the context's deadline", err)
+		}
+		if u := nodes[1].core.Unstable(); u != 16 {
+			t.Fatalf("%d unstable messages, want the window's 16: the withdrawn one must not be sent", u)
+		}
+		n.Heal()
+		seq, err := nodes[1].Multicast(ctx, nil, []byte("17 again"), wire.FIFO)
+		if err != nil || seq != 17 {
+			t.Fatalf("after healing: seq %d, %v; want 17", seq, err)
+		}
+		cancel()
+		for range 2 {
+			<-done
+		}
+		if _, err := nodes[1].Multicast(context.Background(), nil, []byte("late"), wire.FIFO); !errors.Is(err, ErrStopped) {
+			t.Fatalf("Multicast after stop: %v, want ErrStopped", err)
 		}
 	})
 }
