@@ -1,6 +1,3 @@
-// Package logx builds the node's zerolog logger from the log configuration:
-// JSON lines (the default, read by the lab and the log checker) or a console
-// format for people, to standard error or a file, with nanosecond timestamps.
 package logx
 
 import (
