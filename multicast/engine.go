@@ -57,7 +57,8 @@ type Engine struct {
 	own         *stream            // what we send
 	timers      timerHeap
 	nextSession time.Time
-	sendq       []uint64 // own seqs to transmit at the next flush
+	sendq       []uint64    // own seqs to transmit at the next flush
+	batchBuf    []wire.Data // backing array of the batches packed from sendq
 	out         []wire.Envelope
 	events      []Event
 	deliveries  []Delivery

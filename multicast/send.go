@@ -82,22 +82,24 @@ func (e *Engine) packData() {
 		return
 	}
 	h := e.header(wire.KindBatch)
-	var batch []wire.Data
-	fields := 0
+	// Every batch is a window of one reused array: no allocation per datagram.
+	all := e.batchBuf[:0]
+	start, fields := 0, 0
 	for _, s := range e.sendq {
 		en := e.own.ring.get(s)
 		if en == nil {
 			continue
 		}
 		sz := wire.DataSize(&en.d)
-		if len(batch) > 0 && wire.BatchSize(&h, len(batch)+1, fields+sz) > e.opt.DatagramSize {
-			e.emitBatch(batch)
-			batch, fields = nil, 0
+		if n := len(all) - start; n > 0 && wire.BatchSize(&h, n+1, fields+sz) > e.opt.DatagramSize {
+			e.emitBatch(all[start:len(all):len(all)])
+			start, fields = len(all), 0
 		}
-		batch = append(batch, en.d)
+		all = append(all, en.d)
 		fields += sz
 	}
-	e.emitBatch(batch)
+	e.emitBatch(all[start:len(all):len(all)])
+	e.batchBuf = all
 	e.sendq = e.sendq[:0]
 }
 

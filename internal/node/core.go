@@ -52,6 +52,8 @@ type Core struct {
 	env    *wire.Envelope
 	mc     *multicast.Engine
 	outbox [][]byte
+	bufs   [][]byte // datagram buffers, reused from turn to turn
+	used   int      // of bufs, since the last TakeOutbox
 	stats  CoreStats
 }
 
@@ -109,7 +111,6 @@ func (c *Core) Receive(now time.Time, src netip.AddrPort, data []byte) {
 		return
 	}
 	c.mc.Step(now, src, c.env)
-	c.flush()
 }
 
 func (c *Core) countDecodeError(err error) {
@@ -124,27 +125,26 @@ func (c *Core) countDecodeError(err error) {
 }
 
 // Tick implements sim.Machine.
-func (c *Core) Tick(now time.Time) {
-	c.mc.Tick(now)
-	c.flush()
-}
+func (c *Core) Tick(now time.Time) { c.mc.Tick(now) }
 
 // NextDeadline implements sim.Machine.
 func (c *Core) NextDeadline() time.Time { return c.mc.NextDeadline() }
 
 // TakeOutbox implements sim.Machine: the datagrams to multicast, in order.
+// Everything queued since the last call is packed now, so messages sent in
+// one turn of the loop share datagrams (batching without added delay). The
+// datagrams stay valid until the next call into the Core: their buffers
+// are reused.
 func (c *Core) TakeOutbox() [][]byte {
-	out := c.outbox
-	c.outbox = nil
-	return out
+	c.outbox, c.used = c.outbox[:0], 0
+	c.flush()
+	return c.outbox
 }
 
 // Multicast sends a message to the group (see multicast.Engine.Multicast):
 // it fails with multicast.ErrWindowFull while the send window is full.
 func (c *Core) Multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
-	seq, err := c.mc.Multicast(service, payload, order, dest)
-	c.flush()
-	return seq, err
+	return c.mc.Multicast(service, payload, order, dest)
 }
 
 // Fits reports whether a message of these sizes fits the send window now.
@@ -172,7 +172,7 @@ func (c *Core) Stats() (CoreStats, multicast.Stats) { return c.stats, c.mc.Stats
 // flush encodes what the engines produced into datagrams.
 func (c *Core) flush() {
 	for _, env := range c.mc.TakeOutput() {
-		b, err := c.enc.Append(make([]byte, 0, 64), &env)
+		b, err := c.enc.Append(c.buffer(), &env)
 		if err != nil {
 			c.stats.EncodeErrors++
 			continue
@@ -183,5 +183,15 @@ func (c *Core) flush() {
 		c.stats.DatagramsOut++
 		c.stats.BytesOut += uint64(len(b))
 		c.outbox = append(c.outbox, b)
+		c.bufs[c.used-1] = b // keep it if encoding grew it
 	}
+}
+
+// buffer returns an empty datagram buffer, reusing those of earlier turns.
+func (c *Core) buffer() []byte {
+	if c.used == len(c.bufs) {
+		c.bufs = append(c.bufs, make([]byte, 0, c.opt.DatagramSize))
+	}
+	c.used++
+	return c.bufs[c.used-1][:0]
 }

@@ -19,6 +19,7 @@ type Machine interface {
 	// the zero Time means no timer is armed.
 	NextDeadline() time.Time
 	// TakeOutbox returns the datagrams the machine wants multicast, in
-	// order, and forgets them. The simulator owns the returned slices.
+	// order, and forgets them. They need stay valid only until the next
+	// call into the machine: the simulator copies what it keeps.
 	TakeOutbox() [][]byte
 }
