@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -67,17 +68,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("huddle run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package prints the help (and parse errors) to fs.Output():
+	// hold it until Parse says whether the help was asked for, which goes
+	// to stdout (huddle run --help | less), or an error, to stderr.
+	var parseOut bytes.Buffer
+	fs.SetOutput(&parseOut)
 	flags := config.AddFlags(fs)
 	printConfig := fs.Bool("print-config", false, "print the effective configuration as TOML and exit")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: huddle run [flags]\n\nRuns one huddle node until SIGINT or SIGTERM. Flags (defaults are the lan profile's):\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		stdout.Write(parseOut.Bytes())
+		return exitOK
+	}
+	stderr.Write(parseOut.Bytes())
+	if err != nil {
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
@@ -85,6 +94,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cfg, err := config.Load(fs, flags, os.Environ())
+	if err == nil && cfg.Security.Key != "" && !*printConfig {
+		// Accepting a key and then sending in the clear would betray
+		// whoever set it.
+		err = errors.New("config: security.key: is set, but this version of huddle cannot seal datagrams yet (leave it empty)")
+	}
 	if err == nil {
 		err = cfg.Resolve()
 	}
@@ -107,6 +121,8 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 	}
 	defer closer.Close()
 	log = log.With().Uint64("node", cfg.ID).Logger()
+	ctx, stop := signalContext()
+	defer stop()
 
 	conn, err := multicast.Open(multicast.SocketOptions{
 		Group: cfg.GroupAddr(), Iface: cfg.Iface, TTL: cfg.TTL,
@@ -117,8 +133,6 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "huddle:", err)
 		return exitFailure
 	}
-	ctx, stop := signalContext()
-	defer stop()
 	if err := node.Run(ctx, node.Options{Config: cfg, Transport: conn, Log: log, Inc: node.NewIncarnation()}); err != nil {
 		fmt.Fprintln(stderr, "huddle:", err)
 		return exitFailure

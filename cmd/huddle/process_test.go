@@ -1,0 +1,425 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/testutil"
+)
+
+// binEnv passes the huddle binary, built once in the ordinary test process,
+// to the test re-run in a private network namespace.
+const binEnv = "HUDDLE_TEST_HUDDLE_BIN"
+
+// buildHuddle builds this command into a temporary directory.
+func buildHuddle(t *testing.T) string {
+	t.Helper()
+	gobin := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		if gobin, err = exec.LookPath("go"); err != nil {
+			t.Skip("needs the go command to build huddle")
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "huddle")
+	out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestProcess runs the huddle binary as a user would, in a private network
+// namespace where lo is the only interface: every node the test starts
+// sends only there. The binary is built once, outside the namespace.
+func TestProcess(t *testing.T) {
+	if os.Getenv(testutil.NetnsEnv) == "" {
+		t.Setenv(binEnv, buildHuddle(t))
+	}
+	if !testutil.PrivateNetwork(t) {
+		return
+	}
+	bin := os.Getenv(binEnv)
+	if bin == "" {
+		t.Fatalf("%s is not set", binEnv)
+	}
+
+	for name, sig := range map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT} {
+		t.Run(name, func(t *testing.T) {
+			n := startProc(t, bin, 1)
+			n.waitEvent(t, 5*time.Second, "node.started", nil)
+			time.Sleep(100 * time.Millisecond) // a few heartbeats, so that there are stats
+			n.stop(t, sig)
+			lines := checkJSONLog(t, n.log, 1)
+			want := map[syscall.Signal]string{syscall.SIGTERM: "terminated", syscall.SIGINT: "interrupt"}[sig]
+			checkLastEvents(t, lines, want)
+			if s := lines[len(lines)-2]; num(s["sessions_sent"]) == 0 {
+				t.Errorf("the exit stats count no session sent: %v", s)
+			}
+		})
+	}
+
+	t.Run("two nodes", func(t *testing.T) {
+		n1, n2 := startProc(t, bin, 1), startProc(t, bin, 2)
+		n1.waitEvent(t, 5*time.Second, "peer.seen", func(l logLine) bool { return num(l["peer"]) == 2 })
+		n2.waitEvent(t, 5*time.Second, "peer.seen", func(l logLine) bool { return num(l["peer"]) == 1 })
+		n2.stop(t, syscall.SIGTERM)
+		stopped := lastEvent(t, checkJSONLog(t, n2.log, 2), "node.stopped")
+
+		// The local profile suspects a peer after 150ms of silence.
+		const suspect, slack = 150 * time.Millisecond, 850 * time.Millisecond
+		lost := n1.waitEvent(t, suspect+slack+time.Second, "peer.lost", func(l logLine) bool { return num(l["peer"]) == 2 })
+		if silent := num(lost["silent_ms"]); silent < suspect.Milliseconds() {
+			t.Errorf("peer.lost after %dms of silence, want at least %v: %v", silent, suspect, lost)
+		}
+		if d := lost.time(t).Sub(stopped.time(t)); d > suspect+slack || d < 0 {
+			t.Errorf("node 1 logged peer.lost %v after node 2 stopped, want within %v", d, suspect+slack)
+		}
+		n1.stop(t, syscall.SIGTERM)
+		lines := checkJSONLog(t, n1.log, 1)
+		checkLastEvents(t, lines, "terminated")
+	})
+
+	t.Run("bogus interface", func(t *testing.T) {
+		code, stderr := runBinary(t, bin, "run", "--id", "1", "--iface", "bogus0")
+		if code != exitUsage || !strings.Contains(stderr, `config: iface: "bogus0" does not exist (interfaces: lo)`) {
+			t.Errorf("exit %d, stderr %q; want %d and the interface named", code, stderr, exitUsage)
+		}
+	})
+
+	t.Run("bad flag", func(t *testing.T) {
+		code, stderr := runBinary(t, bin, "run", "--iface", "lo", "--id", "abc")
+		if code != exitUsage || !strings.Contains(stderr, `config: id: "abc" is not a number`) {
+			t.Errorf("exit %d, stderr %q; want %d and the validation message", code, stderr, exitUsage)
+		}
+	})
+
+	t.Run("port in use", func(t *testing.T) {
+		// A socket without SO_REUSEADDR on the group's address and port
+		// (Go's net package would set it for a multicast address).
+		const port = 17468
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Close(fd)
+		if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{239, 192, 72, 68}}); err != nil {
+			t.Skipf("cannot bind the group address to hold its port: %v", err)
+		}
+		log := filepath.Join(t.TempDir(), "node.log")
+		code, stderr := runBinary(t, bin, "run", "--profile", "local", "--iface", "lo", "--id", "1",
+			"--addr", fmt.Sprintf("239.192.72.68:%d", port), "--log-file", log, "--duration", "5s")
+		if code != exitFailure || !strings.Contains(stderr, "address in use") {
+			t.Errorf("exit %d, stderr %q; want %d and the address in use", code, stderr, exitFailure)
+		}
+		lines := checkJSONLog(t, log, 1)
+		if last := lines[len(lines)-1]; last["event"] != "node.failed" || last["level"] != "error" {
+			t.Errorf("last log line %v, want an error node.failed", last)
+		}
+	})
+
+	t.Run("console log", func(t *testing.T) {
+		n := startProc(t, bin, 1, "--log-format", "console")
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(readFile(n.log), "node started") {
+			n.checkRunning(t)
+			if time.Now().After(deadline) {
+				t.Fatalf("no node started line in 5s:\n%s", readFile(n.log))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		n.stop(t, syscall.SIGTERM)
+		text := readFile(n.log)
+		for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+			if json.Valid([]byte(line)) {
+				t.Errorf("console line is JSON: %s", line)
+			}
+			clock, _, _ := strings.Cut(line, " ")
+			if _, err := time.Parse("15:04:05.000", clock); err != nil {
+				t.Errorf("console line does not start with the time: %q", line)
+			}
+		}
+		for _, want := range []string{"INF node started", "event=node.started", "node=1", "event=node.stopped"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("console log has no %q:\n%s", want, text)
+			}
+		}
+	})
+}
+
+// A proc is one huddle run process started by the test.
+type proc struct {
+	cmd    *exec.Cmd
+	log    string
+	stderr *syncBuffer
+	done   chan struct{} // closed when the process has exited
+	err    error         // cmd.Wait's, once done is closed
+}
+
+// startProc starts huddle run with the local profile on lo, logging to a
+// file. --duration bounds the process's life should the test lose track
+// of it; the cleanup kills it if it still runs.
+func startProc(t *testing.T, bin string, id int, args ...string) *proc {
+	t.Helper()
+	n := &proc{log: filepath.Join(t.TempDir(), fmt.Sprintf("node%d.log", id)), stderr: new(syncBuffer), done: make(chan struct{})}
+	args = append([]string{"run", "--profile", "local", "--iface", "lo", "--id", fmt.Sprint(id),
+		"--log-file", n.log, "--duration", "30s"}, args...)
+	n.cmd = exec.Command(bin, args...)
+	n.cmd.Env = testEnv()
+	n.cmd.Stdout, n.cmd.Stderr = n.stderr, n.stderr
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { n.err = n.cmd.Wait(); close(n.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-n.done:
+		default:
+			n.cmd.Process.Kill()
+			<-n.done
+		}
+	})
+	return n
+}
+
+// testEnv is this process's environment without HUDDLE_* settings.
+func testEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HUDDLE_") || strings.HasPrefix(kv, "HUDDLE_TEST_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// runBinary runs huddle to completion (at most 10s) and returns its exit
+// code and output.
+func runBinary(t *testing.T, bin string, args ...string) (int, string) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Env = testEnv()
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String()
+}
+
+func (n *proc) checkRunning(t *testing.T) {
+	t.Helper()
+	select {
+	case <-n.done:
+		t.Fatalf("huddle exited early (%v); stderr:\n%s\nlog:\n%s", n.err, n.stderr, readFile(n.log))
+	default:
+	}
+}
+
+// stop sends sig to the node and expects it to exit with 0 within 5s.
+func (n *proc) stop(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	n.checkRunning(t)
+	if err := n.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-n.done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("huddle did not exit within 5s of %v; log:\n%s", sig, readFile(n.log))
+	}
+	if code := n.cmd.ProcessState.ExitCode(); code != exitOK {
+		t.Fatalf("after %v huddle exited with %d (%v), want 0; stderr:\n%s", sig, code, n.err, n.stderr)
+	}
+}
+
+// waitEvent waits until the node's log has an event of the given name for
+// which match (if any) holds, and returns that line.
+func (n *proc) waitEvent(t *testing.T, timeout time.Duration, event string, match func(logLine) bool) logLine {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, l := range readLog(n.log) {
+			if l["event"] == event && (match == nil || match(l)) {
+				return l
+			}
+		}
+		n.checkRunning(t)
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s event in %v; log:\n%s", event, timeout, readFile(n.log))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type logLine map[string]any
+
+func (l logLine) time(t *testing.T) time.Time {
+	t.Helper()
+	s, _ := l["time"].(string)
+	tm, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatalf("time %q: %v", s, err)
+	}
+	return tm
+}
+
+// num returns a JSON number as an int64, or -1.
+func num(v any) int64 {
+	n, ok := v.(json.Number)
+	if !ok {
+		return -1
+	}
+	i, err := n.Int64()
+	if err != nil {
+		return -1
+	}
+	return i
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+// readLog returns the complete lines of a JSON log that parse.
+func readLog(path string) []logLine {
+	var out []logLine
+	text := readFile(path)
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		text = text[:i+1]
+	} else {
+		return nil
+	}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if l, err := parseLine(sc.Bytes()); err == nil {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func parseLine(b []byte) (logLine, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var l logLine
+	if err := d.Decode(&l); err != nil {
+		return nil, err
+	}
+	if d.More() {
+		return nil, errors.New("more than one value on the line")
+	}
+	return l, nil
+}
+
+// checkJSONLog checks every line of a finished node's log: one JSON object
+// with time (RFC 3339 with nanoseconds), level, node and event. RFC3339Nano
+// drops trailing zeros, so a time may fall on a whole millisecond, but most
+// must have digits below it.
+func checkJSONLog(t *testing.T, path string, id int64) []logLine {
+	t.Helper()
+	text := readFile(path)
+	if !strings.HasSuffix(text, "\n") {
+		t.Fatalf("the log does not end with a complete line:\n%s", text)
+	}
+	var lines []logLine
+	fine := 0
+	for i, raw := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		l, err := parseLine([]byte(raw))
+		if err != nil {
+			t.Errorf("line %d is not a JSON object (%v): %s", i+1, err, raw)
+			continue
+		}
+		lines = append(lines, l)
+		s, _ := l["time"].(string)
+		tm, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Errorf("line %d: time %q is not RFC 3339: %s", i+1, s, raw)
+		} else if tm.Nanosecond()%int(time.Millisecond) != 0 {
+			fine++
+		}
+		if lv, _ := l["level"].(string); lv == "" {
+			t.Errorf("line %d has no level: %s", i+1, raw)
+		}
+		if got := num(l["node"]); got != id {
+			t.Errorf("line %d: node %v, want %d: %s", i+1, l["node"], id, raw)
+		}
+		if ev, _ := l["event"].(string); ev == "" {
+			t.Errorf("line %d has no event: %s", i+1, raw)
+		}
+	}
+	if len(lines) == 0 {
+		t.Fatalf("empty log %s", path)
+	}
+	if fine*2 <= len(lines) {
+		t.Errorf("only %d of %d lines have a time finer than milliseconds:\n%s", fine, len(lines), text)
+	}
+	return lines
+}
+
+// checkLastEvents checks that a log ends with the exit stats and
+// node.stopped, whose reason contains reason.
+func checkLastEvents(t *testing.T, lines []logLine, reason string) {
+	t.Helper()
+	if len(lines) < 2 {
+		t.Fatalf("%d log lines, want at least node.stats and node.stopped", len(lines))
+	}
+	stats, stopped := lines[len(lines)-2], lines[len(lines)-1]
+	if stats["event"] != "node.stats" || stats["why"] != "exit" {
+		t.Errorf("second to last line %v, want node.stats with why=exit", stats)
+	}
+	if r, _ := stopped["reason"].(string); stopped["event"] != "node.stopped" || !strings.Contains(r, reason) {
+		t.Errorf("last line %v, want node.stopped with a reason containing %q", stopped, reason)
+	}
+}
+
+func lastEvent(t *testing.T, lines []logLine, event string) logLine {
+	t.Helper()
+	for i := len(lines) - 1; i >= 0; i-- {
+		if lines[i]["event"] == event {
+			return lines[i]
+		}
+	}
+	t.Fatalf("no %s event in the log", event)
+	return nil
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's writer and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
