@@ -1,5 +1,3 @@
-// Command huddle runs a group-communication node, one per machine of a LAN.
-// See README.md, or run `huddle --help`.
 package main
 
 import (
