@@ -163,11 +163,23 @@ func TestRoundTripTime(t *testing.T) {
 	if rtt, ok := a.RTT(2); !ok || rtt != 2*time.Millisecond {
 		t.Fatalf("RTT = %v, %v; want 2ms", rtt, ok)
 	}
-	// Later samples are smoothed (gain 1/8), not taken whole.
-	echo := session(2, 100, t0.Add(20*time.Millisecond), wire.PeerState{ID: 1, Inc: 100, Echo: t0.UnixNano(), Held: int64(10 * time.Millisecond)})
-	a.Step(t0.Add(20*time.Millisecond), addr2, echo) // sample 10ms
-	if rtt, _ := a.RTT(2); rtt != 2*time.Millisecond+(8*time.Millisecond)/8 {
-		t.Fatalf("smoothed RTT = %v, want 3ms", rtt)
+	// A sample inflated by queueing (a session message read 10 s late)
+	// does not raise the estimate: it is the least of recent samples.
+	late := func(at, rtt time.Duration) {
+		sent := t0.Add(at - rtt)
+		a.Step(t0.Add(at), addr2, session(2, 100, t0.Add(at), wire.PeerState{ID: 1, Inc: 100, Echo: sent.UnixNano()}))
+	}
+	late(10*time.Second, 10*time.Second)
+	if rtt, _ := a.RTT(2); rtt != 2*time.Millisecond {
+		t.Fatalf("RTT after a 10s sample = %v, want still 2ms", rtt)
+	}
+	// Once the small samples are older than the last rttSamples, the
+	// estimate follows the network.
+	for i := range rttSamples {
+		late(11*time.Second+time.Duration(i)*time.Second, 5*time.Millisecond)
+	}
+	if rtt, _ := a.RTT(2); rtt != 5*time.Millisecond {
+		t.Fatalf("RTT after %d samples of 5ms = %v", rttSamples, rtt)
 	}
 }
 

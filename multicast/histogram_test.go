@@ -42,6 +42,13 @@ func TestHistogramQuantiles(t *testing.T) {
 	if h.Max() != all[len(all)-1] || h.Count() != 10000 {
 		t.Errorf("max %v count %d", h.Max(), h.Count())
 	}
+	var a, b Histogram
+	a.Add(time.Millisecond)
+	b.Add(3 * time.Millisecond)
+	a.Merge(&b)
+	if a.Count() != 2 || a.Max() != 3*time.Millisecond || a.Quantile(0.5) > 1200*time.Microsecond {
+		t.Errorf("merged: count %d max %v median %v", a.Count(), a.Max(), a.Quantile(0.5))
+	}
 	var empty Histogram
 	if empty.Quantile(0.99) != 0 {
 		t.Error("empty histogram has a quantile")

@@ -16,7 +16,9 @@ type peer struct {
 	lastHeard time.Time         // local time of the last datagram from it
 	echo      int64             // Sent of its last session message
 	echoAt    time.Time         // local time that session message arrived
-	rtt       time.Duration     // smoothed round-trip time; 0 = unknown
+	rtt       time.Duration     // round-trip time: the least of the recent samples; 0 = unknown
+	samples   [rttSamples]time.Duration
+	nsamples  int
 	reports   map[uint64]report // what it has received in order, by source
 }
 
@@ -57,7 +59,7 @@ func (e *Engine) onSession(now time.Time, p *peer, s *wire.Session) {
 		first = s.Low // chase what the source still holds
 	}
 	if st := e.streamFor(p.id, p.inc, first); st != nil {
-		e.skipTo(st, s.Low)
+		e.skipTo(now, st, s.Low)
 		e.detect(now, st, s.Seq)
 	}
 	for i := range s.Peers {
@@ -69,26 +71,33 @@ func (e *Engine) onSession(now time.Time, p *peer, s *wire.Session) {
 			e.detect(now, other, ps.Seq)
 		}
 	}
-	e.updateStability()
+	e.updateStability(now)
 }
 
-// measure takes the round-trip time from a peer's echo of our session
-// message: rtt = now − echo − held.
+// rttSamples is how many recent round-trip samples the estimate keeps.
+const rttSamples = 8
+
+// measure takes a round-trip sample from a peer's echo of our session
+// message, rtt = now − echo − held (SRM §III-A), and keeps as the estimate
+// the least of the last few samples. A sample is inflated by every queue
+// the two messages waited in, on the way and in the sockets of hosts too
+// busy to read (a node frozen for seconds reads session messages seconds
+// old); the least recent sample is the delay of the network itself, which
+// is what the SRM timers should scale with.
 func (e *Engine) measure(now time.Time, p *peer, ps *wire.PeerState) {
 	if ps.Inc != e.opt.Inc || ps.Echo == 0 {
 		return
 	}
-	if rtt := time.Duration(now.UnixNano() - ps.Echo - ps.Held); rtt > 0 {
-		p.rtt = smooth(p.rtt, rtt)
+	rtt := time.Duration(now.UnixNano() - ps.Echo - ps.Held)
+	if rtt <= 0 {
+		return
 	}
-}
-
-// smooth is the usual EWMA with gain 1/8 (as TCP's SRTT, RFC 6298).
-func smooth(old, sample time.Duration) time.Duration {
-	if old == 0 {
-		return sample
+	p.samples[p.nsamples%rttSamples] = rtt
+	p.nsamples++
+	p.rtt = rtt
+	for _, s := range p.samples[:min(p.nsamples, rttSamples)] {
+		p.rtt = min(p.rtt, s)
 	}
-	return old + (sample-old)/8
 }
 
 // sendSession queues a session message: our highest and lowest held
@@ -119,10 +128,12 @@ func (e *Engine) sendSession(now time.Time) {
 // live peer counts, so a peer that has not reported yet holds the window;
 // for a remote stream only peers that report that source count (one that
 // cannot hear the source will never need it from us).
-func (e *Engine) updateStability() {
+func (e *Engine) updateStability(now time.Time) {
 	e.advanceStable(e.own, e.minReport(e.own, true))
 	for _, st := range e.streams {
-		e.advanceStable(st, e.minReport(st, false))
+		if e.advanceStable(st, e.minReport(st, false)) {
+			e.openGaps(now, st) // the ring reaches further now
+		}
 	}
 }
 
@@ -143,9 +154,10 @@ func (e *Engine) minReport(st *stream, strict bool) uint64 {
 	return m
 }
 
-func (e *Engine) advanceStable(st *stream, m uint64) {
+// advanceStable moves st's stable point up to m and reports whether it moved.
+func (e *Engine) advanceStable(st *stream, m uint64) bool {
 	if m <= st.stable {
-		return
+		return false
 	}
 	st.stable = m
 	st.ring.advance(m + 1)
@@ -154,6 +166,7 @@ func (e *Engine) advanceStable(st *stream, m uint64) {
 			delete(st.repairs, s)
 		}
 	}
+	return true
 }
 
 // expirePeers drops the peers silent for the suspect timeout, in ID order;
@@ -169,7 +182,7 @@ func (e *Engine) expirePeers(now time.Time) {
 		}
 	}
 	if lost {
-		e.updateStability()
+		e.updateStability(now)
 	}
 }
 

@@ -16,11 +16,13 @@ const (
 )
 
 // delay is the one-way delay d to a peer that the SRM timers scale with:
-// half the smoothed round-trip time, but at least MinDelay (see Options).
+// half the round-trip time, at least MinDelay (see Options) and at most a
+// heartbeat (a LAN whose delay is longer is in trouble that slower repair
+// would not help).
 func (e *Engine) delay(id uint64) time.Duration {
 	d := e.opt.MinDelay
 	if p := e.peers[id]; p != nil && p.rtt/2 > d {
-		d = p.rtt / 2
+		d = min(p.rtt/2, max(e.opt.Heartbeat, e.opt.MinDelay))
 	}
 	return d
 }
@@ -185,16 +187,23 @@ func (e *Engine) onRequest(now time.Time, p *peer, st *stream, s, attempt uint64
 	if r.pending || now.Before(r.holdTill) && attempt == 0 {
 		return
 	}
-	r.pending, r.requester = true, p.id
-	r.gen++
 	if st == e.own {
 		// The source answers at once. On a LAN it is as close to the
-		// requester as anyone, and a repair that leaves before the other
-		// holders' timers (at least D1·MinDelay) suppresses all of them:
-		// one repair per loss.
+		// requester as anyone: one repair per loss.
+		r.requester = p.id
 		e.sendRepair(now, st, s, r)
 		return
 	}
+	if _, live := e.peers[st.src]; live && attempt == 0 {
+		// While the source is alive, a first request is its to answer;
+		// other holders step in for retries, which mean its repair was
+		// lost. (SRM lets every holder race the source with a timer; on
+		// a busy host the source's repair often loses that race by
+		// scheduling delay alone, doubling the repairs.)
+		return
+	}
+	r.pending, r.requester = true, p.id
+	r.gen++
 	d := e.delay(p.id)
 	at := now.Add(e.uniform(scale(d, e.opt.D1), scale(d, e.opt.D1+e.opt.D2)))
 	e.timers.arm(timer{at: at, kind: repairTimer, src: st.src, inc: st.inc, seq: s, gen: r.gen})

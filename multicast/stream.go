@@ -15,6 +15,7 @@ type stream struct {
 	src, inc uint64
 	next     uint64 // remote: next seq to deliver; own: next seq to assign
 	high     uint64 // highest seq known to exist
+	opened   uint64 // every seq in [next, opened] is held or has a gap
 	stable   uint64 // every seq ≤ stable is held by all live members
 	ring     ring   // messages held, from stable+1 on
 	gaps     map[uint64]*gap
@@ -43,7 +44,7 @@ type repairState struct {
 }
 
 func newStream(src, inc, next uint64, size int) *stream {
-	return &stream{src: src, inc: inc, next: next, high: next - 1, stable: next - 1,
+	return &stream{src: src, inc: inc, next: next, high: next - 1, opened: next - 1, stable: next - 1,
 		ring: newRing(size, next), gaps: map[uint64]*gap{}, repairs: map[uint64]*repairState{}}
 }
 
@@ -107,16 +108,21 @@ func (e *Engine) receive(now time.Time, st *stream, d *wire.Data) {
 	e.deliver(st)
 }
 
-// detect learns that messages up to high exist, and opens a gap with a
-// request timer for each one not held (SRM §III-B). Gaps are opened only
-// as far as the stream's ring reaches, which bounds their number.
+// detect learns that messages up to high exist, and opens their gaps.
 func (e *Engine) detect(now time.Time, st *stream, high uint64) {
-	if high <= st.high {
-		return
+	if high > st.high {
+		st.high = high
 	}
-	from := max(st.high+1, st.next)
-	st.high = high
-	to := min(high, st.ring.base+uint64(len(st.ring.slots))-1)
+	e.openGaps(now, st)
+}
+
+// openGaps opens a gap with a request timer (SRM §III-B) for each message
+// known to exist and not held, as far as the stream's ring reaches: that
+// bounds their number. What lies beyond is opened when the ring moves on
+// (stability) or the stream skips ahead.
+func (e *Engine) openGaps(now time.Time, st *stream) {
+	from := max(st.opened+1, st.next)
+	to := min(st.high, st.ring.base+uint64(len(st.ring.slots))-1)
 	for s := from; s <= to; s++ {
 		if st.ring.get(s) != nil || st.gaps[s] != nil {
 			continue
@@ -126,6 +132,7 @@ func (e *Engine) detect(now time.Time, st *stream, high uint64) {
 		e.stats.GapsDetected++
 		e.armRequest(now, st, s, g)
 	}
+	st.opened = max(st.opened, to)
 }
 
 // deliver hands the messages that are now in order to the layer above,
@@ -179,8 +186,8 @@ func (e *Engine) emit(st *stream, seq uint64, d *wire.Data, payload []byte) {
 
 // skipTo gives up on every message of st below low: the source no longer
 // holds them (it went on without this node, which it had lost), so they
-// can never be repaired.
-func (e *Engine) skipTo(st *stream, low uint64) {
+// can never be repaired. What the source does hold is requested.
+func (e *Engine) skipTo(now time.Time, st *stream, low uint64) {
 	if low <= st.next {
 		return
 	}
@@ -196,9 +203,11 @@ func (e *Engine) skipTo(st *stream, low uint64) {
 		st.ring.advance(low)
 	}
 	st.high = max(st.high, low-1)
+	st.opened = max(st.opened, low-1)
 	e.stats.Skipped += low - from
 	e.events = append(e.events, Event{Kind: StreamSkipped, Peer: st.src, Inc: st.inc, From: from, Skipped: low - from})
 	e.deliver(st)
+	e.openGaps(now, st)
 }
 
 // received is the highest seq of st this node holds with nothing missing

@@ -191,7 +191,11 @@ func (sc scenario) send(c *Core, id uint64, r *rand.Rand, l *ledger, left map[ui
 // delivers every message exactly once, in order, with the bytes sent; and
 // once the traffic is over, every buffer empties (stability).
 func TestReliableDelivery(t *testing.T) {
-	testutil.ForSeeds(t, 60, func(t *testing.T, seed int64) {
+	seeds := 60
+	if testing.Short() { // the race detector's run: the goroutine-free simulator needs fewer
+		seeds = 8
+	}
+	testutil.ForSeeds(t, seeds, func(t *testing.T, seed int64) {
 		r := rand.New(rand.NewPCG(uint64(seed), 2))
 		sc := randomScenario(r, seed)
 		w, l := sc.run(t, r)
@@ -260,4 +264,65 @@ func TestTailLossIsRecovered(t *testing.T) {
 	if ms.GapsDetected != 1 || ms.NacksSent == 0 {
 		t.Fatalf("node 3: %d gaps, %d NACKs; want the lost tail found and requested", ms.GapsDetected, ms.NacksSent)
 	}
+}
+
+// TestThawedReceiverCatchesUp freezes a receiver for longer than the
+// suspect timeout, dropping what is sent to it meanwhile, while the sender
+// keeps sending. The sender, having lost
+// it, goes on; once thawed, the receiver gives up what the sender no
+// longer holds (StreamSkipped), requests the rest, and follows the stream
+// again; the sender's window drains. The other receiver misses nothing.
+func TestThawedReceiverCatchesUp(t *testing.T) {
+	w := sim.New(sim.Options{Seed: 4, Jitter: 50 * time.Microsecond})
+	for _, id := range ids(3) {
+		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
+			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
+				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 64, Seed: uint64(seed)}, w.Now())
+		})
+	}
+	l := newLedger()
+	w.Check("exactly once, FIFO, integrity", l.check)
+	w.RunFor(100 * time.Millisecond)
+	payload := make([]byte, 500)
+	sendFor := func(d time.Duration) {
+		for end := w.Now().Add(d); w.Now().Before(end); {
+			w.Do(1, func(m sim.Machine) {
+				for {
+					binary.BigEndian.PutUint64(payload, uint64(len(l.sent[1])))
+					seq, err := m.(*Core).Multicast(nil, payload, wire.FIFO, 0)
+					if err != nil {
+						return
+					}
+					l.recordSend(1, seq, payload)
+				}
+			})
+			if err := w.RunFor(time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sendFor(50 * time.Millisecond)
+	// Frozen, and its socket buffer overflowing: what is sent meanwhile
+	// never reaches it.
+	w.Stall(3, 500*time.Millisecond)
+	w.SetLinkLoss(1, 3, 1)
+	sendFor(500 * time.Millisecond)
+	w.SetLinkLoss(1, 3, 0)
+	sendFor(500 * time.Millisecond)
+	if err := w.RunFor(500 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.complete([]uint64{2}); err != nil {
+		t.Fatal(err)
+	}
+	sent, got := len(l.sent[1]), l.delivered[3][1]
+	if len(got) == 0 || got[len(got)-1] != sent-1 {
+		t.Fatalf("the thawed receiver's last delivery is not the last of %d messages sent", sent)
+	}
+	_, s1 := core(w, 1).Stats()
+	_, s3 := core(w, 3).Stats()
+	if s3.Skipped == 0 || s1.Unstable != 0 {
+		t.Fatalf("receiver skipped %d (want > 0: it was lost for 500ms), sender has %d unstable (want 0)", s3.Skipped, s1.Unstable)
+	}
+	t.Logf("sent %d; the thawed receiver skipped %d and delivered %d", sent, s3.Skipped, len(got))
 }

@@ -111,7 +111,8 @@ func (r *Node) Run(ctx context.Context) error {
 	go func() { defer close(done); readLoop(o.Transport, free, full, rerr) }()
 
 	err := r.loop(ctx, full, free, rerr)
-	o.Transport.Close()
+	o.Transport.Close() // unblocks a reader inside ReadBatch
+	close(free)         // and one waiting for a batch to fill
 	<-done
 	r.failPending(ErrStopped)
 	r.logStats("exit")
@@ -171,6 +172,9 @@ func (r *Node) loop(ctx context.Context, full <-chan *rxBatch, free chan<- *rxBa
 		case req := <-r.sendc:
 			r.pending = append(r.pending, req)
 		case <-timer.C:
+			// Datagrams already read are news of peers: take them before
+			// the clock judges anyone silent.
+			r.drain(full, free)
 			r.core.Tick(time.Now())
 		case <-stats:
 			r.logStats("periodic")
@@ -214,6 +218,19 @@ func (r *Node) pump(now time.Time) {
 		if r.o.Config.TraceDeliveries {
 			r.log.Info().Str("event", "send").Uint64("seq", seq).Int("len", len(p)).
 				Uint32("crc", crc32.ChecksumIEEE(p)).Msg("sent")
+		}
+	}
+}
+
+// drain processes the batches the reader has ready, without waiting.
+func (r *Node) drain(full <-chan *rxBatch, free chan<- *rxBatch) {
+	for {
+		select {
+		case b := <-full:
+			r.receive(b)
+			free <- b
+		default:
+			return
 		}
 	}
 }

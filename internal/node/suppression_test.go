@@ -74,9 +74,7 @@ func measureSuppression(t *testing.T, seed int64, receivers int, loss float64, s
 		s.nacks += ms.NacksSent
 		s.repairs += ms.RepairsSent
 		s.lost += ms.GapsDetected
-		if ms.Recovery.Quantile(0.99) > rec.Quantile(0.99) {
-			rec = ms.Recovery
-		}
+		rec.Merge(&ms.Recovery)
 	}
 	if shared {
 		s.lost /= uint64(receivers) // every receiver detected each shared loss

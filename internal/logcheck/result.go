@@ -1,0 +1,145 @@
+package logcheck
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Kind names a kind of violation.
+type Kind string
+
+// Kinds of violation of the multicast layer's guarantees (DESIGN.md,
+// "multicast" and "membership" guarantees 3 and 4).
+const (
+	// FIFO: a message delivered after a later message of the same sender.
+	FIFO Kind = "fifo"
+	// Duplicate: a message delivered twice.
+	Duplicate Kind = "duplicate"
+	// Corrupt: a message delivered with another length or CRC than sent.
+	Corrupt Kind = "corrupt"
+	// Unsent: a message delivered that its sender never logged sending.
+	Unsent Kind = "unsent"
+	// Missing: messages sent that a receiver never delivered; one
+	// violation per run of consecutive messages.
+	Missing Kind = "missing"
+	// SendOrder: a sender logged sequence numbers out of order (a bug of
+	// the sender, or two logs mixed up).
+	SendOrder Kind = "send-order"
+)
+
+// ErrViolations is wrapped by Result.Err when a check found violations.
+var ErrViolations = errors.New("logcheck: guarantees violated")
+
+// Violation is one breach of a guarantee, located in the logs.
+type Violation struct {
+	Kind   Kind
+	Node   uint64 // the receiver (the sender itself for SendOrder)
+	Sender uint64
+	Seq    uint64 // the message; for Missing the first of the run
+	Last   uint64 // Missing: the last message of the run
+	Count  uint64 // Missing: messages in the run; otherwise 1
+	File   string // the log holding the offending event (Missing: the receiver's)
+	Line   int    // its line; 0 for Missing
+	Detail string // what happened and what was expected
+}
+
+func (v Violation) String() string {
+	loc := v.File
+	if v.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", v.File, v.Line)
+	}
+	return fmt.Sprintf("%s: %s [%s]", v.Kind, v.Detail, loc)
+}
+
+// Pair sums up what one receiver life delivered of one sender life.
+type Pair struct {
+	Receiver, ReceiverInc uint64
+	Sender, SenderInc     uint64
+	Sent                  uint64 // messages the sender logged
+	Delivered             uint64 // of those, delivered (once or more)
+	Missing               uint64 // not delivered, not excused
+	Skipped               uint64 // not delivered, excused by stream.skipped (Options.AllowSkipped)
+}
+
+// Result is the outcome of a check.
+type Result struct {
+	Check      string      // "multicast"
+	Violations []Violation // the first MaxViolations found
+	Total      int         // violations found, listed or not
+	ByKind     map[Kind]int
+	Pairs      []Pair // receiver × sender lives checked for completeness
+
+	Lives     int    // node lives in the logs
+	Sent      uint64 // send events
+	Delivered uint64 // deliver events
+	Missing   uint64 // messages missing over all pairs (Missing violations count runs)
+	Skipped   uint64 // messages excused as skipped
+	Malformed int    // malformed lines in the logs (not violations: a killed node cuts its last line)
+
+	max int
+}
+
+func newResult(check string, max int) *Result {
+	if max <= 0 {
+		max = DefaultMaxViolations
+	}
+	return &Result{Check: check, ByKind: map[Kind]int{}, Violations: make([]Violation, 0, min(max, 64)), max: max}
+}
+
+// DefaultMaxViolations is how many violations a Result lists by default.
+const DefaultMaxViolations = 20
+
+func (r *Result) add(v Violation) {
+	r.Total++
+	r.ByKind[v.Kind]++
+	if len(r.Violations) < r.max {
+		r.Violations = append(r.Violations, v)
+	}
+}
+
+// OK reports whether no violation was found.
+func (r *Result) OK() bool { return r.Total == 0 }
+
+// Err returns nil when no violation was found, else an error wrapping
+// ErrViolations whose text is String.
+func (r *Result) Err() error {
+	if r.OK() {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrViolations, r.String())
+}
+
+// String is a summary line, then one line per listed violation.
+func (r *Result) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d lives, %d sent, %d delivered", r.Check, r.Lives, r.Sent, r.Delivered)
+	if r.Skipped > 0 {
+		fmt.Fprintf(&b, ", %d skipped (allowed)", r.Skipped)
+	}
+	if r.Malformed > 0 {
+		fmt.Fprintf(&b, ", %d malformed lines", r.Malformed)
+	}
+	if r.OK() {
+		b.WriteString(": ok")
+		return b.String()
+	}
+	kinds := make([]string, 0, len(r.ByKind))
+	for k, n := range r.ByKind {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(kinds)
+	fmt.Fprintf(&b, ": %d violations (%s)", r.Total, strings.Join(kinds, ", "))
+	if r.Missing > 0 {
+		fmt.Fprintf(&b, ", %d messages missing", r.Missing)
+	}
+	for _, v := range r.Violations {
+		b.WriteString("\n  ")
+		b.WriteString(v.String())
+	}
+	if n := r.Total - len(r.Violations); n > 0 {
+		fmt.Fprintf(&b, "\n  ... and %d more", n)
+	}
+	return b.String()
+}
