@@ -13,10 +13,10 @@ type peer struct {
 	id        uint64
 	inc       uint64
 	addr      netip.AddrPort
-	lastHeard time.Time         // local time of the last datagram from it
-	echo      int64             // Sent of its last session message
-	echoAt    time.Time         // local time that session message arrived
-	rtt       time.Duration     // round-trip time: the least of the recent samples; 0 = unknown
+	lastHeard time.Time     // local time of the last datagram from it
+	echo      int64         // Sent of its last session message
+	echoAt    time.Time     // local time that session message arrived
+	rtt       time.Duration // round-trip time: the least of the recent samples; 0 = unknown
 	samples   [rttSamples]time.Duration
 	nsamples  int
 	reports   map[uint64]report // what it has received in order, by source
