@@ -187,6 +187,17 @@ func (e *Engine) Tick(now time.Time) {
 	e.expirePeers(now)
 }
 
+// Paused tells the engine that this node could not observe the network for
+// d just now: its loop was blocked (a send waiting for buffer space, a
+// stop signal, the scheduler). Silence during d says nothing about the
+// peers, so their suspect clocks are moved on by d: a node must not declare
+// others lost for its own stall.
+func (e *Engine) Paused(d time.Duration) {
+	for _, p := range e.peers {
+		p.lastHeard = p.lastHeard.Add(d)
+	}
+}
+
 // NextDeadline is when Tick must next be called.
 func (e *Engine) NextDeadline() time.Time {
 	d := e.nextSession

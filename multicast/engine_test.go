@@ -215,3 +215,19 @@ func TestUnhandledKindsAreCounted(t *testing.T) {
 		t.Fatalf("stats %+v: a membership message should count as unhandled and still show the peer alive", s)
 	}
 }
+
+func TestPauseIsNotSilence(t *testing.T) {
+	e := newEngine(1)
+	e.Step(t0, addr2, session(2, 5, t0))
+	e.TakeEvents()
+	// The node itself was stalled for most of the suspect timeout.
+	e.Paused(suspect - 10*time.Millisecond)
+	e.Tick(t0.Add(suspect))
+	if evs := e.TakeEvents(); len(evs) != 0 {
+		t.Fatalf("events %+v: a peer was lost for this node's own pause", evs)
+	}
+	e.Tick(t0.Add(2*suspect - 10*time.Millisecond))
+	if k := kinds(e.TakeEvents()); len(k) != 1 || k[0] != PeerLost {
+		t.Fatalf("events %v: silence after the pause must still count", k)
+	}
+}

@@ -147,6 +147,10 @@ func (c *Core) Multicast(service, payload []byte, order wire.Order, dest uint64)
 	return c.mc.Multicast(service, payload, order, dest)
 }
 
+// Paused tells the core that the node could not observe the network for d
+// (see multicast.Engine.Paused).
+func (c *Core) Paused(d time.Duration) { c.mc.Paused(d) }
+
 // Fits reports whether a message of these sizes fits the send window now.
 func (c *Core) Fits(serviceLen, payloadLen int) bool { return c.mc.Fits(serviceLen, payloadLen) }
 

@@ -60,6 +60,7 @@ type Node struct {
 	windowFull uint64     // times it had to
 	truncated  uint64
 	sendErrors uint64
+	pauses     uint64 // stretches of a heartbeat or more when the loop could not read
 	warned     map[string]bool
 }
 
@@ -149,7 +150,10 @@ func readLoop(t multicast.Transport, free <-chan *rxBatch, full chan<- *rxBatch,
 }
 
 func (r *Node) loop(ctx context.Context, full <-chan *rxBatch, free chan<- *rxBatch, rerr <-chan error) error {
-	timer := time.NewTimer(time.Until(r.deadline()))
+	// due is when the timer should fire: its deadline, or when it was
+	// armed if that deadline had passed already.
+	due := later(r.deadline(), time.Now())
+	timer := time.NewTimer(time.Until(due))
 	defer timer.Stop()
 	var stats <-chan time.Time
 	if iv := r.o.Config.StatsInterval.D(); iv > 0 {
@@ -172,6 +176,9 @@ func (r *Node) loop(ctx context.Context, full <-chan *rxBatch, free chan<- *rxBa
 		case req := <-r.sendc:
 			r.pending = append(r.pending, req)
 		case <-timer.C:
+			// A timer that fires late means this process did not run:
+			// the peers were not silent, we were deaf.
+			r.noticePause(time.Since(due))
 			// Datagrams already read are news of peers: take them before
 			// the clock judges anyone silent.
 			r.drain(full, free)
@@ -182,7 +189,8 @@ func (r *Node) loop(ctx context.Context, full <-chan *rxBatch, free chan<- *rxBa
 		r.sendPending()
 		r.pump(time.Now())
 		r.afterStep()
-		timer.Reset(time.Until(r.deadline()))
+		due = later(r.deadline(), time.Now())
+		timer.Reset(time.Until(due))
 	}
 }
 
@@ -222,6 +230,23 @@ func (r *Node) pump(now time.Time) {
 	}
 }
 
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// noticePause reports a stretch of d during which the loop could not read
+// (a blocked send, a late timer) to the core, when it is long enough to
+// matter for failure detection: a heartbeat.
+func (r *Node) noticePause(d time.Duration) {
+	if d >= r.o.Config.Heartbeat.D() {
+		r.pauses++
+		r.core.Paused(d)
+	}
+}
+
 // drain processes the batches the reader has ready, without waiting.
 func (r *Node) drain(full <-chan *rxBatch, free chan<- *rxBatch) {
 	for {
@@ -251,10 +276,12 @@ func (r *Node) receive(b *rxBatch) {
 // afterStep sends what the core produced and logs what it reported.
 func (r *Node) afterStep() {
 	if out := r.core.TakeOutbox(); len(out) > 0 {
+		start := time.Now()
 		if err := r.o.Transport.WriteBatch(out); err != nil {
 			r.sendErrors++
 			r.warnOnce("send", err.Error(), netip.AddrPort{})
 		}
+		r.noticePause(time.Since(start))
 	}
 	for _, ev := range r.core.TakeEvents() {
 		r.logEvent(ev)
@@ -330,7 +357,7 @@ func (r *Node) logStats(why string) {
 		Uint64("repairs_sent", ms.RepairsSent).Uint64("repairs_suppressed", ms.RepairsSuppressed).Uint64("repairs_recv", ms.RepairsRecv).
 		Uint64("skipped", ms.Skipped).Uint64("overrun", ms.Overrun).Uint64("bad_fragments", ms.BadFragments).Uint64("too_large", ms.TooLarge).
 		Int("buffered", ms.Buffered).Int("buffer_bytes", ms.BufferBytes).Int("unstable", ms.Unstable).
-		Uint64("window_full", r.windowFull).
+		Uint64("window_full", r.windowFull).Uint64("pauses", r.pauses).
 		Int64("recovery_p50_us", ms.Recovery.Quantile(0.5).Microseconds()).
 		Int64("recovery_p99_us", ms.Recovery.Quantile(0.99).Microseconds()).
 		Int64("recovery_max_us", ms.Recovery.Max().Microseconds()).
