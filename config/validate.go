@@ -112,8 +112,8 @@ func checkAddr(addr string) error {
 	case !ip.IsMulticast():
 		return problem("addr", "", "%s is not a multicast address (224.0.0.0/4)", ip)
 	}
-	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
-		return problem("addr", "", "port %q is out of range (1 to 65535)", port)
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 || p == 65535 {
+		return problem("addr", "", "port %q is out of range (1 to 65534: huddle also uses the next port, for repairs)", port)
 	}
 	return nil
 }

@@ -36,10 +36,18 @@ func scale(d time.Duration, f float64) time.Duration { return time.Duration(floa
 // LAN, where the source repairs at once, one undoubled interval (at least
 // C1·min_delay) is many round trips, and not doubling it keeps a second
 // round of recovery, after a lost NACK or repair, within a few milliseconds.
+//
+// A retry after our own request waits at least twice the time repairs
+// have been taking to come back (st.answer): on a host too busy to answer
+// within C1·d, retrying sooner only duplicates the repair it is waiting
+// for. This is the adaptive part of SRM (§VI) reduced to what a LAN needs.
 func (e *Engine) armRequest(now time.Time, st *stream, s uint64, g *gap) {
 	d := e.delay(st.src)
 	b := min(max(g.backoff, 1)-1, maxBackoff)
 	lo, hi := scale(d, e.opt.C1)<<b, scale(d, e.opt.C1+e.opt.C2)<<b
+	if !g.askedAt.IsZero() && 2*st.answer > lo {
+		lo, hi = 2*st.answer, 2*st.answer+hi-lo
+	}
 	g.gen++
 	g.due = now.Add(e.uniform(lo, hi))
 	g.ignoreTill = now.Add(lo / 2)
@@ -111,6 +119,7 @@ func (e *Engine) request(now time.Time, st *stream) {
 		for s := r.First; s <= r.Last; s++ {
 			g := st.gaps[s]
 			g.backoff++
+			g.askedAt = now
 			e.stats.NackedSeqs++
 			e.armRequest(now, st, s, g)
 		}
@@ -142,10 +151,10 @@ func (e *Engine) onNack(now time.Time, p *peer, n *wire.Nack) {
 	if st == nil || len(n.Ranges) == 0 {
 		return
 	}
-	if st != e.own {
-		// A request also tells that the data exists (SRM §III-B).
-		e.detect(now, st, n.Ranges[len(n.Ranges)-1].Last)
-	}
+	// SRM also learns from a request that the data exists. Here requests
+	// travel apart from the data, and may overtake what is still queued
+	// in this node's socket: gaps are learned from data and session
+	// messages, which keep their order.
 	budget := maxNackSeqs
 	for _, r := range n.Ranges {
 		for s := r.First; s <= r.Last && budget > 0; s++ {
@@ -246,6 +255,6 @@ func (e *Engine) onRepair(now time.Time, p *peer, rep *wire.Repair) {
 		r.holdTill = now.Add(holdDownFactor * e.delay(p.id))
 	}
 	if st != e.own {
-		e.receive(now, st, &rep.Data)
+		e.receive(now, st, &rep.Data, false)
 	}
 }

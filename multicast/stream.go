@@ -19,6 +19,7 @@ type stream struct {
 	stable   uint64 // every seq ≤ stable is held by all live members
 	ring     ring   // messages held, from stable+1 on
 	gaps     map[uint64]*gap
+	answer   time.Duration // smoothed time from our request to its repair
 	repairs  map[uint64]*repairState
 	frag     []byte // payload of a fragmented message being reassembled
 	fragSeq  uint64 // seq of its first fragment
@@ -31,6 +32,7 @@ type gap struct {
 	detected   time.Time
 	due        time.Time // when the armed request timer fires
 	ignoreTill time.Time // SRM: requests heard before this do not back off again
+	askedAt    time.Time // when this node last requested it; zero = never
 	backoff    uint      // SRM exponential back-off: the request interval is multiplied by 2^backoff
 	gen        uint32    // generation of the armed request timer
 }
@@ -83,13 +85,17 @@ func (e *Engine) onData(now time.Time, p *peer, d *wire.Data) {
 		first = 1
 	}
 	if st := e.streamFor(p.id, p.inc, first); st != nil {
-		e.receive(now, st, d)
+		e.receive(now, st, d, true)
 	}
 }
 
-// receive stores a message of a remote stream, fills its gap, detects the
-// gaps it reveals, and delivers what is now in order.
-func (e *Engine) receive(now time.Time, st *stream, d *wire.Data) {
+// receive stores a message of a remote stream, fills its gap, and delivers
+// what is now in order. With reveal, the message also tells that every
+// message before it exists, and their gaps open: data arrives in its
+// source's order, so what it skipped was lost. Repairs travel apart from
+// the data (they may overtake data still queued in this node's socket), so
+// they reveal nothing.
+func (e *Engine) receive(now time.Time, st *stream, d *wire.Data, reveal bool) {
 	s := d.Seq
 	if s < st.next || st.ring.get(s) != nil {
 		e.stats.Duplicates++
@@ -102,9 +108,14 @@ func (e *Engine) receive(now time.Time, st *stream, d *wire.Data) {
 	if g := st.gaps[s]; g != nil {
 		e.stats.GapsRecovered++
 		e.stats.Recovery.Add(now.Sub(g.detected))
+		if !g.askedAt.IsZero() {
+			st.answer = smooth(st.answer, now.Sub(g.askedAt))
+		}
 		delete(st.gaps, s)
 	}
-	e.detect(now, st, s)
+	if reveal {
+		e.detect(now, st, s)
+	}
 	e.deliver(st)
 }
 
@@ -208,6 +219,14 @@ func (e *Engine) skipTo(now time.Time, st *stream, low uint64) {
 	e.events = append(e.events, Event{Kind: StreamSkipped, Peer: st.src, Inc: st.inc, From: from, Skipped: low - from})
 	e.deliver(st)
 	e.openGaps(now, st)
+}
+
+// smooth is an EWMA with gain 1/8, as TCP's SRTT (RFC 6298).
+func smooth(old, sample time.Duration) time.Duration {
+	if old == 0 {
+		return sample
+	}
+	return old + (sample-old)/8
 }
 
 // received is the highest seq of st this node holds with nothing missing

@@ -7,9 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/logx"
@@ -122,20 +125,35 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 
-	conn, err := multicast.Open(multicast.SocketOptions{
-		Group: cfg.GroupAddr(), Iface: cfg.Iface, TTL: cfg.TTL,
-		Loopback: cfg.Loopback, RecvBuffer: cfg.RecvBuffer,
-	}, log)
+	conn, ctl, err := openSockets(cfg, log)
 	if err != nil {
 		log.Error().Str("event", "node.failed").Err(err).Msg("cannot open the group socket")
 		fmt.Fprintln(stderr, "huddle:", err)
 		return exitFailure
 	}
-	if err := node.Run(ctx, node.Options{Config: cfg, Transport: conn, Log: log, Inc: node.NewIncarnation()}); err != nil {
+	if err := node.Run(ctx, node.Options{Config: cfg, Transport: conn, Control: ctl, Log: log, Inc: node.NewIncarnation()}); err != nil {
 		fmt.Fprintln(stderr, "huddle:", err)
 		return exitFailure
 	}
 	return exitOK
+}
+
+// openSockets opens the group's data socket on its port and the repair
+// socket on the next port (see node.Options.Control).
+func openSockets(cfg config.Config, log zerolog.Logger) (data, ctl *multicast.Conn, err error) {
+	o := multicast.SocketOptions{Group: cfg.GroupAddr(), Iface: cfg.Iface, TTL: cfg.TTL,
+		Loopback: cfg.Loopback, RecvBuffer: cfg.RecvBuffer}
+	if data, err = multicast.Open(o, log); err != nil {
+		return nil, nil, err
+	}
+	// Repair traffic is small and rare: a modest buffer will do.
+	o.Group = netip.AddrPortFrom(o.Group.Addr(), o.Group.Port()+1)
+	o.RecvBuffer = min(o.RecvBuffer, 1<<20)
+	if ctl, err = multicast.Open(o, log); err != nil {
+		data.Close()
+		return nil, nil, err
+	}
+	return data, ctl, nil
 }
 
 // signalContext is cancelled by the first SIGINT or SIGTERM, with the signal

@@ -51,7 +51,9 @@ type Core struct {
 	enc    *wire.Encoder
 	env    *wire.Envelope
 	mc     *multicast.Engine
-	outbox [][]byte
+	ctlOut [][]byte // NACKs and repairs of this turn
+	outbox [][]byte // everything else
+	all    [][]byte // both, for TakeOutbox
 	bufs   [][]byte // datagram buffers, reused from turn to turn
 	used   int      // of bufs, since the last TakeOutbox
 	stats  CoreStats
@@ -136,9 +138,19 @@ func (c *Core) NextDeadline() time.Time { return c.mc.NextDeadline() }
 // datagrams stay valid until the next call into the Core: their buffers
 // are reused.
 func (c *Core) TakeOutbox() [][]byte {
-	c.outbox, c.used = c.outbox[:0], 0
+	ctl, data := c.TakeOutboxes()
+	c.all = append(append(c.all[:0], ctl...), data...)
+	return c.all
+}
+
+// TakeOutboxes is TakeOutbox split in two: the repair traffic (NACKs and
+// repairs), which the node may send on a socket of its own, and the rest
+// (data and session messages, which must stay in order with each other:
+// a session message announces the data sent before it).
+func (c *Core) TakeOutboxes() (ctl, data [][]byte) {
+	c.ctlOut, c.outbox, c.used = c.ctlOut[:0], c.outbox[:0], 0
 	c.flush()
-	return c.outbox
+	return c.ctlOut, c.outbox
 }
 
 // Multicast sends a message to the group (see multicast.Engine.Multicast):
@@ -186,7 +198,11 @@ func (c *Core) flush() {
 		}
 		c.stats.DatagramsOut++
 		c.stats.BytesOut += uint64(len(b))
-		c.outbox = append(c.outbox, b)
+		if env.Kind == wire.KindNack || env.Kind == wire.KindRepair {
+			c.ctlOut = append(c.ctlOut, b)
+		} else {
+			c.outbox = append(c.outbox, b)
+		}
 		c.bufs[c.used-1] = b // keep it if encoding grew it
 	}
 }

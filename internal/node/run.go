@@ -20,9 +20,15 @@ import (
 type Options struct {
 	Config    config.Config       // resolved: ID and Iface are set
 	Transport multicast.Transport // the group socket (or a simulated one)
-	Log       zerolog.Logger      // already carries the node field
-	Inc       uint64              // this start's incarnation (NewIncarnation)
-	Seed      uint64              // protocol randomness; 0 = derived from Inc
+	// Control, when set, carries the repair traffic (NACKs and repairs)
+	// on a socket of its own, which the loop reads first: a repair then
+	// never waits behind a backlog of data in the receiver's socket, nor
+	// a NACK behind the sender's own looped-back data. Nil: everything
+	// travels on Transport.
+	Control multicast.Transport
+	Log     zerolog.Logger // already carries the node field
+	Inc     uint64         // this start's incarnation (NewIncarnation)
+	Seed    uint64         // protocol randomness; 0 = derived from Inc
 }
 
 // NewIncarnation returns a fresh incarnation number: the start time in
@@ -67,7 +73,7 @@ type Node struct {
 // maxSendsPerStep bounds the messages the workload queues in one loop
 // iteration, so that a saturating workload never starves the receive path
 // (which is what reopens the window).
-const maxSendsPerStep = 256
+const maxSendsPerStep = 32
 
 // New returns a node ready to Run.
 func New(o Options) *Node {
@@ -102,19 +108,17 @@ func (r *Node) Run(ctx context.Context) error {
 	}
 	r.logStarted()
 
-	full := make(chan *rxBatch, poolSize)
-	free := make(chan *rxBatch, poolSize)
-	for range poolSize {
-		free <- newBatch(cfg.DatagramSize)
+	rerr := make(chan error, 2)
+	data := startReader(o.Transport, cfg.DatagramSize, rerr)
+	ctl := data
+	if o.Control != nil {
+		ctl = startReader(o.Control, cfg.DatagramSize, rerr)
 	}
-	rerr := make(chan error, 1)
-	done := make(chan struct{})
-	go func() { defer close(done); readLoop(o.Transport, free, full, rerr) }()
-
-	err := r.loop(ctx, full, free, rerr)
-	o.Transport.Close() // unblocks a reader inside ReadBatch
-	close(free)         // and one waiting for a batch to fill
-	<-done
+	err := r.loop(ctx, ctl, data, rerr)
+	data.stop()
+	if ctl != data {
+		ctl.stop()
+	}
 	r.failPending(ErrStopped)
 	r.logStats("exit")
 	reason := "transport failed"
@@ -137,19 +141,43 @@ func newBatch(size int) *rxBatch {
 	return b
 }
 
-func readLoop(t multicast.Transport, free <-chan *rxBatch, full chan<- *rxBatch, rerr chan<- error) {
-	for b := range free {
-		n, err := t.ReadBatch(b.pkts)
-		if err != nil {
-			rerr <- err
-			return
-		}
-		b.n = n
-		full <- b
-	}
+// reader is one transport's reading goroutine and the batches that
+// circulate between it and the loop.
+type reader struct {
+	t          multicast.Transport
+	full, free chan *rxBatch
+	done       chan struct{}
 }
 
-func (r *Node) loop(ctx context.Context, full <-chan *rxBatch, free chan<- *rxBatch, rerr <-chan error) error {
+func startReader(t multicast.Transport, size int, rerr chan<- error) *reader {
+	x := &reader{t: t, full: make(chan *rxBatch, poolSize), free: make(chan *rxBatch, poolSize), done: make(chan struct{})}
+	for range poolSize {
+		x.free <- newBatch(size)
+	}
+	go func() {
+		defer close(x.done)
+		for b := range x.free {
+			n, err := t.ReadBatch(b.pkts)
+			if err != nil {
+				rerr <- err
+				return
+			}
+			b.n = n
+			x.full <- b
+		}
+	}()
+	return x
+}
+
+// stop closes the transport, which unblocks the goroutine inside
+// ReadBatch, and the pool, which unblocks it waiting for a batch.
+func (x *reader) stop() {
+	x.t.Close()
+	close(x.free)
+	<-x.done
+}
+
+func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) error {
 	// due is when the timer should fire: its deadline, or when it was
 	// armed if that deadline had passed already.
 	due := later(r.deadline(), time.Now())
@@ -170,9 +198,13 @@ func (r *Node) loop(ctx context.Context, full <-chan *rxBatch, free chan<- *rxBa
 				return nil
 			}
 			return fmt.Errorf("node: receive: %w", err)
-		case b := <-full:
+		case b := <-ctl.full:
 			r.receive(b)
-			free <- b
+			ctl.free <- b
+		case b := <-data.full:
+			r.drain(ctl) // repairs first: they unblock delivery
+			r.receive(b)
+			data.free <- b
 		case req := <-r.sendc:
 			r.pending = append(r.pending, req)
 		case <-timer.C:
@@ -181,7 +213,10 @@ func (r *Node) loop(ctx context.Context, full <-chan *rxBatch, free chan<- *rxBa
 			r.noticePause(time.Since(due))
 			// Datagrams already read are news of peers: take them before
 			// the clock judges anyone silent.
-			r.drain(full, free)
+			r.drain(ctl)
+			if data != ctl {
+				r.drain(data)
+			}
 			r.core.Tick(time.Now())
 		case <-stats:
 			r.logStats("periodic")
@@ -192,6 +227,18 @@ func (r *Node) loop(ctx context.Context, full <-chan *rxBatch, free chan<- *rxBa
 		due = later(r.deadline(), time.Now())
 		timer.Reset(time.Until(due))
 	}
+}
+
+func (r *Node) write(t multicast.Transport, out [][]byte) {
+	if len(out) == 0 {
+		return
+	}
+	start := time.Now()
+	if err := t.WriteBatch(out); err != nil {
+		r.sendErrors++
+		r.warnOnce("send", err.Error(), netip.AddrPort{})
+	}
+	r.noticePause(time.Since(start))
 }
 
 // deadline is when the loop must wake up without a datagram: the core's
@@ -247,13 +294,13 @@ func (r *Node) noticePause(d time.Duration) {
 	}
 }
 
-// drain processes the batches the reader has ready, without waiting.
-func (r *Node) drain(full <-chan *rxBatch, free chan<- *rxBatch) {
+// drain processes the batches a reader has ready, without waiting.
+func (r *Node) drain(x *reader) {
 	for {
 		select {
-		case b := <-full:
+		case b := <-x.full:
 			r.receive(b)
-			free <- b
+			x.free <- b
 		default:
 			return
 		}
@@ -275,14 +322,13 @@ func (r *Node) receive(b *rxBatch) {
 
 // afterStep sends what the core produced and logs what it reported.
 func (r *Node) afterStep() {
-	if out := r.core.TakeOutbox(); len(out) > 0 {
-		start := time.Now()
-		if err := r.o.Transport.WriteBatch(out); err != nil {
-			r.sendErrors++
-			r.warnOnce("send", err.Error(), netip.AddrPort{})
-		}
-		r.noticePause(time.Since(start))
+	ctl, data := r.core.TakeOutboxes()
+	ct := r.o.Control
+	if ct == nil {
+		ct = r.o.Transport
 	}
+	r.write(ct, ctl)
+	r.write(r.o.Transport, data)
 	for _, ev := range r.core.TakeEvents() {
 		r.logEvent(ev)
 	}

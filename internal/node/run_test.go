@@ -177,10 +177,17 @@ func TestRunReturnsTransportFailure(t *testing.T) {
 // TestRunWorkload runs the experiment workload through the real loop in
 // virtual time: node 1 sends 300 messages at 1000/s over a lossy network,
 // and the others log every one of them as delivered, in order, with the
-// CRC the sender logged; the node stops by itself after --duration.
+// CRC the sender logged; the node stops by itself after --duration. It
+// runs with the repair traffic on the data transport and on its own.
 func TestRunWorkload(t *testing.T) {
+	t.Run("one socket", func(t *testing.T) { runWorkload(t, false) })
+	t.Run("repair socket", func(t *testing.T) { runWorkload(t, true) })
+}
+
+func runWorkload(t *testing.T, repairSocket bool) {
 	synctest.Test(t, func(t *testing.T) {
 		n := sim.NewNet(sim.Options{Seed: 2, Loss: 0.1})
+		ctl := sim.NewNet(sim.Options{Seed: 3, Loss: 0.1})
 		logs := make([]*bytes.Buffer, 4)
 		errs := make(chan error, 3)
 		for id := uint64(1); id <= 3; id++ {
@@ -192,6 +199,9 @@ func TestRunWorkload(t *testing.T) {
 			logs[id] = &bytes.Buffer{}
 			o := Options{Config: c, Transport: n.Endpoint(sim.Addr(id)),
 				Log: zerolog.New(logs[id]).With().Uint64("node", id).Logger(), Inc: id}
+			if repairSocket {
+				o.Control = ctl.Endpoint(sim.Addr(id))
+			}
 			go func() { errs <- Run(context.Background(), o) }()
 		}
 		for range 3 {
@@ -223,6 +233,9 @@ func TestRunWorkload(t *testing.T) {
 			}
 			if stop := evs[len(evs)-1]; str(stop, "reason") != "duration elapsed" {
 				t.Fatalf("node %d stopped with %q, want the duration", id, str(stop, "reason"))
+			}
+			if stats := evs[len(evs)-2]; num(stats, "repairs_recv") == 0 {
+				t.Fatalf("node %d received no repairs at 10%% loss", id)
 			}
 		}
 	})
