@@ -9,10 +9,9 @@ import (
 
 // Limits that keep one datagram's work bounded, whatever it claims.
 const (
-	maxBackoff     = 6    // request intervals grow to at most 2^6 times the first
-	maxNackRanges  = 64   // ranges in one NACK we send (about 1200 bytes at worst)
-	maxNackSeqs    = 4096 // sequence numbers of one received NACK we look at
-	holdDownFactor = 3    // SRM: after a repair, ignore requests for 3·d
+	maxBackoff    = 6    // request intervals grow to at most 2^6 times the first
+	maxNackRanges = 64   // ranges in one NACK we send (about 1200 bytes at worst)
+	maxNackSeqs   = 4096 // sequence numbers of one received NACK we look at
 )
 
 // delay is the one-way delay d to a peer that the SRM timers scale with:
@@ -85,7 +84,7 @@ func (e *Engine) fireTimers(now time.Time) {
 			}
 		case repairTimer:
 			if r := st.repairs[t.seq]; r != nil && r.pending && r.gen == t.gen {
-				e.sendRepair(now, st, t.seq, r)
+				e.sendRepair(st, t.seq, r)
 			}
 		}
 	}
@@ -188,19 +187,22 @@ func (e *Engine) onRequest(now time.Time, p *peer, st *stream, s, attempt uint64
 		r = &repairState{}
 		st.repairs[s] = r
 	}
-	// SRM's hold-down ignores requests sent before their senders could
-	// hear the repair: first requests. A later attempt comes from a timer
-	// re-armed after an earlier request (at least C1·d, far longer than a
-	// round trip), so it means the repair was lost: answer it at once
-	// rather than leave the loss to yet another round.
-	if r.pending || now.Before(r.holdTill) && attempt == 0 {
+	// Hold-down (SRM §III-B: after a repair, ignore requests for 3·d),
+	// counted in request rounds instead of time. A request of a round
+	// that a repair already answered was sent before its sender could
+	// hear that repair: it is ignored, however late it arrives (and on a
+	// busy LAN they arrive well after 3·d). A request of a later round
+	// comes from a timer re-armed after the earlier request, so it means
+	// the repair was lost: it is answered at once rather than left to yet
+	// another round.
+	r.seen = max(r.seen, attempt)
+	if r.pending || attempt < r.answered {
 		return
 	}
 	if st == e.own {
 		// The source answers at once. On a LAN it is as close to the
 		// requester as anyone: one repair per loss.
-		r.requester = p.id
-		e.sendRepair(now, st, s, r)
+		e.sendRepair(st, s, r)
 		return
 	}
 	if _, live := e.peers[st.src]; live && attempt == 0 {
@@ -211,16 +213,18 @@ func (e *Engine) onRequest(now time.Time, p *peer, st *stream, s, attempt uint64
 		// scheduling delay alone, doubling the repairs.)
 		return
 	}
-	r.pending, r.requester = true, p.id
+	r.pending = true
 	r.gen++
 	d := e.delay(p.id)
 	at := now.Add(e.uniform(scale(d, e.opt.D1), scale(d, e.opt.D1+e.opt.D2)))
 	e.timers.arm(timer{at: at, kind: repairTimer, src: st.src, inc: st.inc, seq: s, gen: r.gen})
 }
 
-// sendRepair multicasts message s of st and starts the hold-down.
-func (e *Engine) sendRepair(now time.Time, st *stream, s uint64, r *repairState) {
+// sendRepair multicasts message s of st: it answers every request round
+// seen so far.
+func (e *Engine) sendRepair(st *stream, s uint64, r *repairState) {
 	r.pending = false
+	r.answered = max(r.answered, r.seen+1)
 	en := st.ring.get(s)
 	if en == nil {
 		return
@@ -229,12 +233,11 @@ func (e *Engine) sendRepair(now time.Time, st *stream, s uint64, r *repairState)
 	env.Repair = wire.Repair{Source: st.src, SourceInc: st.inc, Data: en.d}
 	e.out = append(e.out, env)
 	e.stats.RepairsSent++
-	r.holdTill = now.Add(holdDownFactor * e.delay(r.requester))
 }
 
 // onRepair takes a repair from peer p: it cancels our own pending repair of
-// the same message (suppression), starts the hold-down, and delivers the
-// message if we missed it.
+// the same message (suppression), counts the request rounds seen so far as
+// answered (hold-down), and delivers the message if we missed it.
 func (e *Engine) onRepair(now time.Time, p *peer, rep *wire.Repair) {
 	e.stats.RepairsRecv++
 	st := e.lookup(rep.Source, rep.SourceInc)
@@ -252,7 +255,7 @@ func (e *Engine) onRepair(now time.Time, p *peer, rep *wire.Repair) {
 			r.pending = false
 			e.stats.RepairsSuppressed++
 		}
-		r.holdTill = now.Add(holdDownFactor * e.delay(p.id))
+		r.answered = max(r.answered, r.seen+1)
 	}
 	if st != e.own {
 		e.receive(now, st, &rep.Data, false)

@@ -39,10 +39,10 @@ type gap struct {
 
 // repairState is what this node does about repairing one message.
 type repairState struct {
-	gen       uint32    // generation of the armed repair timer
-	pending   bool      // a repair timer is armed
-	requester uint64    // who asked (for the delay d')
-	holdTill  time.Time // SRM hold-down: requests before this are ignored
+	gen      uint32 // generation of the armed repair timer
+	pending  bool   // a repair timer is armed
+	seen     uint64 // highest request attempt heard for it
+	answered uint64 // request attempts below this have been answered by a repair
 }
 
 func newStream(src, inc, next uint64, size int) *stream {
