@@ -36,15 +36,16 @@ func scale(d time.Duration, f float64) time.Duration { return time.Duration(floa
 // C1·min_delay) is many round trips, and not doubling it keeps a second
 // round of recovery, after a lost NACK or repair, within a few milliseconds.
 //
-// A retry after our own request waits at least twice the time repairs
-// have been taking to come back (st.answer): on a host too busy to answer
-// within C1·d, retrying sooner only duplicates the repair it is waiting
-// for. This is the adaptive part of SRM (§VI) reduced to what a LAN needs.
+// A backed-off request (after our own request, or one heard from another
+// member) waits at least twice the time repairs have been taking to come
+// back (st.answer): on a host too busy to answer within C1·d, asking
+// again sooner only duplicates the repair already on its way. This is
+// the adaptive part of SRM (§VI) reduced to what a LAN needs.
 func (e *Engine) armRequest(now time.Time, st *stream, s uint64, g *gap) {
 	d := e.delay(st.src)
 	b := min(max(g.backoff, 1)-1, maxBackoff)
 	lo, hi := scale(d, e.opt.C1)<<b, scale(d, e.opt.C1+e.opt.C2)<<b
-	if !g.askedAt.IsZero() && 2*st.answer > lo {
+	if g.backoff > 0 && 2*st.answer > lo {
 		lo, hi = 2*st.answer, 2*st.answer+hi-lo
 	}
 	g.gen++

@@ -56,8 +56,10 @@ func BenchmarkLAN(b *testing.B) {
 	b.Cleanup(e.close)
 	b.Run("raw", e.benchRaw)
 	b.Run("lossless", e.benchLossless)
-	b.Run("loss5", e.benchLoss5)
-	b.Run("shared", e.benchShared)
+	b.Run("loss5", func(b *testing.B) { e.benchLoss5(b, "loss5", 0) })
+	b.Run("shared", func(b *testing.B) { e.benchShared(b, "shared", 0) })
+	b.Run("loss5paced", func(b *testing.B) { e.benchLoss5(b, "loss5paced", pacedRate) })
+	b.Run("sharedpaced", func(b *testing.B) { e.benchShared(b, "sharedpaced", pacedRate) })
 	b.Run("large", e.benchLarge)
 	e.printTable()
 }
@@ -245,14 +247,25 @@ func (e *env) benchLossless(b *testing.B) {
 }
 
 // benchLoss5: 5 % independent loss at each receiver.
-func (e *env) benchLoss5(b *testing.B) {
-	if !e.begin(b, "loss5") {
+// pacedRate is the sending rate of the paced scenarios: well below what
+// this machine's CPUs sustain, so that they measure the protocol (NACKs
+// and repairs per loss, recovery latency) rather than queueing at
+// saturation, which the unpaced scenarios show.
+const pacedRate = 5000
+
+// benchLoss5: 5 % independent loss on each of 4 receivers, at rate (0: as
+// fast as possible).
+func (e *env) benchLoss5(b *testing.B, name string, sendRate int) {
+	if !e.begin(b, name) {
 		return
 	}
 	ceiling := e.ensureCeiling(b)
 	l := e.lan(b, 5)
 	e.method = l.LossMethod()
 	count := countFor(ceiling, huddleFor)
+	if sendRate > 0 {
+		count = countFor(float64(sendRate), huddleFor)
+	}
 	g, runs := median(b.N, func() *groupRun {
 		for _, h := range hosts(2, 5) {
 			if err := l.SetLoss(h, lossRate); err != nil {
@@ -264,26 +277,36 @@ func (e *env) benchLoss5(b *testing.B) {
 				l.SetLoss(h, 0)
 			}
 		}()
-		return e.runGroup(b, l, groupSpec{sender: 1, receivers: hosts(2, 5), count: count, timeout: runTimeout, countDrops: true})
+		return e.runGroup(b, l, groupSpec{sender: 1, receivers: hosts(2, 5), count: count, timeout: runTimeout, countDrops: true, rate: sendRate})
 	}, slowestRate)
 	tp := slowestRate(g)
 	ratio := tp / ceiling
 	detail := groupDetail(g, runs)
-	e.add(row{"loss5", "huddle 5 % loss/receiver: msgs/s / 0 %-loss ceiling", pct(ratio) + " (" + rate(tp, "msg/s") + ")",
-		"≥ 50 %", verdict(ratio >= 0.50), detail})
-	e.addDelivery("loss5", g)
+	if sendRate == 0 {
+		e.add(row{name, "huddle 5 % loss/receiver: msgs/s / 0 %-loss ceiling", pct(ratio) + " (" + rate(tp, "msg/s") + ")",
+			"≥ 50 %", verdict(ratio >= 0.50), detail})
+	} else {
+		e.add(row{name, fmt.Sprintf("paced at %d msg/s, 5 %% loss/receiver: msgs/s", sendRate), rate(tp, "msg/s"), "-", "info", detail})
+	}
+	e.addDelivery(name, g)
 	lost, lostDetail := receiverLosses(g)
 	nacks, repairs := sumNacks(g), sumRepairs(g)
 	nr, rr := ratioOf(nacks, lost), ratioOf(repairs, lost)
-	e.add(row{"loss5", "NACK datagrams per lost datagram", num(nr), "≤ 1.2", verdict(lost > 0 && nr <= 1.2),
+	e.add(row{name, "NACK datagrams per lost datagram", num(nr), "≤ 1.2", verdict(lost > 0 && nr <= 1.2),
 		fmt.Sprintf("%d NACKs (%s) / %d lost (%s)", nacks, perNode(g.receivers, func(n *node) uint64 { return n.final.NacksSent }), lost, lostDetail)})
-	e.add(row{"loss5", "repair datagrams per lost datagram", num(rr), "≤ 1.3", verdict(lost > 0 && rr <= 1.3),
+	e.add(row{name, "repair datagrams per lost datagram", num(rr), "≤ 1.3", verdict(lost > 0 && rr <= 1.3),
 		fmt.Sprintf("%d repairs (sender %d, receivers %s; suppressed %d) / %d lost", repairs, g.sender.final.RepairsSent,
 			perNode(g.receivers, func(n *node) uint64 { return n.final.RepairsSent }), sumOf(g.nodes(), func(n *node) uint64 { return n.final.RepairsSuppressed }), lost)})
 	p99 := maxRecovery(g)
-	e.add(row{"loss5", "p99 recovery latency, max over receivers", fmt.Sprintf("%.2f ms", float64(p99)/1000), "≤ 5 ms",
-		verdict(p99 > 0 && p99 <= 5000), "recovery p50/p99/max µs per receiver: " + recoveryDetail(g)})
-	e.addMemory("loss5", g)
+	// Recovery latency is the protocol's when paced; at saturation it is
+	// mostly the time a repair waits in queues, reported for information.
+	target, ok := "≤ 5 ms", verdict(p99 > 0 && p99 <= 5000)
+	if sendRate == 0 {
+		target, ok = "-", "info"
+	}
+	e.add(row{name, "p99 recovery latency, max over receivers", fmt.Sprintf("%.2f ms", float64(p99)/1000), target,
+		ok, "recovery p50/p99/max µs per receiver: " + recoveryDetail(g)})
+	e.addMemory(name, g)
 	b.ReportMetric(tp, "msg/s")
 	b.ReportMetric(100*ratio, "%ceiling")
 	b.ReportMetric(nr, "nacks/loss")
@@ -291,21 +314,25 @@ func (e *env) benchLoss5(b *testing.B) {
 	b.ReportMetric(float64(p99), "p99-µs")
 }
 
-// benchShared: 5 % loss at the sender's egress, 8 receivers.
-func (e *env) benchShared(b *testing.B) {
-	if !e.begin(b, "shared") {
+// benchShared: 5 % loss at the sender's egress, 8 receivers, at rate (0:
+// as fast as possible).
+func (e *env) benchShared(b *testing.B, name string, sendRate int) {
+	if !e.begin(b, name) {
 		return
 	}
 	ceiling := e.ensureCeiling(b)
 	l := e.lan(b, 9)
 	count := countFor(ceiling/2, huddleFor)
+	if sendRate > 0 {
+		count = countFor(float64(sendRate), huddleFor)
+	}
 	g, runs := median(b.N, func() *groupRun {
 		m, err := egressLoss(l, 1, lossRate)
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer clearEgressLoss(l, 1, m)
-		g := e.runGroup(b, l, groupSpec{sender: 1, receivers: hosts(2, 9), count: count, timeout: runTimeout})
+		g := e.runGroup(b, l, groupSpec{sender: 1, receivers: hosts(2, 9), count: count, timeout: runTimeout, rate: sendRate})
 		g.sharedMethod = m
 		if g.sharedDrops, err = egressDrops(l, 1, m); err != nil {
 			b.Fatal(err)
@@ -318,18 +345,18 @@ func (e *env) benchShared(b *testing.B) {
 	sock := sumOf(g.receivers, func(n *node) uint64 { return uint64(max(n.sockDrops, 0)) })
 	lostDetail := fmt.Sprintf("%d dropped at the sender's egress (%s, %.0f %%) + %d receiver socket drops", g.sharedDrops, g.sharedMethod, 100*lossRate, sock)
 	tp := slowestRate(g)
-	e.add(row{"shared", "8 receivers, 5 % loss at sender: msgs/s at slowest", rate(tp, "msg/s"), "-", "info", groupDetail(g, runs)})
-	e.addDelivery("shared", g)
-	e.add(row{"shared", "NACK datagrams per lost datagram", num(nr), "≤ 2", verdict(lost > 0 && nr <= 2),
+	e.add(row{name, "8 receivers, 5 % loss at sender: msgs/s at slowest", rate(tp, "msg/s"), "-", "info", groupDetail(g, runs)})
+	e.addDelivery(name, g)
+	e.add(row{name, "NACK datagrams per lost datagram", num(nr), "≤ 2", verdict(lost > 0 && nr <= 2),
 		fmt.Sprintf("%d NACKs (%s; suppressed %d) / %d lost: %s", nacks, perNode(g.receivers, func(n *node) uint64 { return n.final.NacksSent }),
 			sumOf(g.receivers, func(n *node) uint64 { return n.final.NacksSuppressed }), lost, lostDetail)})
-	e.add(row{"shared", "repair datagrams per lost datagram", num(rr), "≤ 1.5", verdict(lost > 0 && rr <= 1.5),
+	e.add(row{name, "repair datagrams per lost datagram", num(rr), "≤ 1.5", verdict(lost > 0 && rr <= 1.5),
 		fmt.Sprintf("%d repairs (sender %d, receivers %s; suppressed %d) / %d lost", repairs, g.sender.final.RepairsSent,
 			perNode(g.receivers, func(n *node) uint64 { return n.final.RepairsSent }), sumOf(g.nodes(), func(n *node) uint64 { return n.final.RepairsSuppressed }), lost)})
 	p99 := maxRecovery(g)
-	e.add(row{"shared", "p99 recovery latency, max over receivers", fmt.Sprintf("%.2f ms", float64(p99)/1000), "-", "info",
+	e.add(row{name, "p99 recovery latency, max over receivers", fmt.Sprintf("%.2f ms", float64(p99)/1000), "-", "info",
 		"recovery p50/p99/max µs per receiver: " + recoveryDetail(g)})
-	e.addMemory("shared", g)
+	e.addMemory(name, g)
 	b.ReportMetric(tp, "msg/s")
 	b.ReportMetric(nr, "nacks/loss")
 	b.ReportMetric(rr, "repairs/loss")
@@ -412,15 +439,18 @@ func sumRepairs(g *groupRun) uint64 {
 
 // receiverLosses is what the receivers lost: the lab's drops on their
 // input plus their sockets' drops.
+// receiverLosses counts the losses repair has to make good: the sender's
+// datagrams dropped at each receiver's input (data, and the sender's own
+// repairs and session messages) plus the receivers' socket drops. Drops of
+// other receivers' datagrams (their session messages, NACKs) are left out.
 func receiverLosses(g *groupRun) (uint64, string) {
 	var lost uint64
 	var parts []string
 	for _, n := range g.receivers {
-		lost += uint64(max(n.inDrops, 0)) + uint64(max(n.sockDrops, 0))
-		parts = append(parts, fmt.Sprintf("h%d %d+%d (lab rule %d)", n.host, n.inDrops, n.sockDrops, n.ruleDrops))
+		lost += uint64(max(n.inDropsTx, 0)) + uint64(max(n.sockDrops, 0))
+		parts = append(parts, fmt.Sprintf("h%d %d of %d+%d (lab rule %d)", n.host, n.inDropsTx, n.inDrops, n.sockDrops, n.ruleDrops))
 	}
-	tx := sumOf(g.receivers, func(n *node) uint64 { return uint64(max(n.inDropsTx, 0)) })
-	return lost, fmt.Sprintf("input drops+socket drops: %s; %d of the input drops from the sender", strings.Join(parts, ", "), tx)
+	return lost, fmt.Sprintf("input drops of the sender's datagrams, of all input drops, + socket drops: %s", strings.Join(parts, ", "))
 }
 
 func maxRecovery(g *groupRun) int64 {

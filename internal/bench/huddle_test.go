@@ -87,6 +87,7 @@ type groupSpec struct {
 	receivers    []int
 	count        int
 	datagramSize int           // 0: the default
+	rate         int           // messages/s; 0: as fast as the window allows
 	timeout      time.Duration // for the receivers to deliver everything
 	countDrops   bool          // install the input drop counters
 }
@@ -165,7 +166,11 @@ func (e *env) runGroup(b *testing.B, l *lab.LAN, spec groupSpec) *groupRun {
 	time.Sleep(300 * time.Millisecond)
 	t0, c0 := time.Now(), readCPU()
 	g.background = machineLoad(b0, c0)
-	g.sender = start(spec.sender, "--send-rate", "10000000", "--send-size", "1000",
+	sendRate := 10_000_000
+	if spec.rate > 0 {
+		sendRate = spec.rate
+	}
+	g.sender = start(spec.sender, "--send-rate", strconv.Itoa(sendRate), "--send-size", "1000",
 		"--send-count", strconv.Itoa(spec.count))
 
 	// Wait until every receiver reports all messages delivered.
