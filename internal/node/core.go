@@ -85,6 +85,7 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 		enc:   wire.NewEncoder(),
 		env:   wire.NewEnvelope(o.DatagramSize),
 	}
+	c.dec.Filter(c.group, o.ID, o.Inc)
 	c.mc = multicast.New(multicast.Options{
 		Self: o.ID, Inc: o.Inc, Group: c.group,
 		Heartbeat: o.Heartbeat, SuspectTimeout: o.SuspectTimeout,
@@ -103,20 +104,15 @@ func (c *Core) Receive(now time.Time, src netip.AddrPort, data []byte) {
 		c.countDecodeError(err)
 		return
 	}
-	h := &c.env.Header
-	switch {
-	case h.Group != c.group:
-		c.stats.ForeignGroup++
-		return
-	case h.From == c.opt.ID && h.Inc == c.opt.Inc:
-		c.stats.OwnEcho++
-		return
-	}
 	c.mc.Step(now, src, c.env)
 }
 
 func (c *Core) countDecodeError(err error) {
 	switch {
+	case err == wire.ErrOwnEcho:
+		c.stats.OwnEcho++
+	case err == wire.ErrForeignGroup:
+		c.stats.ForeignGroup++
 	case errors.Is(err, wire.ErrNotHuddle):
 		c.stats.NotHuddle++
 	case errors.Is(err, wire.ErrUnknownKind):

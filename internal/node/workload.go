@@ -9,8 +9,8 @@ import (
 // and --send-count: message n is due at start + n/rate, so a node that
 // falls behind (a full send window) catches up in a burst, as an
 // application with a queue would. Payloads are deterministic: the 8-byte
-// message number, then bytes derived from it, so that the same message has
-// the same CRC everywhere.
+// message number, then a fixed pattern, so that the same message has the
+// same CRC everywhere and no two messages of a sender have the same bytes.
 type workload struct {
 	rate  float64 // messages per second; 0 = none
 	count int     // stop after this many; 0 = no limit
@@ -21,7 +21,11 @@ type workload struct {
 }
 
 func newWorkload(rate, size, count int, start time.Time) *workload {
-	return &workload{rate: float64(rate), size: size, count: count, start: start, buf: make([]byte, size)}
+	w := &workload{rate: float64(rate), size: size, count: count, start: start, buf: make([]byte, size)}
+	for i := 8; i < len(w.buf); i++ {
+		w.buf[i] = byte(i * 131)
+	}
+	return w
 }
 
 // done reports whether the workload has nothing more to send, ever.
@@ -47,12 +51,9 @@ func (w *workload) next() time.Time {
 	return w.start.Add(time.Duration(float64(w.sent) / w.rate * float64(time.Second)))
 }
 
-// payload returns message number sent+1 (valid until the next call).
+// payload returns message number sent+1 (valid until the next call): the
+// number, then a fixed pattern.
 func (w *workload) payload() []byte {
-	n := uint64(w.sent + 1)
-	binary.BigEndian.PutUint64(w.buf, n)
-	for i := 8; i < len(w.buf); i++ {
-		w.buf[i] = byte(n + uint64(i)*131)
-	}
+	binary.BigEndian.PutUint64(w.buf, uint64(w.sent+1))
 	return w.buf
 }

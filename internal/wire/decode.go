@@ -19,6 +19,17 @@ type Decoder struct {
 	data []byte
 	r    bytes.Reader
 	dec  *msgpack.Decoder
+
+	filter            bool
+	group             uint32
+	selfID, selfIncar uint64
+}
+
+// Filter makes Decode stop right after the header of a datagram that is
+// not for this node, before the body costs anything: one of another group
+// (ErrForeignGroup), or this node's own, looped back (ErrOwnEcho).
+func (d *Decoder) Filter(group uint32, self, inc uint64) {
+	d.filter, d.group, d.selfID, d.selfIncar = true, group, self, inc
 }
 
 // NewDecoder returns a Decoder.
@@ -49,6 +60,14 @@ func (d *Decoder) Decode(data []byte, env *Envelope) (err error) {
 	}
 	if err := d.header(&env.Header); err != nil {
 		return err
+	}
+	if d.filter {
+		switch {
+		case env.Group != d.group:
+			return ErrForeignGroup
+		case env.From == d.selfID && env.Inc == d.selfIncar:
+			return ErrOwnEcho
+		}
 	}
 	want, err := bodyFields(env)
 	if err != nil {

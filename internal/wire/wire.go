@@ -53,11 +53,16 @@ func (k Kind) String() string {
 }
 
 // Errors returned by Decode. Every decoding failure wraps ErrMalformed, so
-// that callers can count all of them with one errors.Is.
+// that callers can count all of them with one errors.Is; ErrNotHuddle and
+// ErrUnknownKind are datagrams this version cannot read.
 var (
 	ErrMalformed   = errors.New("wire: malformed datagram")
 	ErrNotHuddle   = errors.New("wire: not a huddle datagram or another wire version")
 	ErrUnknownKind = errors.New("wire: unknown message kind")
+
+	// Not errors in the datagram: what Decoder.Filter screens out.
+	ErrForeignGroup = errors.New("wire: datagram of another group")
+	ErrOwnEcho      = errors.New("wire: this node's own datagram, looped back")
 )
 
 // ViewID names a view: its epoch and its coordinator. View IDs are totally

@@ -233,3 +233,20 @@ func TestSizes(t *testing.T) {
 		t.Errorf("DataEnvelopeSize of the largest values = %d, encoding is %d", got, len(b))
 	}
 }
+
+func TestFilter(t *testing.T) {
+	b, _ := NewEncoder().Append(nil, samples()[0])
+	d := NewDecoder()
+	d.Filter(hdr.Group, hdr.From, hdr.Inc)
+	if err := d.Decode(b, NewEnvelope(1400)); err != ErrOwnEcho {
+		t.Fatalf("own datagram: %v", err)
+	}
+	d.Filter(hdr.Group+1, 99, 1)
+	if err := d.Decode(b, NewEnvelope(1400)); err != ErrForeignGroup {
+		t.Fatalf("another group's datagram: %v", err)
+	}
+	d.Filter(hdr.Group, hdr.From, hdr.Inc+1) // same ID, another incarnation: for us
+	if err := d.Decode(b, NewEnvelope(1400)); err != nil {
+		t.Fatal(err)
+	}
+}
