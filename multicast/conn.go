@@ -32,6 +32,7 @@ type SocketOptions struct {
 	TTL        int            // IP TTL of sent datagrams (1 = link-local)
 	Loopback   bool           // deliver this host's datagrams to its own sockets
 	RecvBuffer int            // requested SO_RCVBUF, bytes
+	SendBuffer int            // requested SO_SNDBUF, bytes (0: the system's default)
 	MaxBatch   int            // datagrams per ReadBatch/WriteBatch system call (default 64)
 }
 
@@ -89,6 +90,12 @@ func (c *Conn) setup(ifi *net.Interface, o SocketOptions, log zerolog.Logger) er
 	}
 	if err := c.pc.SetMulticastLoopback(o.Loopback); err != nil {
 		return fmt.Errorf("multicast: loopback: %w", classify(err))
+	}
+	// A send buffer of a few hundred datagrams makes a sender that
+	// batches block on it (measured: most messages cost a context switch
+	// at saturation); what the kernel grants is enough, so no warning.
+	if o.SendBuffer > 0 {
+		c.udp.SetWriteBuffer(o.SendBuffer)
 	}
 	return c.setRecvBuffer(o.RecvBuffer, log)
 }

@@ -173,7 +173,7 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 // socket on the next port (see node.Options.Control).
 func openSockets(cfg config.Config, log zerolog.Logger) (data, ctl *multicast.Conn, err error) {
 	o := multicast.SocketOptions{Group: cfg.GroupAddr(), Iface: cfg.Iface, TTL: cfg.TTL,
-		Loopback: cfg.Loopback, RecvBuffer: cfg.RecvBuffer}
+		Loopback: cfg.Loopback, RecvBuffer: cfg.RecvBuffer, SendBuffer: 4 << 20}
 	if data, err = multicast.Open(o, log); err != nil {
 		return nil, nil, err
 	}
