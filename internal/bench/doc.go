@@ -33,7 +33,8 @@
 //     and 4 sinks count what arrives (recvmmsg, 8 MiB receive buffer, as
 //     huddle). The ceiling is delivered datagrams/s at the slowest sink,
 //     first to last arrival.
-//   - lossless: `huddle run --profile local` on the same 5 hosts, host 1
+//   - lossless: `huddle run --profile local --loopback=false` (one node
+//     per host, as on a LAN) on the same 5 hosts, host 1
 //     sending N 1000-byte messages at --send-rate 10000000 (as fast as the
 //     window allows), N about 2.5 s at the ceiling's rate. Throughput is
 //     each receiver's msgs_delivered from its node.stats every 100 ms,
