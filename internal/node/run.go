@@ -70,10 +70,15 @@ type Node struct {
 	warned     map[string]bool
 }
 
-// maxSendsPerStep bounds the messages the workload queues in one loop
-// iteration, so that a saturating workload never starves the receive path
-// (which is what reopens the window).
-const maxSendsPerStep = 32
+// The workload queues at most maxSendsPerStep messages, or sendBytesPerStep
+// datagrams' worth of payload if that is more, in one turn of the loop: a
+// saturating workload must not starve the receive path (which reopens the
+// window and carries the NACKs), yet with large datagrams a turn must
+// still fill several of them.
+const (
+	maxSendsPerStep  = 32
+	sendBytesPerStep = 4 // datagrams
+)
 
 // New returns a node ready to Run.
 func New(o Options) *Node {
@@ -256,7 +261,8 @@ func (r *Node) deadline() time.Time {
 // window allows.
 func (r *Node) pump(now time.Time) {
 	r.blocked = false
-	for n := min(r.work.due(now), maxSendsPerStep); n > 0; n-- {
+	limit := max(maxSendsPerStep, sendBytesPerStep*r.o.Config.DatagramSize/max(1, r.o.Config.SendSize))
+	for n := min(r.work.due(now), limit); n > 0; n-- {
 		p := r.work.payload()
 		seq, err := r.core.Multicast(nil, p, wire.FIFO, 0)
 		if errors.Is(err, multicast.ErrWindowFull) {
