@@ -56,9 +56,10 @@ func BenchmarkLAN(b *testing.B) {
 	b.Cleanup(e.close)
 	b.Run("raw", e.benchRaw)
 	b.Run("lossless", e.benchLossless)
-	b.Run("loss5", func(b *testing.B) { e.benchLoss5(b, "loss5", 0) })
+	b.Run("loss1", func(b *testing.B) { e.benchLoss(b, "loss1", 0.01, 0) })
+	b.Run("loss5", func(b *testing.B) { e.benchLoss(b, "loss5", lossRate, 0) })
 	b.Run("shared", func(b *testing.B) { e.benchShared(b, "shared", 0) })
-	b.Run("loss5paced", func(b *testing.B) { e.benchLoss5(b, "loss5paced", pacedRate) })
+	b.Run("loss5paced", func(b *testing.B) { e.benchLoss(b, "loss5paced", lossRate, pacedRate) })
 	b.Run("sharedpaced", func(b *testing.B) { e.benchShared(b, "sharedpaced", pacedRate) })
 	b.Run("large", e.benchLarge)
 	e.printTable()
@@ -253,9 +254,9 @@ func (e *env) benchLossless(b *testing.B) {
 // saturation, which the unpaced scenarios show.
 const pacedRate = 5000
 
-// benchLoss5: 5 % independent loss on each of 4 receivers, at rate (0: as
-// fast as possible).
-func (e *env) benchLoss5(b *testing.B, name string, sendRate int) {
+// benchLoss: independent loss on each of 4 receivers, at rate (0: as fast
+// as possible).
+func (e *env) benchLoss(b *testing.B, name string, loss float64, sendRate int) {
 	if !e.begin(b, name) {
 		return
 	}
@@ -268,7 +269,7 @@ func (e *env) benchLoss5(b *testing.B, name string, sendRate int) {
 	}
 	g, runs := median(b.N, func() *groupRun {
 		for _, h := range hosts(2, 5) {
-			if err := l.SetLoss(h, lossRate); err != nil {
+			if err := l.SetLoss(h, loss); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -282,11 +283,16 @@ func (e *env) benchLoss5(b *testing.B, name string, sendRate int) {
 	tp := slowestRate(g)
 	ratio := tp / ceiling
 	detail := groupDetail(g, runs)
-	if sendRate == 0 {
+	switch {
+	case sendRate > 0:
+		e.add(row{name, fmt.Sprintf("paced at %d msg/s, %.0f %% loss/receiver: msgs/s", sendRate, 100*loss), rate(tp, "msg/s"), "-", "info", detail})
+	case loss == lossRate:
 		e.add(row{name, "huddle 5 % loss/receiver: msgs/s / 0 %-loss ceiling", pct(ratio) + " (" + rate(tp, "msg/s") + ")",
 			"≥ 50 %", verdict(ratio >= 0.50), detail})
-	} else {
-		e.add(row{name, fmt.Sprintf("paced at %d msg/s, 5 %% loss/receiver: msgs/s", sendRate), rate(tp, "msg/s"), "-", "info", detail})
+	default:
+		// The issue sets no ratio here; the peers' figure is the bar.
+		e.add(row{name, fmt.Sprintf("huddle %.0f %% loss/receiver: msgs/s (%s of the ceiling)", 100*loss, pct(ratio)), rate(tp, "msg/s"),
+			"> 9 700 (JGroups)", verdict(tp > 9700), detail})
 	}
 	e.addDelivery(name, g)
 	lost, lostDetail := receiverLosses(g)
