@@ -1,6 +1,8 @@
 package multicast
 
 import (
+	"cmp"
+	"errors"
 	"net"
 	"net/netip"
 	"syscall"
@@ -56,7 +58,11 @@ func (b *batchIO) read(pkts []Packet) (int, error) {
 	return n, nil
 }
 
+// write sends every datagram it can. A datagram the kernel refuses (a
+// firewall's EPERM, say) is skipped rather than taking the rest of the
+// batch with it; the first error is returned once the rest has gone.
 func (b *batchIO) write(datagrams [][]byte) error {
+	var first error
 	for len(datagrams) > 0 {
 		ms := b.wmsgs[:min(len(datagrams), len(b.wmsgs))]
 		for i := range ms {
@@ -64,9 +70,15 @@ func (b *batchIO) write(datagrams [][]byte) error {
 		}
 		n, err := b.pc.WriteBatch(ms, 0)
 		if err != nil {
-			return err
+			if isClosed(err) {
+				return err
+			}
+			first = cmp.Or(first, err)
+			n = max(n, 0) + 1 // sendmmsg stopped at datagram n (it says -1 for 0): skip it
 		}
-		datagrams = datagrams[n:]
+		datagrams = datagrams[min(n, len(datagrams)):]
 	}
-	return nil
+	return first
 }
+
+func isClosed(err error) bool { return errors.Is(err, net.ErrClosed) }

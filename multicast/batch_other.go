@@ -31,10 +31,11 @@ func (b *batchIO) read(pkts []Packet) (int, error) {
 }
 
 func (b *batchIO) write(datagrams [][]byte) error {
+	var first error
 	for _, d := range datagrams {
-		if _, err := b.udp.WriteToUDP(d, b.group); err != nil {
-			return err
+		if _, err := b.udp.WriteToUDP(d, b.group); err != nil && first == nil {
+			first = err // skip it; send the rest
 		}
 	}
-	return nil
+	return first
 }

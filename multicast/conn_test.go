@@ -420,3 +420,27 @@ func readSysctl(t *testing.T, name string) int {
 	}
 	return n
 }
+
+// TestRefusedDatagramDoesNotSinkTheBatch: a firewall that refuses one
+// datagram (EPERM) costs that datagram, not the rest of the batch.
+func TestRefusedDatagramDoesNotSinkTheBatch(t *testing.T) {
+	if !testutil.PrivateNetwork(t) {
+		return
+	}
+	// Refuse exactly the 777-byte UDP payloads (IP length 777+28).
+	if out, err := exec.Command("iptables", "-A", "OUTPUT", "-p", "udp", "-m", "length", "--length", "805",
+		"-j", "DROP").CombinedOutput(); err != nil {
+		t.Skipf("iptables cannot add a rule here: %v: %s", err, out)
+	}
+	a, b := open(t, opts("lo")), open(t, opts("lo"))
+	batch := [][]byte{[]byte("first"), make([]byte, 777), []byte("third"), []byte("fourth")}
+	if err := a.WriteBatch(batch); err == nil {
+		t.Fatal("WriteBatch reported no error for the refused datagram")
+	}
+	got := read(t, b, 3, 2048)
+	for i, want := range []string{"first", "third", "fourth"} {
+		if string(got[i].data) != want {
+			t.Fatalf("datagram %d is %q, want %q: the batch after the refused one was lost", i, got[i].data, want)
+		}
+	}
+}
