@@ -170,7 +170,9 @@ func (e *Engine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
 // when due and declares silent peers lost.
 func (e *Engine) Tick(now time.Time) {
 	e.fireTimers(now)
+	e.refreshOwn()
 	if !now.Before(e.nextSession) {
+		e.packData() // the session message announces what was queued before it
 		e.sendSession(now)
 		e.nextSession = now.Add(e.jitter(e.opt.Heartbeat))
 	}
@@ -182,9 +184,13 @@ func (e *Engine) Tick(now time.Time) {
 // stop signal, the scheduler). Silence during d says nothing about the
 // peers, so their suspect clocks are moved on by d: a node must not declare
 // others lost for its own stall.
-func (e *Engine) Paused(d time.Duration) {
+func (e *Engine) Paused(now time.Time, d time.Duration) {
 	for _, p := range e.peers {
-		p.lastHeard = p.lastHeard.Add(d)
+		if t := p.lastHeard.Add(d); t.Before(now) {
+			p.lastHeard = t
+		} else {
+			p.lastHeard = now
+		}
 	}
 }
 

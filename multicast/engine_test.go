@@ -1,6 +1,7 @@
 package multicast
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"testing"
@@ -221,7 +222,7 @@ func TestPauseIsNotSilence(t *testing.T) {
 	e.Step(t0, addr2, session(2, 5, t0))
 	e.TakeEvents()
 	// The node itself was stalled for most of the suspect timeout.
-	e.Paused(suspect - 10*time.Millisecond)
+	e.Paused(t0.Add(suspect-10*time.Millisecond), suspect-10*time.Millisecond)
 	e.Tick(t0.Add(suspect))
 	if evs := e.TakeEvents(); len(evs) != 0 {
 		t.Fatalf("events %+v: a peer was lost for this node's own pause", evs)
@@ -229,5 +230,167 @@ func TestPauseIsNotSilence(t *testing.T) {
 	e.Tick(t0.Add(2*suspect - 10*time.Millisecond))
 	if k := kinds(e.TakeEvents()); len(k) != 1 || k[0] != PeerLost {
 		t.Fatalf("events %v: silence after the pause must still count", k)
+	}
+}
+
+func TestLargeGroupSessionsFitDatagrams(t *testing.T) {
+	e := New(Options{Self: 1, Inc: 100, Group: 7, Heartbeat: hb, SuspectTimeout: suspect, DatagramSize: 1400}, t0)
+	for id := uint64(2); id < 200; id++ {
+		e.Step(t0, addr2, session(id, 1, t0))
+	}
+	e.Tick(t0)
+	enc, listed := wire.NewEncoder(), map[uint64]bool{}
+	for _, env := range e.TakeOutput() {
+		b, err := enc.Append(nil, &env)
+		if err != nil || len(b) > 1400 {
+			t.Fatalf("session datagram of %d bytes (%v), want at most 1400", len(b), err)
+		}
+		for _, p := range env.Session.Peers {
+			listed[p.ID] = true
+		}
+	}
+	if len(listed) != 198 {
+		t.Fatalf("the session messages list %d of 198 peers", len(listed))
+	}
+}
+
+// data builds a data message of peer `from` (incarnation inc).
+func data(from, inc, seq uint64) *wire.Envelope {
+	e := &wire.Envelope{Header: wire.Header{Group: 7, From: from, Inc: inc, Kind: wire.KindData}}
+	e.Data = wire.Data{Seq: seq, Payload: []byte{byte(seq)}}
+	return e
+}
+
+func TestAloneTheWindowDrains(t *testing.T) {
+	e := New(Options{Self: 1, Inc: 1, Group: 7, Heartbeat: hb, SuspectTimeout: suspect, Window: 16}, t0)
+	for i := range 100 {
+		if _, err := e.Multicast(nil, []byte{byte(i)}, wire.FIFO, 0); err != nil {
+			t.Fatalf("message %d of a node alone: %v", i, err)
+		}
+		e.TakeOutput()
+	}
+}
+
+func TestIncarnationGoingBackwards(t *testing.T) {
+	e := newEngine(1)
+	e.Step(t0, addr2, data(2, 200, 1))
+	e.Tick(t0.Add(suspect)) // 2 is lost, then restarts with a clock set back
+	e.Step(t0.Add(suspect+time.Millisecond), addr2, data(2, 100, 1))
+	var got []uint64
+	for _, d := range e.TakeDeliveries() {
+		got = append(got, d.Inc)
+	}
+	if len(got) != 2 || got[1] != 100 {
+		t.Fatalf("delivered incarnations %v, want 200 then 100", got)
+	}
+}
+
+func TestEveryGapIsRequested(t *testing.T) {
+	e := newEngine(1)
+	// 300 isolated gaps: more than one NACK's 64 ranges.
+	for s := uint64(1); s <= 601; s += 2 {
+		e.Step(t0, addr2, data(2, 5, s))
+	}
+	asked := map[uint64]bool{}
+	for now := t0; now.Before(t0.Add(50 * time.Millisecond)); now = now.Add(100 * time.Microsecond) {
+		e.Tick(now)
+		for _, env := range e.TakeOutput() {
+			if env.Kind == wire.KindNack {
+				for _, r := range env.Nack.Ranges {
+					for s := r.First; s <= r.Last; s++ {
+						asked[s] = true
+					}
+				}
+			}
+		}
+	}
+	for s := uint64(2); s <= 600; s += 2 {
+		if !asked[s] {
+			t.Fatalf("gap %d was never requested (%d of 300 were)", s, len(asked))
+		}
+	}
+}
+
+func TestForgedAttemptHoldsNothingForLong(t *testing.T) {
+	e := newEngine(1)
+	e.Multicast(nil, []byte("m"), wire.FIFO, 0)
+	e.Step(t0, addr2, session(2, 5, t0)) // 2 is a peer, and holds the window
+	e.TakeOutput()
+	nack := func(at time.Time, attempt uint64) int {
+		env := &wire.Envelope{Header: wire.Header{Group: 7, From: 2, Inc: 5, Kind: wire.KindNack}}
+		env.Nack = wire.Nack{Source: 1, SourceInc: 100, Attempt: attempt, Ranges: []wire.SeqRange{{First: 1, Last: 1}}}
+		e.Step(at, addr2, env)
+		n := 0
+		for _, o := range e.TakeOutput() {
+			if o.Kind == wire.KindRepair {
+				n++
+			}
+		}
+		return n
+	}
+	if nack(t0, wire.MaxAttempt) != 1 {
+		t.Fatal("the first request was not repaired")
+	}
+	if nack(t0.Add(time.Millisecond), 0) != 0 {
+		t.Fatal("a request of an answered round was repaired again")
+	}
+	if nack(t0.Add(suspect), 0) != 1 {
+		t.Fatal("a forged attempt number still holds the message down after a while")
+	}
+}
+
+func TestForgedRepairsDoNotGrowState(t *testing.T) {
+	e := newEngine(1)
+	e.Step(t0, addr2, data(2, 5, 1))
+	for s := uint64(100_000); s < 110_000; s++ {
+		env := &wire.Envelope{Header: wire.Header{Group: 7, From: 3, Inc: 1, Kind: wire.KindRepair}}
+		env.Repair = wire.Repair{Source: 2, SourceInc: 5, Data: wire.Data{Seq: s}}
+		e.Step(t0, addr2, env)
+	}
+	if n := len(e.streams[2].repairs); n != 0 {
+		t.Fatalf("%d repair records for messages out of the ring's reach", n)
+	}
+}
+
+func TestLostSourceIsNotRequestedForever(t *testing.T) {
+	e := newEngine(1)
+	e.Step(t0, addr2, data(2, 5, 1))
+	e.Step(t0, addr2, data(2, 5, 10)) // 2..9 missing, and 2 dies
+	nacks := 0
+	for now := t0; now.Before(t0.Add(20 * suspect)); now = now.Add(time.Millisecond) {
+		e.Tick(now)
+		for _, env := range e.TakeOutput() {
+			if env.Kind == wire.KindNack && now.After(t0.Add(suspect+time.Millisecond)) {
+				nacks++
+			}
+		}
+	}
+	if nacks != 0 {
+		t.Fatalf("%d NACKs for a source lost long ago", nacks)
+	}
+	if _, ok := e.streams[2]; ok {
+		t.Fatal("the lost source's stream is still kept")
+	}
+}
+
+func TestSkipDeliversWhatIsHeld(t *testing.T) {
+	e := newEngine(1)
+	e.Step(t0, addr2, data(2, 5, 1))
+	for _, s := range []uint64{3, 4, 5} {
+		e.Step(t0, addr2, data(2, 5, s))
+	}
+	// The source no longer holds 2: it says its lowest is 3.
+	env := session(2, 5, t0)
+	env.Session.Seq, env.Session.Low = 5, 3
+	e.Step(t0, addr2, env)
+	var got []uint64
+	for _, d := range e.TakeDeliveries() {
+		got = append(got, d.Seq)
+	}
+	if fmt.Sprint(got) != "[1 3 4 5]" {
+		t.Fatalf("delivered %v, want [1 3 4 5]", got)
+	}
+	if s := e.Stats(); s.Skipped != 1 {
+		t.Fatalf("skipped %d, want just message 2", s.Skipped)
 	}
 }

@@ -60,7 +60,7 @@ func (h *Histogram) Count() uint64 { return h.total }
 func (h *Histogram) Max() time.Duration { return h.max }
 
 // Quantile returns an upper bound of the q-quantile (0 < q ≤ 1), within
-// 25 %; 0 when empty.
+// 12.5 %; 0 when empty.
 func (h *Histogram) Quantile(q float64) time.Duration {
 	if h.total == 0 {
 		return 0

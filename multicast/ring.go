@@ -3,10 +3,13 @@ package multicast
 import "github.com/huddle-lan/huddle/internal/wire"
 
 // ring holds the messages of one stream from sequence number base on, in a
-// fixed power-of-two array indexed by seq. Its size bounds the memory a
-// stream can take, whatever the network does.
+// power-of-two array indexed by seq. It may hold seqs up to base+max-1
+// (its reach), which bounds the memory a stream can take whatever the
+// network does; the array starts small and doubles as messages arrive
+// further out, so that a quiet stream costs little.
 type ring struct {
 	base  uint64 // lowest seq the ring can hold; everything below is gone
+	max   uint64 // how far past base it may reach; a power of two
 	slots []entry
 	mask  uint64
 	count int // slots in use
@@ -19,22 +22,26 @@ type entry struct {
 	have bool
 }
 
+const minRingSlots = 64
+
 func newRing(capacity int, base uint64) ring {
-	n := 16
-	for n < capacity {
+	n := uint64(minRingSlots)
+	for n < uint64(capacity) {
 		n *= 2
 	}
-	return ring{base: base, slots: make([]entry, n), mask: uint64(n - 1)}
+	first := min(n, minRingSlots)
+	return ring{base: base, max: n, slots: make([]entry, first), mask: first - 1}
 }
 
-// fits reports whether seq is inside the ring's current range.
-func (r *ring) fits(seq uint64) bool {
-	return seq >= r.base && seq-r.base < uint64(len(r.slots))
-}
+// fits reports whether seq is within the ring's reach.
+func (r *ring) fits(seq uint64) bool { return seq >= r.base && seq-r.base < r.max }
+
+// reach is the highest seq the ring may hold.
+func (r *ring) reach() uint64 { return r.base + r.max - 1 }
 
 // get returns the stored message seq, or nil.
 func (r *ring) get(seq uint64) *entry {
-	if !r.fits(seq) {
+	if seq < r.base || seq-r.base >= uint64(len(r.slots)) {
 		return nil
 	}
 	e := &r.slots[seq&r.mask]
@@ -49,6 +56,9 @@ func (r *ring) put(d wire.Data) bool {
 	if !r.fits(d.Seq) {
 		return false
 	}
+	for d.Seq-r.base >= uint64(len(r.slots)) {
+		r.grow()
+	}
 	e := &r.slots[d.Seq&r.mask]
 	if e.have {
 		return e.d.Seq == d.Seq
@@ -57,6 +67,18 @@ func (r *ring) put(d wire.Data) bool {
 	r.count++
 	r.bytes += len(d.Payload)
 	return true
+}
+
+// grow doubles the array, moving every entry to its slot in the new one.
+func (r *ring) grow() {
+	slots := make([]entry, 2*len(r.slots))
+	mask := uint64(len(slots) - 1)
+	for _, e := range r.slots {
+		if e.have {
+			slots[e.d.Seq&mask] = e
+		}
+	}
+	r.slots, r.mask = slots, mask
 }
 
 // advance forgets every message below seq.

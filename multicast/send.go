@@ -17,7 +17,9 @@ func (e *Engine) Multicast(service, payload []byte, order wire.Order, dest uint6
 		return 0, err
 	}
 	if e.Unstable()+n > e.opt.Window {
-		return 0, ErrWindowFull
+		if e.refreshOwn(); e.Unstable()+n > e.opt.Window {
+			return 0, ErrWindowFull
+		}
 	}
 	per := e.fragmentSize(len(service))
 	d := owned(&wire.Data{Order: order, Dest: dest, Service: service, Payload: payload})
@@ -51,6 +53,9 @@ func (e *Engine) fragments(serviceLen, payloadLen int) (int, error) {
 // now (a message too large ever to fit reports true: Multicast will say so).
 func (e *Engine) Fits(serviceLen, payloadLen int) bool {
 	n, err := e.fragments(serviceLen, payloadLen)
+	if err == nil && e.Unstable()+n > e.opt.Window {
+		e.refreshOwn()
+	}
 	return err != nil || e.Unstable()+n <= e.opt.Window
 }
 
@@ -65,13 +70,13 @@ func (e *Engine) Window() int { return e.opt.Window }
 // fits one datagram both as data and as a repair, with the largest header
 // and sequence numbers.
 func (e *Engine) fragmentSize(serviceLen int) int {
-	worst := wire.Data{Seq: ^uint64(0), Order: wire.Safe, Dest: ^uint64(0), Service: make([]byte, serviceLen),
+	worst := wire.Data{Seq: ^uint64(0), Order: wire.Safe, Dest: ^uint64(0),
 		FragIndex: ^uint32(0) - 1, FragCount: ^uint32(0)}
-	overhead := wire.MaxHeader + wire.DataSize(&worst) + wire.RepairExtra
-	n := e.opt.DatagramSize - overhead
-	// DataSize counted an empty payload's 2-byte length; a long payload
-	// needs up to 5.
-	return n - 3
+	// DataSize counted an empty service (1 byte) and an empty payload's
+	// 2-byte length; a service takes at most 5+len, a long payload's
+	// length up to 5.
+	overhead := wire.MaxHeader + wire.DataSize(&worst) + wire.RepairExtra + 5 + serviceLen + 3
+	return e.opt.DatagramSize - overhead
 }
 
 // packData moves the queued messages into envelopes: one data message

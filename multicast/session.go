@@ -43,6 +43,15 @@ func (e *Engine) hear(now time.Time, src netip.AddrPort, h *wire.Header) (*peer,
 		e.events = append(e.events, Event{Kind: PeerSeen, Peer: h.From, Inc: h.Inc, Addr: src, Restarted: true})
 	}
 	p.lastHeard = now
+	if st := e.streams[h.From]; st != nil {
+		if st.inc != h.Inc {
+			// The node restarted, perhaps with a clock set back: its old
+			// incarnation's stream is over.
+			e.dropStream(st)
+		} else {
+			st.lostAt = time.Time{}
+		}
+	}
 	return p, true
 }
 
@@ -60,15 +69,21 @@ func (e *Engine) onSession(now time.Time, p *peer, s *wire.Session) {
 	}
 	if st := e.streamFor(p.id, p.inc, first); st != nil {
 		e.skipTo(now, st, s.Low)
+		e.lower(st, s.Seq)
 		e.detect(now, st, s.Seq)
 	}
 	for i := range s.Peers {
 		ps := &s.Peers[i]
-		p.reports[ps.ID] = report{inc: ps.Inc, seq: ps.Seq}
 		if ps.ID == e.opt.Self {
+			p.reports[ps.ID] = report{inc: ps.Inc, seq: ps.Seq}
 			e.measure(now, p, ps)
-		} else if other := e.lookup(ps.ID, ps.Inc); other != nil {
-			e.detect(now, other, ps.Seq)
+		} else if other := e.streams[ps.ID]; other != nil {
+			// Reports are kept only for streams this node has: a peer
+			// cannot make it remember sources it never heard.
+			p.reports[ps.ID] = report{inc: ps.Inc, seq: ps.Seq}
+			if other.inc == ps.Inc {
+				e.detect(now, other, ps.Seq)
+			}
 		}
 	}
 	e.updateStability(now)
@@ -76,6 +91,21 @@ func (e *Engine) onSession(now time.Time, p *peer, s *wire.Session) {
 
 // rttSamples is how many recent round-trip samples the estimate keeps.
 const rttSamples = 8
+
+// lower takes the source's own word for its highest sequence number: a
+// higher one learned from others was false, and its gaps are closed.
+func (e *Engine) lower(st *stream, seq uint64) {
+	if seq >= st.high {
+		return
+	}
+	st.high = max(seq, st.received())
+	st.opened = min(st.opened, st.high)
+	for s := range st.gaps {
+		if s > st.high {
+			delete(st.gaps, s)
+		}
+	}
+}
 
 // measure takes a round-trip sample from a peer's echo of our session
 // message, rtt = now − echo − held (SRM §III-A), and keeps as the estimate
@@ -103,24 +133,37 @@ func (e *Engine) measure(now time.Time, p *peer, ps *wire.PeerState) {
 // sendSession queues a session message: our highest and lowest held
 // sequence numbers, and for every stream we receive, what we hold in order
 // and the echo of its source's last session timestamp. Entries are in ID
-// order so that the output is deterministic.
+// order so that the output is deterministic. A large group's entries are
+// spread over as many datagrams as they need, each a whole session message.
 func (e *Engine) sendSession(now time.Time) {
-	env := wire.Envelope{Header: e.header(wire.KindSession)}
-	env.Session.Sent = now.UnixNano()
-	env.Session.Seq = e.own.received()
-	env.Session.Low = e.own.stable + 1
 	ids := e.streamIDs()
-	env.Session.Peers = make([]wire.PeerState, 0, len(ids))
-	for _, id := range ids {
-		st := e.streams[id]
-		ps := wire.PeerState{ID: id, Inc: st.inc, Seq: st.received()}
-		if p := e.peers[id]; p != nil && p.inc == st.inc && p.echo != 0 {
-			ps.Echo, ps.Held = p.echo, int64(now.Sub(p.echoAt))
+	per := e.peersPerSession()
+	for first := 0; first == 0 || first < len(ids); first += per {
+		env := wire.Envelope{Header: e.header(wire.KindSession)}
+		env.Session.Sent = now.UnixNano()
+		env.Session.Seq = e.own.received()
+		env.Session.Low = e.own.stable + 1
+		chunk := ids[first:min(first+per, len(ids))]
+		env.Session.Peers = make([]wire.PeerState, 0, len(chunk))
+		for _, id := range chunk {
+			st := e.streams[id]
+			ps := wire.PeerState{ID: id, Inc: st.inc, Seq: st.received()}
+			if p := e.peers[id]; p != nil && p.inc == st.inc && p.echo != 0 {
+				ps.Echo, ps.Held = p.echo, int64(now.Sub(p.echoAt))
+			}
+			env.Session.Peers = append(env.Session.Peers, ps)
 		}
-		env.Session.Peers = append(env.Session.Peers, ps)
+		e.out = append(e.out, env)
+		e.stats.SessionsSent++
 	}
-	e.out = append(e.out, env)
-	e.stats.SessionsSent++
+}
+
+// peersPerSession is how many peer entries one session datagram can carry
+// at worst: a header, three session fields and the list header, then
+// entries of at most 1+5·9 bytes.
+func (e *Engine) peersPerSession() int {
+	const fixed, entry = wire.MaxHeader + 3*9 + 5, 1 + 5*9
+	return max(1, (e.opt.DatagramSize-fixed)/entry)
 }
 
 // updateStability moves every stream's stable point up to what all live
@@ -129,13 +172,18 @@ func (e *Engine) sendSession(now time.Time) {
 // for a remote stream only peers that report that source count (one that
 // cannot hear the source will never need it from us).
 func (e *Engine) updateStability(now time.Time) {
-	e.advanceStable(e.own, e.minReport(e.own, true))
-	for _, st := range e.streams {
+	e.refreshOwn()
+	for _, id := range e.streamIDs() { // in order: openGaps draws randomness
+		st := e.streams[id]
 		if e.advanceStable(st, e.minReport(st, false)) {
 			e.openGaps(now, st) // the ring reaches further now
 		}
 	}
 }
+
+// refreshOwn moves our own stream's stable point (and so the send window)
+// up to what every live peer reports; alone, everything is stable.
+func (e *Engine) refreshOwn() { e.advanceStable(e.own, e.minReport(e.own, true)) }
 
 func (e *Engine) minReport(st *stream, strict bool) uint64 {
 	m := st.received()
@@ -179,11 +227,43 @@ func (e *Engine) expirePeers(now time.Time) {
 			delete(e.peers, id)
 			lost = true
 			e.events = append(e.events, Event{Kind: PeerLost, Peer: id, Inc: p.inc, Addr: p.addr, Silent: silent})
+			if st := e.streams[id]; st != nil {
+				e.orphan(now, st)
+			}
+		}
+	}
+	for _, id := range e.streamIDs() {
+		if st := e.streams[id]; !st.lostAt.IsZero() && now.Sub(st.lostAt) >= forgetAfter*e.opt.SuspectTimeout {
+			e.dropStream(st)
 		}
 	}
 	if lost {
 		e.updateStability(now)
 	}
+}
+
+// forgetAfter is how many suspect timeouts a lost source's stream is kept,
+// in case the source comes back (a frozen process thawing).
+const forgetAfter = 10
+
+// orphan stops requesting the messages of a source that was lost: no one
+// may be left to repair them, and requests would go on for ever. Should it
+// come back, its next session message reopens the gaps.
+func (e *Engine) orphan(now time.Time, st *stream) {
+	clear(st.gaps)
+	st.opened = st.received()
+	st.lostAt = now
+}
+
+// dropStream forgets a source's stream, reporting what it knew existed
+// and will now never deliver.
+func (e *Engine) dropStream(st *stream) {
+	if st.high > st.received() && st.started {
+		n := st.high - st.received()
+		e.stats.Skipped += n
+		e.events = append(e.events, Event{Kind: StreamSkipped, Peer: st.src, Inc: st.inc, From: st.next, Skipped: n})
+	}
+	delete(e.streams, st.src)
 }
 
 func (e *Engine) peerIDs() []uint64 {

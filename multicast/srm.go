@@ -9,9 +9,9 @@ import (
 
 // Limits that keep one datagram's work bounded, whatever it claims.
 const (
-	maxBackoff    = 6    // request intervals grow to at most 2^6 times the first
-	maxNackRanges = 64   // ranges in one NACK we send (about 1200 bytes at worst)
-	maxNackSeqs   = 4096 // sequence numbers of one received NACK we look at
+	maxBackoff    = 6   // request intervals grow to at most 2^6 times the first
+	maxNackRanges = 64  // ranges in one NACK we send (about 1200 bytes at worst)
+	maxNackSeqs   = 512 // sequence numbers of one received NACK we act on (each may cost a repair)
 )
 
 // delay is the one-way delay d to a peer that the SRM timers scale with:
@@ -85,7 +85,7 @@ func (e *Engine) fireTimers(now time.Time) {
 			}
 		case repairTimer:
 			if r := st.repairs[t.seq]; r != nil && r.pending && r.gen == t.gen {
-				e.sendRepair(st, t.seq, r)
+				e.sendRepair(now, st, t.seq, r)
 			}
 		}
 	}
@@ -105,6 +105,10 @@ func (e *Engine) request(now time.Time, st *stream) {
 	}
 	slices.Sort(seqs)
 	ranges := toRanges(seqs, maxNackRanges)
+	// Gaps that did not fit this NACK ask in the next one, soon.
+	for _, s := range seqs[countSeqs(ranges):] {
+		e.armRequest(now, st, s, st.gaps[s])
+	}
 	var attempt uint
 	for _, r := range ranges {
 		for s := r.First; s <= r.Last; s++ {
@@ -124,6 +128,15 @@ func (e *Engine) request(now time.Time, st *stream) {
 			e.armRequest(now, st, s, g)
 		}
 	}
+}
+
+// countSeqs is how many sequence numbers the ranges cover.
+func countSeqs(ranges []wire.SeqRange) int {
+	n := 0
+	for _, r := range ranges {
+		n += int(r.Last - r.First + 1)
+	}
+	return n
 }
 
 // toRanges compresses sorted sequence numbers into at most limit ranges.
@@ -196,6 +209,11 @@ func (e *Engine) onRequest(now time.Time, p *peer, st *stream, s, attempt uint64
 	// comes from a timer re-armed after the earlier request, so it means
 	// the repair was lost: it is answered at once rather than left to yet
 	// another round.
+	if now.After(r.holdTill) {
+		// Rounds are remembered for a while only, so that no request
+		// (a forged attempt number, say) can hold a message down for good.
+		r.seen, r.answered = 0, 0
+	}
 	r.seen = max(r.seen, attempt)
 	if r.pending || attempt < r.answered {
 		return
@@ -203,7 +221,7 @@ func (e *Engine) onRequest(now time.Time, p *peer, st *stream, s, attempt uint64
 	if st == e.own {
 		// The source answers at once. On a LAN it is as close to the
 		// requester as anyone: one repair per loss.
-		e.sendRepair(st, s, r)
+		e.sendRepair(now, st, s, r)
 		return
 	}
 	if _, live := e.peers[st.src]; live && attempt == 0 {
@@ -221,11 +239,16 @@ func (e *Engine) onRequest(now time.Time, p *peer, st *stream, s, attempt uint64
 	e.timers.arm(timer{at: at, kind: repairTimer, src: st.src, inc: st.inc, seq: s, gen: r.gen})
 }
 
+// holdRounds is how long answered request rounds are remembered: a quarter
+// of the suspect timeout, far longer than a request takes to cross a LAN.
+func (e *Engine) holdRounds() time.Duration { return max(e.opt.SuspectTimeout/4, 3*e.opt.MinDelay) }
+
 // sendRepair multicasts message s of st: it answers every request round
 // seen so far.
-func (e *Engine) sendRepair(st *stream, s uint64, r *repairState) {
+func (e *Engine) sendRepair(now time.Time, st *stream, s uint64, r *repairState) {
 	r.pending = false
 	r.answered = max(r.answered, r.seen+1)
+	r.holdTill = now.Add(e.holdRounds())
 	en := st.ring.get(s)
 	if en == nil {
 		return
@@ -246,7 +269,7 @@ func (e *Engine) onRepair(now time.Time, p *peer, rep *wire.Repair) {
 		return
 	}
 	s := rep.Data.Seq
-	if s > st.stable {
+	if st.ring.fits(s) {
 		r := st.repairs[s]
 		if r == nil {
 			r = &repairState{}
@@ -257,6 +280,7 @@ func (e *Engine) onRepair(now time.Time, p *peer, rep *wire.Repair) {
 			e.stats.RepairsSuppressed++
 		}
 		r.answered = max(r.answered, r.seen+1)
+		r.holdTill = now.Add(e.holdRounds())
 	}
 	if st != e.own {
 		e.receive(now, st, &rep.Data, false)

@@ -21,10 +21,12 @@ type stream struct {
 	gaps     map[uint64]*gap
 	answer   time.Duration // smoothed time from our request to its repair
 	repairs  map[uint64]*repairState
-	frag     []byte // payload of a fragmented message being reassembled
-	fragSeq  uint64 // seq of its first fragment
-	fragNext uint32 // index of the fragment expected next
-	fragDrop bool   // the message being reassembled is too large: drop its fragments
+	frag     []byte    // payload of a fragmented message being reassembled
+	fragSeq  uint64    // seq of its first fragment
+	fragNext uint32    // index of the fragment expected next
+	fragDrop bool      // no message is being reassembled (or it is lost or too large): drop fragments until the next first one
+	started  bool      // something was delivered: the stream is this node's to keep up with
+	lostAt   time.Time // when its source was lost; zero while it is live
 }
 
 // gap is a message known to exist and not received (SRM: a loss).
@@ -39,14 +41,15 @@ type gap struct {
 
 // repairState is what this node does about repairing one message.
 type repairState struct {
-	gen      uint32 // generation of the armed repair timer
-	pending  bool   // a repair timer is armed
-	seen     uint64 // highest request attempt heard for it
-	answered uint64 // request attempts below this have been answered by a repair
+	gen      uint32    // generation of the armed repair timer
+	pending  bool      // a repair timer is armed
+	seen     uint64    // highest request attempt heard for it
+	answered uint64    // request attempts below this have been answered by a repair
+	holdTill time.Time // until when those rounds are remembered
 }
 
 func newStream(src, inc, next uint64, size int) *stream {
-	return &stream{src: src, inc: inc, next: next, high: next - 1, opened: next - 1, stable: next - 1,
+	return &stream{src: src, inc: inc, next: next, high: next - 1, opened: next - 1, stable: next - 1, fragDrop: true,
 		ring: newRing(size, next), gaps: map[uint64]*gap{}, repairs: map[uint64]*repairState{}}
 }
 
@@ -119,9 +122,12 @@ func (e *Engine) receive(now time.Time, st *stream, d *wire.Data, reveal bool) {
 	e.deliver(st)
 }
 
-// detect learns that messages up to high exist, and opens their gaps.
+// detect learns that messages up to high exist, and opens their gaps. It
+// believes at most a ring's reach past what it holds: a claim beyond that
+// could not be buffered anyway, and a false one would cost requests for
+// messages that do not exist.
 func (e *Engine) detect(now time.Time, st *stream, high uint64) {
-	if high > st.high {
+	if high = min(high, st.received()+st.ring.max); high > st.high {
 		st.high = high
 	}
 	e.openGaps(now, st)
@@ -132,8 +138,11 @@ func (e *Engine) detect(now time.Time, st *stream, high uint64) {
 // bounds their number. What lies beyond is opened when the ring moves on
 // (stability) or the stream skips ahead.
 func (e *Engine) openGaps(now time.Time, st *stream) {
+	if !st.lostAt.IsZero() {
+		return // its source is lost: nobody may be left to repair
+	}
 	from := max(st.opened+1, st.next)
-	to := min(st.high, st.ring.base+uint64(len(st.ring.slots))-1)
+	to := min(st.high, st.ring.reach())
 	for s := from; s <= to; s++ {
 		if st.ring.get(s) != nil || st.gaps[s] != nil {
 			continue
@@ -167,7 +176,7 @@ func (e *Engine) deliverOne(st *stream, d *wire.Data) {
 	if d.FragIndex == 0 {
 		st.frag, st.fragSeq, st.fragNext, st.fragDrop = st.frag[:0], d.Seq, 0, false
 	}
-	if d.FragIndex != st.fragNext {
+	if d.FragIndex != st.fragNext && !st.fragDrop {
 		// A fragment out of place: the source broke its own stream.
 		e.stats.BadFragments++
 		st.fragDrop = true
@@ -189,34 +198,50 @@ func (e *Engine) deliverOne(st *stream, d *wire.Data) {
 }
 
 func (e *Engine) emit(st *stream, seq uint64, d *wire.Data, payload []byte) {
+	st.started = true
 	e.stats.MsgsDelivered++
 	e.stats.BytesDelivered += uint64(len(payload))
 	e.deliveries = append(e.deliveries, Delivery{Source: st.src, Inc: st.inc, Seq: seq,
 		Order: d.Order, Dest: d.Dest, Service: d.Service, Payload: payload})
 }
 
-// skipTo gives up on every message of st below low: the source no longer
-// holds them (it went on without this node, which it had lost), so they
-// can never be repaired. What the source does hold is requested.
+// skipTo gives up on every message of st below low that it does not
+// hold: the source no longer holds them (it went on without this node,
+// which it had lost), so they can never be repaired. What it does hold is
+// delivered, in order; what the source still holds is requested. A stream
+// that has delivered nothing yet was joined late: what came before is not
+// this node's loss, and goes unreported.
 func (e *Engine) skipTo(now time.Time, st *stream, low uint64) {
 	if low <= st.next {
 		return
 	}
-	from := st.next
-	for s := range st.gaps {
-		if s < low {
-			delete(st.gaps, s)
+	from, missing := st.next, uint64(0)
+	for s := st.next; s < low; s++ {
+		delete(st.gaps, s)
+		if en := st.ring.get(s); en != nil {
+			st.next = s + 1
+			e.deliverOne(st, &en.d)
+			continue
+		}
+		missing++
+		st.fragDrop = true // a lost fragment loses its message
+		st.next = s + 1
+		if s-from > st.ring.max { // nothing held this far out: jump
+			missing += low - 1 - s
+			break
 		}
 	}
-	st.next, st.frag, st.fragDrop = low, st.frag[:0], true
+	st.next = low
 	if st.stable < low-1 {
 		st.stable = low - 1
 		st.ring.advance(low)
 	}
 	st.high = max(st.high, low-1)
 	st.opened = max(st.opened, low-1)
-	e.stats.Skipped += low - from
-	e.events = append(e.events, Event{Kind: StreamSkipped, Peer: st.src, Inc: st.inc, From: from, Skipped: low - from})
+	if st.started && missing > 0 {
+		e.stats.Skipped += missing
+		e.events = append(e.events, Event{Kind: StreamSkipped, Peer: st.src, Inc: st.inc, From: from, Skipped: missing})
+	}
 	e.deliver(st)
 	e.openGaps(now, st)
 }

@@ -73,7 +73,7 @@ type CoreStats struct {
 	ForeignGroup  uint64 // another group sharing the address
 	OwnEcho       uint64 // our own datagrams looped back
 	EncodeErrors  uint64
-	OversizedSent uint64 // datagrams over DatagramSize (a bug: counted, still sent)
+	OversizedSent uint64 // datagrams over DatagramSize: none should be (every kind is sized to fit); counted, still sent
 }
 
 // NewCore returns a Core whose first timer is due at now.
@@ -157,7 +157,7 @@ func (c *Core) Multicast(service, payload []byte, order wire.Order, dest uint64)
 
 // Paused tells the core that the node could not observe the network for d
 // (see multicast.Engine.Paused).
-func (c *Core) Paused(d time.Duration) { c.mc.Paused(d) }
+func (c *Core) Paused(now time.Time, d time.Duration) { c.mc.Paused(now, d) }
 
 // Fits reports whether a message of these sizes fits the send window now.
 func (c *Core) Fits(serviceLen, payloadLen int) bool { return c.mc.Fits(serviceLen, payloadLen) }

@@ -58,16 +58,17 @@ type Node struct {
 	stopped chan struct{} // closed when Run returns
 
 	// Owned by the loop.
-	core       *Core
-	log        zerolog.Logger
-	work       *workload
-	pending    []*sendReq // Multicast calls waiting for the send window
-	blocked    bool       // the workload waits for the send window
-	windowFull uint64     // times it had to
-	truncated  uint64
-	sendErrors uint64
-	pauses     uint64 // stretches of a heartbeat or more when the loop could not read
-	warned     map[string]bool
+	core        *Core
+	log         zerolog.Logger
+	work        *workload
+	pending     []*sendReq // Multicast calls waiting for the send window
+	sendBlocked bool       // they wait now (windowFull counts the waits, not the turns)
+	blocked     bool       // the workload waits for the send window
+	windowFull  uint64     // times it had to
+	truncated   uint64
+	sendErrors  uint64
+	pauses      uint64 // stretches of a heartbeat or more when the loop could not read
+	warned      map[string]bool
 }
 
 // The workload queues at most maxSendsPerStep messages, or sendBytesPerStep
@@ -207,11 +208,14 @@ func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 			r.receive(b)
 			ctl.free <- b
 		case b := <-data.full:
-			r.drain(ctl) // repairs first: they unblock delivery
+			if ctl != data {
+				r.drain(ctl) // repairs first: they unblock delivery
+			}
 			r.receive(b)
 			data.free <- b
 		case req := <-r.sendc:
 			r.pending = append(r.pending, req)
+			r.takeSends() // callers of this turn share its datagrams
 		case <-timer.C:
 			// A timer that fires late means this process did not run:
 			// the peers were not silent, we were deaf.
@@ -260,6 +264,7 @@ func (r *Node) deadline() time.Time {
 // pump multicasts the workload's messages that are due, as far as the send
 // window allows.
 func (r *Node) pump(now time.Time) {
+	wasBlocked := r.blocked
 	r.blocked = false
 	limit := max(maxSendsPerStep, sendBytesPerStep*r.o.Config.DatagramSize/max(1, r.o.Config.SendSize))
 	for n := min(r.work.due(now), limit); n > 0; n-- {
@@ -267,7 +272,9 @@ func (r *Node) pump(now time.Time) {
 		seq, err := r.core.Multicast(nil, p, wire.FIFO, 0)
 		if errors.Is(err, multicast.ErrWindowFull) {
 			r.blocked = true
-			r.windowFull++
+			if !wasBlocked {
+				r.windowFull++ // count waits, not the turns spent waiting
+			}
 			return
 		}
 		if err != nil {
@@ -296,7 +303,7 @@ func later(a, b time.Time) time.Time {
 func (r *Node) noticePause(d time.Duration) {
 	if d >= r.o.Config.Heartbeat.D() {
 		r.pauses++
-		r.core.Paused(d)
+		r.core.Paused(time.Now(), d)
 	}
 }
 

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 
 	"github.com/huddle-lan/huddle/internal/wire"
@@ -59,15 +60,33 @@ func (r *Node) Multicast(ctx context.Context, service, payload []byte, order wir
 	}
 }
 
+// takeSends takes the Multicast calls already waiting, without blocking.
+func (r *Node) takeSends() {
+	for {
+		select {
+		case req := <-r.sendc:
+			r.pending = append(r.pending, req)
+		default:
+			return
+		}
+	}
+}
+
 // sendPending hands waiting Multicast calls to the core in arrival order,
-// as far as the window allows.
+// as far as the window allows. Calls withdrawn while waiting are dropped,
+// so that callers giving up do not pile up behind a full window.
 func (r *Node) sendPending() {
+	r.pending = slices.DeleteFunc(r.pending, func(req *sendReq) bool { return req.state.Load() == reqWithdrawn })
 	for len(r.pending) > 0 {
 		req := r.pending[0]
 		if !r.core.Fits(len(req.service), len(req.payload)) {
-			r.windowFull++
+			if !r.sendBlocked {
+				r.sendBlocked = true
+				r.windowFull++
+			}
 			return
 		}
+		r.sendBlocked = false
 		r.pending = r.pending[1:]
 		// Take the call before sending it: a caller who withdrew first
 		// must find its message unsent.

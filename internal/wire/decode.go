@@ -133,7 +133,7 @@ func (d *Decoder) body(env *Envelope) error {
 }
 
 func (d *Decoder) dataFields(m *Data) (err error) {
-	if m.Seq, err = d.uint(); err != nil {
+	if m.Seq, err = d.seq(); err != nil {
 		return err
 	}
 	o, err := d.uintMax(uint64(Safe))
@@ -196,7 +196,7 @@ func (d *Decoder) nack(m *Nack) (err error) {
 	if m.SourceInc, err = d.uint(); err != nil {
 		return err
 	}
-	if m.Attempt, err = d.uint(); err != nil {
+	if m.Attempt, err = d.uintMax(MaxAttempt); err != nil {
 		return err
 	}
 	n, err := d.countOf(1)
@@ -209,10 +209,10 @@ func (d *Decoder) nack(m *Nack) (err error) {
 	m.Ranges = grow(m.Ranges, n/2)
 	for i := range m.Ranges {
 		r := &m.Ranges[i]
-		if r.First, err = d.uint(); err != nil {
+		if r.First, err = d.seq(); err != nil {
 			return err
 		}
-		if r.Last, err = d.uint(); err != nil {
+		if r.Last, err = d.seq(); err != nil {
 			return err
 		}
 		if r.Last < r.First {
@@ -236,10 +236,10 @@ func (d *Decoder) session(m *Session) (err error) {
 	if m.Sent, err = d.int(); err != nil {
 		return err
 	}
-	if m.Seq, err = d.uint(); err != nil {
+	if m.Seq, err = d.seq(); err != nil {
 		return err
 	}
-	if m.Low, err = d.uint(); err != nil {
+	if m.Low, err = d.seq(); err != nil {
 		return err
 	}
 	n, err := d.countOf(minPeerStateBytes)
@@ -265,7 +265,7 @@ func (d *Decoder) peerState(p *PeerState) (err error) {
 	if p.Inc, err = d.uint(); err != nil {
 		return err
 	}
-	if p.Seq, err = d.uint(); err != nil {
+	if p.Seq, err = d.seq(); err != nil {
 		return err
 	}
 	if p.Echo, err = d.int(); err != nil {
@@ -310,6 +310,9 @@ func (d *Decoder) uint() (uint64, error) {
 	v, err := d.dec.DecodeUint64()
 	return v, d.wrap(err)
 }
+
+// seq reads a sequence number, which is below MaxSeq.
+func (d *Decoder) seq() (uint64, error) { return d.uintMax(MaxSeq - 1) }
 
 func (d *Decoder) uintMax(max uint64) (uint64, error) {
 	v, err := d.uint()

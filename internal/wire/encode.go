@@ -76,7 +76,7 @@ func bodyFields(env *Envelope) (int, error) {
 	case KindSession:
 		return 4, nil
 	}
-	return 0, fmt.Errorf("%w: cannot encode %v", ErrUnknownKind, env.Kind)
+	return 0, fmt.Errorf("%w: %v has no codec in this version", ErrUnknownKind, env.Kind)
 }
 
 func (e *Encoder) data(d *Data) {

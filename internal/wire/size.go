@@ -65,8 +65,6 @@ func DataSize(d *Data) int {
 
 // Sizes of the envelopes that carry data, for packing.
 const (
-	// DataFields is the number of fields DataSize covers.
-	DataFields = dataFields
 	// RepairExtra bounds what a repair adds to a data message's size: the
 	// source and its incarnation, at most 9 bytes each.
 	RepairExtra = 18
@@ -75,8 +73,6 @@ const (
 	// BatchEntryExtra is what each message adds in a batch besides its
 	// fields: its own array header.
 	BatchEntryExtra = 1
-	// MaxBatchHeader bounds a batch's list header.
-	MaxBatchHeader = 5
 )
 
 // DataEnvelopeSize is the exact size of a KindData envelope with header h and data d.

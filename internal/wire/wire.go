@@ -14,6 +14,15 @@ const MagicVersion = 0x48<<8 | Version
 // fields change; new kinds only append to the Kind list.
 const Version = 1
 
+// MaxSeq bounds sequence numbers: a datagram carrying one at or above it is
+// malformed. No sender sends 2^62 messages, and the bound leaves room for
+// arithmetic on sequence numbers that can never overflow.
+const MaxSeq = 1 << 62
+
+// MaxAttempt bounds a NACK's attempt number (a requester backs off a few
+// times, not thousands).
+const MaxAttempt = 255
+
 // HeaderFields is the number of array elements before the kind's fields.
 const HeaderFields = 7
 
@@ -200,7 +209,7 @@ func itoa(v uint64) string {
 func NewEnvelope(maxDatagram int) *Envelope {
 	return &Envelope{
 		Batch:   make([]Data, 0, maxDatagram/minDataBytes),
-		Nack:    Nack{Ranges: make([]SeqRange, 0, maxDatagram/minRangeBytes/2)},
+		Nack:    Nack{Ranges: make([]SeqRange, 0, maxDatagram/minRangeBytes)},
 		Session: Session{Peers: make([]PeerState, 0, maxDatagram/minPeerStateBytes)},
 	}
 }

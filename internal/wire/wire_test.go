@@ -164,6 +164,24 @@ func TestDecodeRejects(t *testing.T) {
 	}
 }
 
+func TestDecodeBounds(t *testing.T) {
+	enc, dec := NewEncoder(), NewDecoder()
+	hugeSeq := *samples()[0]
+	hugeSeq.Data.Seq = MaxSeq
+	hugeRange := *samples()[2]
+	hugeRange.Nack.Ranges = []SeqRange{{1, MaxSeq}}
+	hugeAttempt := *samples()[2]
+	hugeAttempt.Nack.Attempt = MaxAttempt + 1
+	hugeLow := *samples()[4]
+	hugeLow.Session.Low = 1 << 63
+	for name, e := range map[string]*Envelope{"seq": &hugeSeq, "range": &hugeRange, "attempt": &hugeAttempt, "low": &hugeLow} {
+		b, _ := enc.Append(nil, e)
+		if err := dec.Decode(b, NewEnvelope(1400)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s out of bounds: Decode = %v, want ErrMalformed", name, err)
+		}
+	}
+}
+
 func TestViewID(t *testing.T) {
 	a, b, c := ViewID{1, 9}, ViewID{2, 1}, ViewID{2, 3}
 	if !a.Less(b) || !b.Less(c) || c.Less(a) || a.Less(a) {
