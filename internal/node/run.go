@@ -217,9 +217,7 @@ func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 			r.pending = append(r.pending, req)
 			r.takeSends() // callers of this turn share its datagrams
 		case <-timer.C:
-			// A timer that fires late means this process did not run:
-			// the peers were not silent, we were deaf.
-			r.noticePause(time.Since(due))
+			r.checkPause(&due)
 			// Datagrams already read are news of peers: take them before
 			// the clock judges anyone silent.
 			r.drain(ctl)
@@ -230,6 +228,10 @@ func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 		case <-stats:
 			r.logStats("periodic")
 		}
+		// Whatever woke the loop, a timer deadline long past means this
+		// process did not run (frozen, starved, blocked): the peers were
+		// not silent, we were deaf.
+		r.checkPause(&due)
 		r.sendPending()
 		r.pump(time.Now())
 		r.afterStep()
@@ -295,6 +297,15 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// checkPause reports how far past due the loop woke as a pause, once.
+func (r *Node) checkPause(due *time.Time) {
+	now := time.Now()
+	if now.After(*due) {
+		r.noticePause(now.Sub(*due))
+		*due = now
+	}
 }
 
 // noticePause reports a stretch of d during which the loop could not read
