@@ -203,7 +203,7 @@ func (e *env) runGroup(b *testing.B, l *lab.LAN, spec groupSpec) *groupRun {
 		if n.proc.Exited() {
 			continue
 		}
-		if kb, err := procStatus(n.proc.PID(), "VmHWM"); err == nil {
+		if kb, err := lab.ProcStatus(n.proc.PID(), "VmHWM"); err == nil {
 			n.hwmKB = kb
 		}
 		if cpu, comm, err := procCPU(n.proc.PID()); err == nil && comm == "huddle" {

@@ -29,23 +29,6 @@ func parseUDPDrops(listing string, port int) (int64, bool) {
 	return sum, found
 }
 
-// procStatus returns a field of /proc/<pid>/status in kB (VmHWM, VmRSS).
-func procStatus(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
-				return strconv.ParseInt(f[0], 10, 64)
-			}
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
-}
-
 // procCPU returns the user+system CPU time of pid in seconds, and its
 // command name.
 func procCPU(pid int) (float64, string, error) {

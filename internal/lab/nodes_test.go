@@ -145,24 +145,6 @@ func statsLine(s logcheck.Stats, names ...string) string {
 	return b.String()
 }
 
-// procStatus returns a field of /proc/pid/status in kB (VmRSS, VmHWM).
-func procStatus(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			f := strings.Fields(v)
-			if len(f) == 0 {
-				break
-			}
-			return strconv.ParseInt(f[0], 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
-}
-
 // huddlePID returns the PID of the huddle process p runs: p.PID() itself
 // when `ip netns exec` (and nsenter) exec'd it in place, as iproute2 does
 // outside batch mode; else p's only child, if it runs bin. Signals and

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -155,4 +156,22 @@ func (l *LAN) ExecContext(ctx context.Context, host int, argv ...string) ([]byte
 		return nil, errors.New("lab: exec: empty command")
 	}
 	return l.run.runContext(ctx, "", append([]string{"ip", "netns", "exec", h.Netns}, argv...)...)
+}
+
+// ProcStatus returns a field of /proc/<pid>/status in kB, such as VmRSS
+// (resident memory now) or VmHWM (its peak).
+func ProcStatus(pid int, field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			if f := strings.Fields(v); len(f) > 0 {
+				return strconv.ParseInt(f[0], 10, 64)
+			}
+			break
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
 }

@@ -83,7 +83,7 @@ func sampleRSS(t *testing.T, pid int, d time.Duration) []rss {
 	t.Helper()
 	var out []rss
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
-		kB, err := procStatus(pid, "VmRSS")
+		kB, err := lab.ProcStatus(pid, "VmRSS")
 		if err != nil {
 			t.Fatalf("sender: %v", err)
 		}
