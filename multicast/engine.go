@@ -57,6 +57,8 @@ type Engine struct {
 	own         *stream            // what we send
 	timers      timerHeap
 	nextSession time.Time
+	fullSince   time.Time   // since when the send window has been full; zero when it is not
+	lagReported bool        // the laggards of this full window were reported
 	sendq       []uint64    // own seqs to transmit at the next flush
 	batchBuf    []wire.Data // backing array of the batches packed from sendq
 	out         []wire.Envelope
@@ -74,6 +76,7 @@ const (
 	PeerLost                           // a peer stayed silent for the suspect timeout
 	PeerConflict                       // another live node uses this node's ID
 	StreamSkipped                      // messages of a source were lost for good (Skipped of them)
+	PeerLagging                        // a live peer has held our send window full for a suspect timeout (Behind messages)
 )
 
 // Event is something the node should know about (and log).
@@ -86,6 +89,8 @@ type Event struct {
 	Silent    time.Duration // PeerLost: how long it was silent
 	From      uint64        // StreamSkipped: first seq lost
 	Skipped   uint64        // StreamSkipped: how many
+	Behind    uint64        // PeerLagging: how many of our messages it has not reported
+	Held      time.Duration // PeerLagging: how long the window has been full
 }
 
 // Delivery is one message delivered to the layer above, in its source's
@@ -171,6 +176,7 @@ func (e *Engine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
 func (e *Engine) Tick(now time.Time) {
 	e.fireTimers(now)
 	e.refreshOwn()
+	e.checkLagging(now)
 	if !now.Before(e.nextSession) {
 		e.packData() // the session message announces what was queued before it
 		e.sendSession(now)

@@ -394,3 +394,29 @@ func TestSkipDeliversWhatIsHeld(t *testing.T) {
 		t.Fatalf("skipped %d, want just message 2", s.Skipped)
 	}
 }
+
+func TestLaggingPeerIsReported(t *testing.T) {
+	e := New(Options{Self: 1, Inc: 100, Group: 7, Heartbeat: hb, SuspectTimeout: suspect, Window: 16}, t0)
+	e.Step(t0, addr2, session(2, 5, t0))                                           // 2 reports nothing of ours
+	e.Step(t0, addr2, session(3, 5, t0, wire.PeerState{ID: 1, Inc: 100, Seq: 16})) // 3 keeps up
+	for i := range 16 {
+		if _, err := e.Multicast(nil, []byte{byte(i)}, wire.FIFO, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.TakeEvents()
+	var lagging []Event
+	for now := t0; now.Before(t0.Add(suspect + 2*hb)); now = now.Add(hb / 2) {
+		e.Step(now, addr2, session(2, 5, now))
+		e.Step(now, addr2, session(3, 5, now, wire.PeerState{ID: 1, Inc: 100, Seq: 16}))
+		e.Tick(now)
+		for _, ev := range e.TakeEvents() {
+			if ev.Kind == PeerLagging {
+				lagging = append(lagging, ev)
+			}
+		}
+	}
+	if len(lagging) != 1 || lagging[0].Peer != 2 || lagging[0].Behind != 16 || lagging[0].Held < suspect {
+		t.Fatalf("lagging events %+v, want one for peer 2, 16 behind, after the suspect timeout", lagging)
+	}
+}

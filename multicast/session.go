@@ -242,6 +242,35 @@ func (e *Engine) expirePeers(now time.Time) {
 	}
 }
 
+// checkLagging reports the peers that have held our send window full for
+// a suspect timeout: those whose receive report of our stream is the
+// lowest. DESIGN: a member that stays too far behind is reported, then
+// suspected; the report is this layer's part, the suspicion membership's.
+func (e *Engine) checkLagging(now time.Time) {
+	if e.Unstable() < e.opt.Window {
+		e.fullSince, e.lagReported = time.Time{}, false
+		return
+	}
+	if e.fullSince.IsZero() {
+		e.fullSince = now
+	}
+	if e.lagReported || now.Sub(e.fullSince) < e.opt.SuspectTimeout {
+		return
+	}
+	e.lagReported = true
+	for _, id := range e.peerIDs() {
+		r, ok := e.peers[id].reports[e.opt.Self]
+		seq := r.seq
+		if !ok || r.inc != e.opt.Inc {
+			seq = 0
+		}
+		if seq <= e.own.stable {
+			e.events = append(e.events, Event{Kind: PeerLagging, Peer: id, Inc: e.peers[id].inc,
+				Behind: e.own.received() - seq, Held: now.Sub(e.fullSince)})
+		}
+	}
+}
+
 // forgetAfter is how many suspect timeouts a lost source's stream is kept,
 // in case the source comes back (a frozen process thawing).
 const forgetAfter = 10

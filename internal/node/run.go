@@ -376,6 +376,10 @@ func (r *Node) logEvent(ev multicast.Event) {
 		r.log.Warn().Str("event", "stream.skipped").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
 			Uint64("from_seq", ev.From).Uint64("count", ev.Skipped).
 			Msg("messages lost for good: the sender went on without this node and no longer holds them")
+	case multicast.PeerLagging:
+		r.log.Warn().Str("event", "peer.lagging").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
+			Uint64("behind", ev.Behind).Int64("held_ms", ev.Held.Milliseconds()).
+			Msg("a live peer has not acknowledged this node's messages and holds its send window full")
 	case multicast.PeerConflict:
 		if !r.warned["conflict"] {
 			r.warned["conflict"] = true
