@@ -172,10 +172,7 @@ func (e *Engine) onNack(now time.Time, p *peer, n *wire.Nack) {
 	for _, r := range n.Ranges {
 		for s := r.First; s <= r.Last && budget > 0; s++ {
 			budget--
-			e.onRequest(now, p, st, s, n.Attempt)
-			if s == ^uint64(0) {
-				break
-			}
+			e.onRequest(now, p, st, s, n.Attempt) // s < wire.MaxSeq: s++ cannot wrap
 		}
 	}
 }

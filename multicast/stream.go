@@ -104,10 +104,11 @@ func (e *Engine) receive(now time.Time, st *stream, d *wire.Data, reveal bool) {
 		e.stats.Duplicates++
 		return
 	}
-	if !st.ring.put(owned(d)) {
+	if !st.ring.fits(s) {
 		e.stats.Overrun++
 		return
 	}
+	st.ring.put(owned(d))
 	if g := st.gaps[s]; g != nil {
 		e.stats.GapsRecovered++
 		e.stats.Recovery.Add(now.Sub(g.detected))
