@@ -221,12 +221,14 @@ func (e *Engine) onRequest(now time.Time, p *peer, st *stream, s, attempt uint64
 		e.sendRepair(now, st, s, r)
 		return
 	}
-	if _, live := e.peers[st.src]; live && attempt == 0 {
-		// While the source is alive, a first request is its to answer;
-		// other holders step in for retries, which mean its repair was
-		// lost. (SRM lets every holder race the source with a timer; on
-		// a busy host the source's repair often loses that race by
-		// scheduling delay alone, doubling the repairs.)
+	if _, live := e.peers[st.src]; live && attempt < 2 {
+		// While the source is alive, requests are its to answer; other
+		// holders step in from the second retry on, which means its
+		// repairs keep getting lost or it is too busy to send them. (SRM
+		// lets every holder race the source with a timer; on a busy host
+		// the source's repair often loses that race by scheduling delay
+		// alone, and a first retry is usually answered by the source too:
+		// both doubled the repairs.)
 		return
 	}
 	r.pending = true
