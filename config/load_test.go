@@ -270,7 +270,7 @@ func everything() Config {
 		SendCount:       5000,
 		Duration:        ms(60000),
 		TraceDeliveries: true,
-		SRM:             SRM{C1: 1.5, C2: 3, D1: 0.5, D2: 2.25, MinDelay: ms(2)},
+		SRM:             SRM{C1: 1.5, C2: 2.5, D1: 0.5, D2: 2.25, MinDelay: ms(2)},
 		Log:             Log{Level: "debug", Format: "console", File: "/var/log/huddle.log"},
 		Election:        Election{Algorithm: "bully", Every: ms(1500)},
 		Mutex:           Mutex{Quorum: 5},

@@ -21,7 +21,7 @@ type Options struct {
 	MaxMessage     int           // largest message, reassembled, bytes (default 1 MiB)
 
 	// SRM timer constants (Floyd et al. 1997 §III): requests wait
-	// uniform [C1·d, (C1+C2)·d], repairs [D1·d, (D1+D2)·d]. Defaults 1, 2, 1, 1.
+	// uniform [C1·d, (C1+C2)·d], repairs [D1·d, (D1+D2)·d]. Defaults 1, 3, 1, 1.
 	C1, C2, D1, D2 float64
 	// MinDelay is the floor on the one-way delay d used in those timers
 	// (default 500µs). On a LAN the measured delay is tens of
@@ -116,7 +116,7 @@ func New(opt Options, now time.Time) *Engine {
 
 func withDefaults(o Options) Options {
 	if o.C1 == 0 && o.C2 == 0 && o.D1 == 0 && o.D2 == 0 {
-		o.C1, o.C2, o.D1, o.D2 = 1, 2, 1, 1
+		o.C1, o.C2, o.D1, o.D2 = 1, 3, 1, 1
 	}
 	if o.DatagramSize == 0 {
 		o.DatagramSize = 1400
