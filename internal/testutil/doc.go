@@ -29,4 +29,15 @@
 //
 // The package registers the -seed flag, so a test binary must not define
 // its own.
+//
+// Tests that need real sockets start with
+//
+//	if !testutil.PrivateNetwork(t) {
+//		return
+//	}
+//
+// which re-runs the test in a fresh user and network namespace (unshare
+// -rn) holding only a multicast-capable loopback, so that nothing it sends
+// can leave the machine; where namespaces cannot be made, it skips and
+// says why.
 package testutil
