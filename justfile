@@ -24,9 +24,10 @@ ci:
 soak:
     HUDDLE_TEST_SOAK=10 go test ./...
 
-# search for datagrams that break the decoder
+# search for datagrams that break the decoder or the protocol engine
 fuzz time="2m":
     go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime {{time}} ./internal/wire
+    go test -run '^$' -fuzz '^FuzzEngine$' -fuzztime {{time}} ./multicast
 
 # wire codec benchmarks
 bench:
