@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 )
 
@@ -43,9 +44,15 @@ func New(o Options, stderr io.Writer) (zerolog.Logger, io.Closer, error) {
 		w, closer = f, f
 	}
 	if o.Format == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: o.File != ""}
+		// Colours only for a terminal: a file or a pipe gets plain text.
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !isTerminal(w)}
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), closer, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 type nopCloser struct{}
