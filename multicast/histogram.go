@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// Histogram counts durations in log-linear buckets: eight buckets per
-// power of two, so a quantile is exact to within 12.5 %, from 1 µs to
-// hours, in a fixed 4 KiB. It is what recovery latency is measured with.
+// Histogram counts durations in log-linear buckets: sixteen buckets per
+// power of two, so a quantile is exact to within 6.25 %, from 1 µs to
+// hours, in a fixed 8 KiB. It is what recovery latency is measured with.
 type Histogram struct {
 	counts [histBuckets]uint64
 	total  uint64
@@ -15,7 +15,7 @@ type Histogram struct {
 }
 
 const (
-	histSubBits = 3
+	histSubBits = 4
 	histSub     = 1 << histSubBits // buckets per power of two
 	histBuckets = 64 * histSub
 )
@@ -60,7 +60,7 @@ func (h *Histogram) Count() uint64 { return h.total }
 func (h *Histogram) Max() time.Duration { return h.max }
 
 // Quantile returns an upper bound of the q-quantile (0 < q ≤ 1), within
-// 12.5 %; 0 when empty.
+// 6.25 %; 0 when empty.
 func (h *Histogram) Quantile(q float64) time.Duration {
 	if h.total == 0 {
 		return 0

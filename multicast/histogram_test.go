@@ -35,8 +35,8 @@ func TestHistogramQuantiles(t *testing.T) {
 	for _, q := range []float64{0.5, 0.9, 0.99} {
 		exact := all[int(q*float64(len(all)))-1]
 		got := h.Quantile(q)
-		if got < exact || float64(got) > float64(exact)*1.13+float64(time.Microsecond) {
-			t.Errorf("p%v = %v, exact %v: want an upper bound within 12.5 %%", q*100, got, exact)
+		if got < exact || float64(got) > float64(exact)*1.0625+float64(time.Microsecond) {
+			t.Errorf("p%v = %v, exact %v: want an upper bound within 6.25 %%", q*100, got, exact)
 		}
 	}
 	if h.Max() != all[len(all)-1] || h.Count() != 10000 {
