@@ -162,7 +162,7 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "huddle:", err)
 		return exitFailure
 	}
-	if err := node.Run(ctx, node.Options{Config: cfg, Transport: conn, Control: ctl, Log: log, Inc: node.NewIncarnation()}); err != nil {
+	if err := node.Run(ctx, node.Options{Config: cfg, Transport: conn, Control: ctl, Log: log, Inc: node.NewIncarnation(), PreciseTimer: true}); err != nil {
 		fmt.Fprintln(stderr, "huddle:", err)
 		return exitFailure
 	}

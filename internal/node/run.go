@@ -26,9 +26,13 @@ type Options struct {
 	// a NACK behind the sender's own looped-back data. Nil: everything
 	// travels on Transport.
 	Control multicast.Transport
-	Log     zerolog.Logger // already carries the node field
-	Inc     uint64         // this start's incarnation (NewIncarnation)
-	Seed    uint64         // protocol randomness; 0 = derived from Inc
+	// PreciseTimer wakes the loop with a timerfd (Linux) instead of the
+	// Go runtime's timers, which round to the millisecond. Real nodes
+	// want it; tests in virtual time (testing/synctest) must not use it.
+	PreciseTimer bool
+	Log          zerolog.Logger // already carries the node field
+	Inc          uint64         // this start's incarnation (NewIncarnation)
+	Seed         uint64         // protocol randomness; 0 = derived from Inc
 }
 
 // NewIncarnation returns a fresh incarnation number: the start time in
@@ -187,7 +191,7 @@ func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 	// due is when the timer should fire: its deadline, or when it was
 	// armed if that deadline had passed already.
 	due := later(r.deadline(), time.Now())
-	timer := time.NewTimer(time.Until(due))
+	timer := r.newTimer(time.Until(due))
 	defer timer.Stop()
 	var stats <-chan time.Time
 	if iv := r.o.Config.StatsInterval.D(); iv > 0 {
@@ -216,7 +220,7 @@ func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 		case req := <-r.sendc:
 			r.pending = append(r.pending, req)
 			r.takeSends() // callers of this turn share its datagrams
-		case <-timer.C:
+		case <-timer.C():
 			r.checkPause(&due)
 			// Datagrams already read are news of peers: take them before
 			// the clock judges anyone silent.
@@ -250,6 +254,17 @@ func (r *Node) write(t multicast.Transport, out [][]byte) {
 		r.warnOnce("send", err.Error(), netip.AddrPort{})
 	}
 	r.noticePause(time.Since(start))
+}
+
+// newTimer returns the loop's timer: a precise one when Options ask for it
+// and the system has one, else the Go runtime's.
+func (r *Node) newTimer(d time.Duration) loopTimer {
+	if r.o.PreciseTimer {
+		if t, err := newPreciseTimer(d); err == nil {
+			return t
+		}
+	}
+	return newGoTimer(d)
 }
 
 // deadline is when the loop must wake up without a datagram: the core's
