@@ -44,7 +44,7 @@ func scale(d time.Duration, f float64) time.Duration { return time.Duration(floa
 func (e *Engine) armRequest(now time.Time, st *stream, s uint64, g *gap) {
 	d := e.delay(st.src)
 	b := min(max(g.backoff, 1)-1, maxBackoff)
-	lo, hi := scale(d, e.opt.C1)<<b, scale(d, e.opt.C1+e.opt.C2)<<b
+	lo, hi := scale(d, e.opt.C1)<<b, scale(d, e.opt.C1+e.spread(st))<<b
 	if g.backoff > 0 && 2*st.answer > lo {
 		lo, hi = 2*st.answer, 2*st.answer+hi-lo
 	}
@@ -52,6 +52,40 @@ func (e *Engine) armRequest(now time.Time, st *stream, s uint64, g *gap) {
 	g.due = now.Add(e.uniform(lo, hi))
 	g.ignoreTill = now.Add(lo / 2)
 	e.timers.arm(timer{at: g.due, kind: requestTimer, src: st.src, inc: st.inc, seq: s, gen: g.gen})
+}
+
+// Bounds of the adapted request spread C2, and the duplicate requests per
+// loss it aims between.
+const (
+	minSpread, maxSpread = 1.0, 12.0
+	dupsHigh, dupsLow    = 0.5, 0.2
+)
+
+// spread is st's request-timer spread C2: it starts at the configured C2
+// and adapts to the losses this node sees from that source (adapt).
+func (e *Engine) spread(st *stream) float64 {
+	if st.c2 == 0 {
+		st.c2 = e.opt.C2
+	}
+	return st.c2
+}
+
+// adapt is SRM's adaptive request timer (Floyd et al. 1997, §VI-A),
+// reduced to its spread: after each recovered loss it learns how many
+// requests beyond the first were made for it. When losses are shared (a
+// sender's datagram lost for many receivers) duplicates appear and the
+// spread widens until one request suppresses the others; when losses are
+// independent there are none, and the spread narrows, which recovers
+// sooner. The paper's target is about one request per loss.
+func (e *Engine) adapt(st *stream, dups int) {
+	st.dups += (float64(dups) - st.dups) / 4
+	c2 := e.spread(st)
+	switch {
+	case st.dups > dupsHigh:
+		st.c2 = min(c2+0.25, maxSpread)
+	case st.dups < dupsLow:
+		st.c2 = max(c2-0.05, minSpread)
+	}
 }
 
 // lookup returns the stream of src at incarnation inc, or nil.
@@ -124,6 +158,7 @@ func (e *Engine) request(now time.Time, st *stream) {
 			g := st.gaps[s]
 			g.backoff++
 			g.askedAt = now
+			g.requests++
 			e.stats.NackedSeqs++
 			e.armRequest(now, st, s, g)
 		}
@@ -179,6 +214,7 @@ func (e *Engine) onNack(now time.Time, p *peer, n *wire.Nack) {
 
 func (e *Engine) onRequest(now time.Time, p *peer, st *stream, s, attempt uint64) {
 	if g := st.gaps[s]; g != nil {
+		g.requests++
 		if now.Before(g.ignoreTill) {
 			return // already backed off for this round of requests
 		}

@@ -36,6 +36,7 @@ type Stats struct {
 	BufferBytes int       // their payload bytes
 	Unstable    int       // own messages not yet stable (the send window's use)
 	Recovery    Histogram // gap detected → message received
+	Spread      float64   // the adapted request spread C2, averaged over the sources heard
 }
 
 // Stats returns the engine's counters.
@@ -47,6 +48,7 @@ func (e *Engine) Stats() Stats {
 	for _, st := range e.streams {
 		s.Buffered += st.ring.count
 		s.BufferBytes += st.ring.bytes
+		s.Spread += e.spread(st) / float64(len(e.streams))
 	}
 	return s
 }

@@ -20,6 +20,8 @@ type stream struct {
 	ring     ring   // messages held, from stable+1 on
 	gaps     map[uint64]*gap
 	answer   time.Duration // smoothed time from our request to its repair
+	c2       float64       // this source's request-timer spread, adapted (SRM §VI); 0 = not yet set
+	dups     float64       // smoothed duplicate requests per loss of this source
 	repairs  map[uint64]*repairState
 	frag     []byte    // payload of a fragmented message being reassembled
 	fragSeq  uint64    // seq of its first fragment
@@ -35,6 +37,7 @@ type gap struct {
 	due        time.Time // when the armed request timer fires
 	ignoreTill time.Time // SRM: requests heard before this do not back off again
 	askedAt    time.Time // when this node last requested it; zero = never
+	requests   int       // requests for it this node sent or heard
 	backoff    uint      // SRM exponential back-off: the request interval is multiplied by 2^backoff
 	gen        uint32    // generation of the armed request timer
 }
@@ -114,6 +117,9 @@ func (e *Engine) receive(now time.Time, st *stream, d *wire.Data, reveal bool) {
 		e.stats.Recovery.Add(now.Sub(g.detected))
 		if !g.askedAt.IsZero() {
 			st.answer = smooth(st.answer, now.Sub(g.askedAt))
+		}
+		if g.requests > 0 {
+			e.adapt(st, g.requests-1)
 		}
 		delete(st.gaps, s)
 	}

@@ -450,6 +450,7 @@ func (r *Node) logStats(why string) {
 		Int64("recovery_p50_us", ms.Recovery.Quantile(0.5).Microseconds()).
 		Int64("recovery_p99_us", ms.Recovery.Quantile(0.99).Microseconds()).
 		Int64("recovery_max_us", ms.Recovery.Max().Microseconds()).
+		Float64("srm_spread", ms.Spread).
 		Msg("stats")
 }
 
