@@ -153,11 +153,11 @@ type SRM struct {
 	// C1 and C2 place the request (NACK) timer uniformly in
 	// [C1·d, (C1+C2)·d]. Larger C2 spreads the timers of receivers that
 	// share a loss, so that one request suppresses the others, at the cost
-	// of slower recovery. Defaults C1=1, C2=3: the paper's C1=2 only
-	// delays recovery on a LAN, where the spread C2·min_delay (1.5 ms)
-	// does the suppressing; measured on a virtual LAN with 8 receivers
-	// sharing 5 % loss, C2=2 gave 2.0 NACKs per loss and C2=3 1.8, for
-	// about half a millisecond more recovery. 0 to 100; C2>0.
+	// of slower recovery. C2 is where the spread starts: each node then
+	// adapts it per sender between 1 and 12 (SRM §VI-A), wider while
+	// losses draw duplicate requests, narrower while they do not.
+	// Defaults C1=1, C2=3: the paper's C1=2 only delays recovery on a LAN,
+	// where the spread C2·min_delay does the suppressing. 0 to 100; C2>0.
 	C1 float64 `toml:"c1"`
 	C2 float64 `toml:"c2"`
 	// D1 and D2 place the repair timer uniformly in [D1·d', (D1+D2)·d'].
