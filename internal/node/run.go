@@ -190,9 +190,11 @@ func (x *reader) stop() {
 func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) error {
 	// due is when the timer should fire: its deadline, or when it was
 	// armed if that deadline had passed already.
-	due := later(r.deadline(), time.Now())
+	armed := r.deadline()
+	due := later(armed, time.Now())
 	timer := r.newTimer(time.Until(due))
 	defer timer.Stop()
+	pending := true // the timer is armed for `armed` and has not fired
 	var stats <-chan time.Time
 	if iv := r.o.Config.StatsInterval.D(); iv > 0 {
 		t := time.NewTicker(iv)
@@ -221,6 +223,7 @@ func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 			r.pending = append(r.pending, req)
 			r.takeSends() // callers of this turn share its datagrams
 		case <-timer.C():
+			pending = false
 			r.checkPause(&due)
 			// Datagrams already read are news of peers: take them before
 			// the clock judges anyone silent.
@@ -239,8 +242,12 @@ func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 		r.sendPending()
 		r.pump(time.Now())
 		r.afterStep()
-		due = later(r.deadline(), time.Now())
-		timer.Reset(time.Until(due))
+		// Re-arm only for a new deadline: on most turns it has not
+		// moved, and re-arming costs a system call with a timerfd.
+		if next := r.deadline(); !pending || !next.Equal(armed) {
+			armed, due, pending = next, later(next, time.Now()), true
+			timer.Reset(time.Until(due))
+		}
 	}
 }
 
