@@ -425,15 +425,15 @@ func TestSpreadAdapts(t *testing.T) {
 	e := newEngine(1)
 	e.Step(t0, addr2, data(2, 5, 1))
 	st := e.streams[2]
-	start := e.spread(st)
+	start := st.c2
 	for range 40 {
 		e.adapt(st, 3) // shared losses: every loss drew three extra requests
 	}
-	wide := e.spread(st)
+	wide := st.c2
 	for range 400 {
 		e.adapt(st, 0) // independent losses: one request each
 	}
-	narrow := e.spread(st)
+	narrow := st.c2
 	if !(wide > start && wide <= maxSpread && narrow < wide && narrow >= minSpread) {
 		t.Fatalf("spread %v -> %v with duplicates -> %v without; want it to widen, then narrow, within [%v, %v]",
 			start, wide, narrow, minSpread, maxSpread)

@@ -63,9 +63,6 @@ func (e *Engine) Fits(serviceLen, payloadLen int) bool {
 // yet held by every live peer: what the send window limits.
 func (e *Engine) Unstable() int { return int(e.own.received() - e.own.stable) }
 
-// Window is the configured send window.
-func (e *Engine) Window() int { return e.opt.Window }
-
 // fragmentSize is the most payload bytes one fragment may carry so that it
 // fits one datagram both as data and as a repair, with the largest header
 // and sequence numbers.

@@ -44,7 +44,7 @@ func scale(d time.Duration, f float64) time.Duration { return time.Duration(floa
 func (e *Engine) armRequest(now time.Time, st *stream, s uint64, g *gap) {
 	d := e.delay(st.src)
 	b := min(max(g.backoff, 1)-1, maxBackoff)
-	lo, hi := scale(d, e.opt.C1)<<b, scale(d, e.opt.C1+e.spread(st))<<b
+	lo, hi := scale(d, e.opt.C1)<<b, scale(d, e.opt.C1+st.c2)<<b
 	if g.backoff > 0 && 2*st.answer > lo {
 		lo, hi = 2*st.answer, 2*st.answer+hi-lo
 	}
@@ -61,15 +61,6 @@ const (
 	dupsHigh, dupsLow    = 0.5, 0.2
 )
 
-// spread is st's request-timer spread C2: it starts at the configured C2
-// and adapts to the losses this node sees from that source (adapt).
-func (e *Engine) spread(st *stream) float64 {
-	if st.c2 == 0 {
-		st.c2 = e.opt.C2
-	}
-	return st.c2
-}
-
 // adapt is SRM's adaptive request timer (Floyd et al. 1997, §VI-A),
 // reduced to its spread: after each recovered loss it learns how many
 // requests beyond the first were made for it. When losses are shared (a
@@ -79,12 +70,11 @@ func (e *Engine) spread(st *stream) float64 {
 // sooner. The paper's target is about one request per loss.
 func (e *Engine) adapt(st *stream, dups int) {
 	st.dups += (float64(dups) - st.dups) / 4
-	c2 := e.spread(st)
 	switch {
 	case st.dups > dupsHigh:
-		st.c2 = min(c2+0.25, maxSpread)
+		st.c2 = min(st.c2+0.25, maxSpread)
 	case st.dups < dupsLow:
-		st.c2 = max(c2-0.05, minSpread)
+		st.c2 = max(st.c2-0.05, minSpread)
 	}
 }
 

@@ -48,7 +48,7 @@ func (e *Engine) Stats() Stats {
 	for _, st := range e.streams {
 		s.Buffered += st.ring.count
 		s.BufferBytes += st.ring.bytes
-		s.Spread += e.spread(st) / float64(len(e.streams))
+		s.Spread += st.c2 / float64(len(e.streams))
 	}
 	return s
 }

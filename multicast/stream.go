@@ -20,7 +20,7 @@ type stream struct {
 	ring     ring   // messages held, from stable+1 on
 	gaps     map[uint64]*gap
 	answer   time.Duration // smoothed time from our request to its repair
-	c2       float64       // this source's request-timer spread, adapted (SRM §VI); 0 = not yet set
+	c2       float64       // this source's request-timer spread C2, adapted (SRM §VI-A)
 	dups     float64       // smoothed duplicate requests per loss of this source
 	repairs  map[uint64]*repairState
 	frag     []byte    // payload of a fragmented message being reassembled
@@ -77,6 +77,7 @@ func (e *Engine) streamFor(src, inc, first uint64) *stream {
 		return nil
 	}
 	st = newStream(src, inc, max(first, 1), e.ringSize())
+	st.c2 = e.opt.C2
 	e.streams[src] = st
 	return st
 }

@@ -162,12 +162,6 @@ func (c *Core) Paused(now time.Time, d time.Duration) { c.mc.Paused(now, d) }
 // Fits reports whether a message of these sizes fits the send window now.
 func (c *Core) Fits(serviceLen, payloadLen int) bool { return c.mc.Fits(serviceLen, payloadLen) }
 
-// Unstable and Window tell how full the send window is.
-func (c *Core) Unstable() int { return c.mc.Unstable() }
-
-// Window is the send window's size.
-func (c *Core) Window() int { return c.mc.Window() }
-
 // TakeDeliveries returns the messages delivered since the last call; their
 // bytes stay valid until the next call into the Core.
 func (c *Core) TakeDeliveries() []multicast.Delivery { return c.mc.TakeDeliveries() }

@@ -271,8 +271,8 @@ func TestMulticastBlocksOnAFullWindow(t *testing.T) {
 		if _, err := nodes[1].Multicast(short, nil, []byte("17"), wire.FIFO); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("17th message on a full window: %v, want the context's deadline", err)
 		}
-		if u := nodes[1].core.Unstable(); u != 16 {
-			t.Fatalf("%d unstable messages, want the window's 16: the withdrawn one must not be sent", u)
+		if _, ms := nodes[1].core.Stats(); ms.Unstable != 16 {
+			t.Fatalf("%d unstable messages, want the window's 16: the withdrawn one must not be sent", ms.Unstable)
 		}
 		n.Heal()
 		seq, err := nodes[1].Multicast(ctx, nil, []byte("17 again"), wire.FIFO)

@@ -75,9 +75,6 @@ const (
 	BatchEntryExtra = 1
 )
 
-// DataEnvelopeSize is the exact size of a KindData envelope with header h and data d.
-func DataEnvelopeSize(h *Header, d *Data) int { return HeaderSize(h, dataFields) + DataSize(d) }
-
 // BatchSize is the exact size of a KindBatch envelope with header h whose
 // entries' DataSize values sum to fields over n entries.
 func BatchSize(h *Header, n, fields int) int {

@@ -224,8 +224,8 @@ func TestSizes(t *testing.T) {
 		n, _ := bodyFields(e)
 		switch e.Kind {
 		case KindData:
-			if got := DataEnvelopeSize(&e.Header, &e.Data); got != len(b) {
-				t.Errorf("DataEnvelopeSize = %d, encoding is %d", got, len(b))
+			if got := HeaderSize(&e.Header, dataFields) + DataSize(&e.Data); got != len(b) {
+				t.Errorf("HeaderSize+DataSize = %d, encoding is %d", got, len(b))
 			}
 		case KindBatch:
 			f := 0
@@ -247,8 +247,8 @@ func TestSizes(t *testing.T) {
 	big := Data{Seq: math.MaxUint64, Dest: math.MaxUint64, Service: make([]byte, 300), FragIndex: math.MaxUint32 - 1, FragCount: math.MaxUint32, Payload: make([]byte, 70000)}
 	e := &Envelope{Header: Header{Group: math.MaxUint32, From: math.MaxUint64, Inc: math.MaxUint64, Kind: KindData, View: ViewID{math.MaxUint64, math.MaxUint64}}, Data: big}
 	b, _ := enc.Append(nil, e)
-	if got := DataEnvelopeSize(&e.Header, &e.Data); got != len(b) {
-		t.Errorf("DataEnvelopeSize of the largest values = %d, encoding is %d", got, len(b))
+	if got := HeaderSize(&e.Header, dataFields) + DataSize(&e.Data); got != len(b) {
+		t.Errorf("HeaderSize+DataSize of the largest values = %d, encoding is %d", got, len(b))
 	}
 }
 
