@@ -271,6 +271,7 @@ func TestMulticastBlocksOnAFullWindow(t *testing.T) {
 		if _, err := nodes[1].Multicast(short, nil, []byte("17"), wire.FIFO); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("17th message on a full window: %v, want the context's deadline", err)
 		}
+		synctest.Wait() // every node loop idle: its core may be read
 		if _, ms := nodes[1].core.Stats(); ms.Unstable != 16 {
 			t.Fatalf("%d unstable messages, want the window's 16: the withdrawn one must not be sent", ms.Unstable)
 		}
