@@ -57,10 +57,12 @@ type Engine struct {
 	own         *stream            // what we send
 	timers      timerHeap
 	nextSession time.Time
-	fullSince   time.Time   // since when the send window has been full; zero when it is not
-	lagReported bool        // the laggards of this full window were reported
-	sendq       []uint64    // own seqs to transmit at the next flush
-	batchBuf    []wire.Data // backing array of the batches packed from sendq
+	fullSince   time.Time           // since when the send window has been full; zero when it is not
+	lagReported bool                // the laggards of this full window were reported
+	sendq       []uint64            // own seqs to transmit at the next flush
+	batchBuf    []wire.Data         // backing array of the batches packed from sendq
+	view        wire.ViewID         // this node's view, stamped on what it sends
+	members     map[uint64]struct{} // the view's members; nil: every live peer counts for stability
 	out         []wire.Envelope
 	events      []Event
 	deliveries  []Delivery
@@ -99,7 +101,9 @@ type Event struct {
 type Delivery struct {
 	Source  uint64
 	Inc     uint64
-	Seq     uint64 // of the message's first fragment
+	Seq     uint64      // of the message's first fragment
+	End     uint64      // of its last fragment (Seq when it is not fragmented)
+	View    wire.ViewID // the view its source sent it in
 	Order   wire.Order
 	Dest    uint64
 	Service []byte
@@ -157,10 +161,10 @@ func (e *Engine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
 		e.stats.SessionsRecv++
 		e.onSession(now, p, &env.Session)
 	case wire.KindData:
-		e.onData(now, p, &env.Data)
+		e.onData(now, p, &env.Data, env.View)
 	case wire.KindBatch:
 		for i := range env.Batch {
-			e.onData(now, p, &env.Batch[i])
+			e.onData(now, p, &env.Batch[i], env.View)
 		}
 	case wire.KindNack:
 		e.onNack(now, p, &env.Nack)
@@ -254,7 +258,7 @@ func (e *Engine) RTT(id uint64) (time.Duration, bool) {
 
 // header returns a header for an envelope from this node.
 func (e *Engine) header(k wire.Kind) wire.Header {
-	return wire.Header{Group: e.opt.Group, From: e.opt.Self, Inc: e.opt.Inc, Kind: k}
+	return wire.Header{Group: e.opt.Group, From: e.opt.Self, Inc: e.opt.Inc, Kind: k, View: e.view}
 }
 
 // conflict reports a datagram that carries this node's ID from another

@@ -19,6 +19,7 @@ type ring struct {
 // entry is one stored message. d owns its Service and Payload.
 type entry struct {
 	d    wire.Data
+	view wire.ViewID // the view its source sent it in
 	have bool
 }
 
@@ -51,8 +52,9 @@ func (r *ring) get(seq uint64) *entry {
 	return e
 }
 
-// put stores d (which must own its bytes) and reports whether it fit.
-func (r *ring) put(d wire.Data) bool {
+// put stores d (which must own its bytes), sent in view v, and reports
+// whether it fit.
+func (r *ring) put(d wire.Data, v wire.ViewID) bool {
 	if !r.fits(d.Seq) {
 		return false
 	}
@@ -63,7 +65,7 @@ func (r *ring) put(d wire.Data) bool {
 	if e.have {
 		return e.d.Seq == d.Seq
 	}
-	*e = entry{d: d, have: true}
+	*e = entry{d: d, view: v, have: true}
 	r.count++
 	r.bytes += len(d.Payload)
 	return true

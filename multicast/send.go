@@ -30,7 +30,7 @@ func (e *Engine) Multicast(service, payload []byte, order wire.Order, dest uint6
 	for i := range n {
 		d.Seq, d.FragIndex = e.own.next, uint32(i)
 		d.Payload = body[i*per : min(len(body), (i+1)*per)]
-		e.own.ring.put(d)
+		e.own.ring.put(d, e.view)
 		e.sendq = append(e.sendq, d.Seq)
 		e.own.next++
 	}

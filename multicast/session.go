@@ -38,6 +38,11 @@ func (e *Engine) hear(now time.Time, src netip.AddrPort, h *wire.Header) (*peer,
 	case h.Inc < p.inc:
 		e.stats.StaleInc++
 		return nil, false
+	case h.Inc > p.inc && e.pinned(h.From):
+		// A member's new incarnation waits until membership has flushed
+		// the old one out of the view: its stream is still needed.
+		e.stats.StaleInc++
+		return nil, false
 	case h.Inc > p.inc:
 		*p = peer{id: h.From, inc: h.Inc, addr: src, reports: map[uint64]report{}}
 		e.events = append(e.events, Event{Kind: PeerSeen, Peer: h.From, Inc: h.Inc, Addr: src, Restarted: true})
@@ -188,7 +193,7 @@ func (e *Engine) refreshOwn() { e.advanceStable(e.own, e.minReport(e.own, true))
 func (e *Engine) minReport(st *stream, strict bool) uint64 {
 	m := st.received()
 	for _, p := range e.peers {
-		if p.id == st.src {
+		if p.id == st.src || !e.receiver(p.id) {
 			continue
 		}
 		r, ok := p.reports[st.src]
@@ -233,7 +238,9 @@ func (e *Engine) expirePeers(now time.Time) {
 		}
 	}
 	for _, id := range e.streamIDs() {
-		if st := e.streams[id]; !st.lostAt.IsZero() && now.Sub(st.lostAt) >= forgetAfter*e.opt.SuspectTimeout {
+		// A member's stream stays until membership forgets it: a flush
+		// may need what this node holds of it.
+		if st := e.streams[id]; !st.lostAt.IsZero() && now.Sub(st.lostAt) >= forgetAfter*e.opt.SuspectTimeout && !(e.members != nil && e.receiver(id)) {
 			e.dropStream(st)
 		}
 	}

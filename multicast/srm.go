@@ -279,7 +279,7 @@ func (e *Engine) sendRepair(now time.Time, st *stream, s uint64, r *repairState)
 		return
 	}
 	env := wire.Envelope{Header: e.header(wire.KindRepair)}
-	env.Repair = wire.Repair{Source: st.src, SourceInc: st.inc, Data: en.d}
+	env.Repair = wire.Repair{Source: st.src, SourceInc: st.inc, View: en.view, Data: en.d}
 	e.out = append(e.out, env)
 	e.stats.RepairsSent++
 }
@@ -308,6 +308,6 @@ func (e *Engine) onRepair(now time.Time, p *peer, rep *wire.Repair) {
 		r.holdTill = now.Add(e.holdRounds())
 	}
 	if st != e.own {
-		e.receive(now, st, &rep.Data, false)
+		e.receive(now, st, &rep.Data, rep.View, false)
 	}
 }

@@ -86,13 +86,13 @@ func (e *Engine) streamFor(src, inc, first uint64) *stream {
 // through data starts at 1 while the source is young (its first messages
 // are still within one window, and it holds them until its receivers have
 // them), and at this message otherwise.
-func (e *Engine) onData(now time.Time, p *peer, d *wire.Data) {
+func (e *Engine) onData(now time.Time, p *peer, d *wire.Data, v wire.ViewID) {
 	first := d.Seq
 	if first <= uint64(e.opt.Window) {
 		first = 1
 	}
 	if st := e.streamFor(p.id, p.inc, first); st != nil {
-		e.receive(now, st, d, true)
+		e.receive(now, st, d, v, true)
 	}
 }
 
@@ -102,7 +102,7 @@ func (e *Engine) onData(now time.Time, p *peer, d *wire.Data) {
 // source's order, so what it skipped was lost. Repairs travel apart from
 // the data (they may overtake data still queued in this node's socket), so
 // they reveal nothing.
-func (e *Engine) receive(now time.Time, st *stream, d *wire.Data, reveal bool) {
+func (e *Engine) receive(now time.Time, st *stream, d *wire.Data, v wire.ViewID, reveal bool) {
 	s := d.Seq
 	if s < st.next || st.ring.get(s) != nil {
 		e.stats.Duplicates++
@@ -112,7 +112,7 @@ func (e *Engine) receive(now time.Time, st *stream, d *wire.Data, reveal bool) {
 		e.stats.Overrun++
 		return
 	}
-	st.ring.put(owned(d))
+	st.ring.put(owned(d), v)
 	if g := st.gaps[s]; g != nil {
 		e.stats.GapsRecovered++
 		e.stats.Recovery.Add(now.Sub(g.detected))
@@ -172,13 +172,14 @@ func (e *Engine) deliver(st *stream) {
 			return
 		}
 		st.next++
-		e.deliverOne(st, &en.d)
+		e.deliverOne(st, en)
 	}
 }
 
-func (e *Engine) deliverOne(st *stream, d *wire.Data) {
+func (e *Engine) deliverOne(st *stream, en *entry) {
+	d := &en.d
 	if d.FragCount <= 1 {
-		e.emit(st, d.Seq, d, d.Payload)
+		e.emit(st, d.Seq, en, d.Payload)
 		return
 	}
 	if d.FragIndex == 0 {
@@ -199,17 +200,21 @@ func (e *Engine) deliverOne(st *stream, d *wire.Data) {
 	}
 	if d.FragIndex+1 == d.FragCount {
 		if !st.fragDrop {
-			e.emit(st, st.fragSeq, d, slices.Clone(st.frag))
+			e.emit(st, st.fragSeq, en, slices.Clone(st.frag))
 		}
 		st.frag = st.frag[:0]
 	}
 }
 
-func (e *Engine) emit(st *stream, seq uint64, d *wire.Data, payload []byte) {
+// emit delivers a whole message: seq is its first fragment, en its last
+// (whose view is the message's: a source sends all of one message's
+// fragments in one view).
+func (e *Engine) emit(st *stream, seq uint64, en *entry, payload []byte) {
+	d := &en.d
 	st.started = true
 	e.stats.MsgsDelivered++
 	e.stats.BytesDelivered += uint64(len(payload))
-	e.deliveries = append(e.deliveries, Delivery{Source: st.src, Inc: st.inc, Seq: seq,
+	e.deliveries = append(e.deliveries, Delivery{Source: st.src, Inc: st.inc, Seq: seq, End: d.Seq, View: en.view,
 		Order: d.Order, Dest: d.Dest, Service: d.Service, Payload: payload})
 }
 
@@ -228,7 +233,7 @@ func (e *Engine) skipTo(now time.Time, st *stream, low uint64) {
 		delete(st.gaps, s)
 		if en := st.ring.get(s); en != nil {
 			st.next = s + 1
-			e.deliverOne(st, &en.d)
+			e.deliverOne(st, en)
 			continue
 		}
 		missing++

@@ -40,11 +40,30 @@
 // the log line; a Result lists the first Options.MaxViolations (20) and
 // counts all. Result.Pairs sums up each receiver × sender.
 //
-// # Views
+// # The membership check
 //
-// view.installed events are read into Life.Views, and a deliver event's
-// "view" field into Deliver.View. Checks of the membership layer's
-// guarantees (virtual synchrony, delivery in the sending view, total
-// order) are meant to be added as further Check methods on Run reading
-// them, with completeness then scoped per view instead of per life.
+// CheckMembership reads view.installed events (view "epoch.coordinator",
+// members oldest first, joined, left, crashed, flush_ms) into Life.Views,
+// and the "view" field of send and deliver events, and checks per life
+// and across lives:
+//
+//   - self-inclusion: each view a life installs lists its node
+//     (SelfInclusion);
+//   - agreement: lives that install the same view ID list the same members
+//     in the same order (ViewAgreement);
+//   - a life's view IDs strictly increase, by epoch then coordinator
+//     (ViewOrder);
+//   - virtual synchrony: lives that install V and then the same V'
+//     delivered the same messages in V (VirtualSynchrony, one violation
+//     per lacking life); a delivery is in the view its event names, and a
+//     sender is taken to hold its own messages unless
+//     MembershipOptions.SelfDelivery;
+//   - a delivery names the view its receiver installed last (WrongView)
+//     and the view its message was sent in (CrossView);
+//   - FIFO, Duplicate, Unsent, Corrupt and SendOrder, as CheckMulticast.
+//
+// It does not require completeness: CheckLiveness does, per view, for the
+// messages a sender sent in V when it and the receiver both went on to
+// the same V' (Missing). A life's last view, a sender that crashed or left
+// in V and deliveries that name no view escape these checks.
 package logcheck

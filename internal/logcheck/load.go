@@ -55,6 +55,7 @@ type Send struct {
 	Seq  uint64
 	Len  int64
 	CRC  uint32
+	View string // the view it was sent in; "" until sends carry their view
 	Time time.Time
 	Line int
 }
@@ -99,9 +100,14 @@ type PeerEvent struct {
 
 // View is a view.installed event.
 type View struct {
-	ID   string // "epoch.coordinator"
-	Time time.Time
-	Line int
+	ID      string   // "epoch.coordinator"; see ParseViewID
+	Members []uint64 // oldest first, the coordinator first; nil if absent or garbled
+	// Joined, Left and Crashed are the changes from the life's previous
+	// view, as the node logged them.
+	Joined, Left, Crashed []uint64
+	FlushMs               float64 // how long the flush before it took
+	Time                  time.Time
+	Line                  int
 }
 
 // Stats is a node.stats event: its numeric fields by name.
@@ -245,6 +251,16 @@ func (fs *fileState) event(l *lifeState, name string, t time.Time, n int) {
 		s, _ := m.text()
 		return s
 	}
+	ids := func(key string) []uint64 {
+		m, _ := lookup(ms, key)
+		v, _ := m.uints()
+		return v
+	}
+	float := func(key string) float64 {
+		m, _ := lookup(ms, key)
+		v, _ := m.float()
+		return v
+	}
 	switch name {
 	case "node.started":
 		l.Inc = get("incarnation")
@@ -252,7 +268,8 @@ func (fs *fileState) event(l *lifeState, name string, t time.Time, n int) {
 	case "node.stopped":
 		l.Stopped, l.StopReason = t, str("reason")
 	case "send":
-		l.Sends = append(l.Sends, Send{Seq: get("seq"), Len: int64(get("len")), CRC: uint32(get("crc")), Time: t, Line: n})
+		l.Sends = append(l.Sends, Send{Seq: get("seq"), Len: int64(get("len")), CRC: uint32(get("crc")),
+			View: str("view"), Time: t, Line: n})
 	case "deliver":
 		from := get("from")
 		inc := get("inc")
@@ -271,7 +288,8 @@ func (fs *fileState) event(l *lifeState, name string, t time.Time, n int) {
 		l.Skips = append(l.Skips, Skip{Peer: get("peer"), Inc: get("incarnation"), FromSeq: get("from_seq"),
 			Count: get("count"), Time: t, Line: n})
 	case "view.installed":
-		l.Views = append(l.Views, View{ID: str("view"), Time: t, Line: n})
+		l.Views = append(l.Views, View{ID: str("view"), Members: ids("members"), Joined: ids("joined"),
+			Left: ids("left"), Crashed: ids("crashed"), FlushMs: float("flush_ms"), Time: t, Line: n})
 	case "node.stats":
 		s := Stats{Why: str("why"), Time: t, Line: n, Counters: map[string]int64{}}
 		for _, m := range ms {

@@ -133,7 +133,13 @@ func TestCleanRun(t *testing.T) {
 // kind, count), and the listed ones to contain each of texts.
 func check(t *testing.T, r *logcheck.Run, o logcheck.Options, want map[logcheck.Kind]int, texts ...string) *logcheck.Result {
 	t.Helper()
-	res := r.CheckMulticast(o)
+	return expect(t, r.CheckMulticast(o), want, texts...)
+}
+
+// expect wants exactly the violations of want in res, and its report to
+// contain each of texts.
+func expect(t *testing.T, res *logcheck.Result, want map[logcheck.Kind]int, texts ...string) *logcheck.Result {
+	t.Helper()
 	total := 0
 	for k, n := range want {
 		total += n

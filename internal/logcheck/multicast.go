@@ -43,18 +43,24 @@ type pairKey struct {
 // CheckMulticast checks the guarantees of the reliable multicast layer
 // from the send and deliver events (see the package documentation).
 func (r *Run) CheckMulticast(o Options) *Result {
-	res := newResult("multicast", o.MaxViolations)
-	c := &mcheck{run: r, o: o, res: res, byNode: map[uint64][]*source{}, lives: map[uint64]int{}}
-	for _, f := range r.Files {
-		res.Malformed += f.Malformed
-	}
-	res.Lives = len(r.Lives)
+	c := r.newMcheck("multicast", o)
 	c.indexSends()
 	delivered := c.checkDeliveries()
 	if !o.SafetyOnly {
 		c.checkComplete(delivered)
 	}
-	return res
+	return c.res
+}
+
+// newMcheck starts a check named check of r; CheckMembership shares its
+// send index and its per-delivery safety checks.
+func (r *Run) newMcheck(check string, o Options) *mcheck {
+	res := newResult(check, o.MaxViolations)
+	for _, f := range r.Files {
+		res.Malformed += f.Malformed
+	}
+	res.Lives = len(r.Lives)
+	return &mcheck{run: r, o: o, res: res, byNode: map[uint64][]*source{}, lives: map[uint64]int{}}
 }
 
 type mcheck struct {

@@ -29,19 +29,43 @@ const (
 	SendOrder Kind = "send-order"
 )
 
+// Kinds of violation of the membership layer's guarantees found by
+// CheckMembership (DESIGN.md, "membership" guarantees 1 to 3; FIFO,
+// Duplicate, Unsent, Corrupt and SendOrder are checked there too, and
+// CheckLiveness reports Missing).
+const (
+	// SelfInclusion: a node installed a view that does not list it.
+	SelfInclusion Kind = "self-inclusion"
+	// ViewAgreement: two lives installed the same view ID with different
+	// member lists.
+	ViewAgreement Kind = "view-agreement"
+	// VirtualSynchrony: two lives installed view V and then the same next
+	// view, but one did not deliver in V a message the other delivered in
+	// V; one violation per lacking life and pair of views.
+	VirtualSynchrony Kind = "virtual-synchrony"
+	// WrongView: a delivery names another view than the one its receiver
+	// had installed last.
+	WrongView Kind = "wrong-view"
+	// CrossView: a message delivered in another view than it was sent in.
+	CrossView Kind = "cross-view"
+	// ViewOrder: a life installed a view ID not above its previous one, or
+	// one that is not "epoch.coordinator".
+	ViewOrder Kind = "view-order"
+)
+
 // ErrViolations is wrapped by Result.Err when a check found violations.
 var ErrViolations = errors.New("logcheck: guarantees violated")
 
 // Violation is one breach of a guarantee, located in the logs.
 type Violation struct {
 	Kind   Kind
-	Node   uint64 // the receiver (the sender itself for SendOrder)
+	Node   uint64 // the receiver (the sender itself for SendOrder, the installer for view kinds)
 	Sender uint64
-	Seq    uint64 // the message; for Missing the first of the run
+	Seq    uint64 // the message; for Missing the first of the run, for VirtualSynchrony the first lacking
 	Last   uint64 // Missing: the last message of the run
-	Count  uint64 // Missing: messages in the run; otherwise 1
+	Count  uint64 // Missing: messages in the run; VirtualSynchrony: messages lacking; otherwise 1
 	File   string // the log holding the offending event (Missing: the receiver's)
-	Line   int    // its line; 0 for Missing
+	Line   int    // its line; 0 for CheckMulticast's Missing
 	Detail string // what happened and what was expected
 }
 
@@ -65,7 +89,7 @@ type Pair struct {
 
 // Result is the outcome of a check.
 type Result struct {
-	Check      string      // "multicast"
+	Check      string      // "multicast", "membership" or "liveness"
 	Violations []Violation // the first MaxViolations found
 	Total      int         // violations found, listed or not
 	ByKind     map[Kind]int
@@ -74,6 +98,7 @@ type Result struct {
 	Lives     int    // node lives in the logs
 	Sent      uint64 // send events
 	Delivered uint64 // deliver events
+	Views     int    // view.installed events (membership checks)
 	Missing   uint64 // messages missing over all pairs (Missing violations count runs)
 	Skipped   uint64 // messages excused as skipped
 	Malformed int    // malformed lines in the logs (not violations: a killed node cuts its last line)
@@ -115,6 +140,9 @@ func (r *Result) Err() error {
 func (r *Result) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d lives, %d sent, %d delivered", r.Check, r.Lives, r.Sent, r.Delivered)
+	if r.Views > 0 {
+		fmt.Fprintf(&b, ", %d views installed", r.Views)
+	}
 	if r.Skipped > 0 {
 		fmt.Fprintf(&b, ", %d skipped (allowed)", r.Skipped)
 	}

@@ -218,6 +218,51 @@ func (m member) int() (int64, bool) {
 	return int64(f), true
 }
 
+// float returns a number member as a float64.
+func (m member) float() (float64, bool) {
+	if m.kind != kindNumber {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(m.val), 64)
+	return f, err == nil
+}
+
+// uints returns an array member whose elements are all unsigned integers
+// (numbers or quoted, as uint reads them); null is an empty list. It
+// reports false for anything else, so that a garbled list is not read as
+// a shorter one.
+func (m member) uints() ([]uint64, bool) {
+	b := m.val
+	if m.kind != kindOther || len(b) == 0 || b[0] != '[' {
+		return nil, m.kind == kindOther && string(b) == "null"
+	}
+	var ns []uint64
+	i := skipSpace(b, 1)
+	if i < len(b) && b[i] == ']' {
+		return ns, true
+	}
+	for i < len(b) {
+		var e member
+		var ok bool
+		if e.val, e.kind, e.esc, i, ok = scanValue(b, i); !ok {
+			return nil, false
+		}
+		n, ok := e.uint()
+		if !ok {
+			return nil, false
+		}
+		ns = append(ns, n)
+		if i = skipSpace(b, i); i < len(b) && b[i] == ']' {
+			return ns, true
+		}
+		if i >= len(b) || b[i] != ',' {
+			return nil, false
+		}
+		i = skipSpace(b, i+1)
+	}
+	return nil, false
+}
+
 // time returns a string member in RFC 3339 (nanoseconds optional).
 func (m member) time() (time.Time, bool) {
 	s, ok := m.text()

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
 )
 
@@ -25,7 +27,9 @@ type CoreOptions struct {
 	MaxMessage     int
 	C1, C2, D1, D2 float64
 	MinDelay       time.Duration
-	Seed           uint64 // seeds the protocol's randomness (timer jitter)
+	JoinTimeout    time.Duration
+	Settings       []membership.Setting // protocol settings every member must share
+	Seed           uint64               // seeds the protocol's randomness (timer jitter)
 }
 
 // CoreOptionsFrom takes a Core's options from a node's configuration.
@@ -35,7 +39,21 @@ func CoreOptionsFrom(c config.Config, inc, seed uint64) CoreOptions {
 		Heartbeat: c.Heartbeat.D(), SuspectTimeout: c.SuspectTimeout.D(),
 		Window: c.SendWindow, MaxMessage: c.MaxMessageSize,
 		C1: c.SRM.C1, C2: c.SRM.C2, D1: c.SRM.D1, D2: c.SRM.D2, MinDelay: c.SRM.MinDelay.D(),
-		Seed: seed,
+		JoinTimeout: c.JoinTimeout.D(), Settings: Settings(c), Seed: seed,
+	}
+}
+
+// Settings lists the settings every member of a group must share, by
+// their configuration keys: a joiner that differs is refused, naming the
+// first that does. Datagram size and the largest message decide what a
+// member can receive; the heartbeat and the suspect timeout decide
+// whether members suspect each other falsely.
+func Settings(c config.Config) []membership.Setting {
+	return []membership.Setting{
+		{Name: "datagram_size", Value: strconv.Itoa(c.DatagramSize)},
+		{Name: "max_message_size", Value: strconv.Itoa(c.MaxMessageSize)},
+		{Name: "heartbeat", Value: c.Heartbeat.D().String()},
+		{Name: "suspect_timeout", Value: c.SuspectTimeout.D().String()},
 	}
 }
 
@@ -50,12 +68,13 @@ type Core struct {
 	dec    *wire.Decoder
 	enc    *wire.Encoder
 	env    *wire.Envelope
-	mc     *multicast.Engine
-	ctlOut [][]byte // NACKs and repairs of this turn
-	outbox [][]byte // everything else
-	all    [][]byte // both, for TakeOutbox
-	bufs   [][]byte // datagram buffers, reused from turn to turn
-	used   int      // of bufs, since the last TakeOutbox
+	m      *membership.Machine
+	mc     *multicast.Engine // m's
+	ctlOut [][]byte          // NACKs and repairs of this turn
+	outbox [][]byte          // everything else
+	all    [][]byte          // both, for TakeOutbox
+	bufs   [][]byte          // datagram buffers, reused from turn to turn
+	used   int               // of bufs, since the last TakeOutbox
 	stats  CoreStats
 }
 
@@ -86,13 +105,17 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 		env:   wire.NewEnvelope(o.DatagramSize),
 	}
 	c.dec.Filter(c.group, o.ID, o.Inc)
-	c.mc = multicast.New(multicast.Options{
-		Self: o.ID, Inc: o.Inc, Group: c.group,
-		Heartbeat: o.Heartbeat, SuspectTimeout: o.SuspectTimeout,
-		DatagramSize: o.DatagramSize, Window: o.Window, MaxMessage: o.MaxMessage,
-		C1: o.C1, C2: o.C2, D1: o.D1, D2: o.D2, MinDelay: o.MinDelay,
-		Rand: rand.New(rand.NewPCG(o.Seed, o.ID)),
+	c.m = membership.New(membership.Options{
+		Engine: multicast.Options{
+			Self: o.ID, Inc: o.Inc, Group: c.group,
+			Heartbeat: o.Heartbeat, SuspectTimeout: o.SuspectTimeout,
+			DatagramSize: o.DatagramSize, Window: o.Window, MaxMessage: o.MaxMessage,
+			C1: o.C1, C2: o.C2, D1: o.D1, D2: o.D2, MinDelay: o.MinDelay,
+			Rand: rand.New(rand.NewPCG(o.Seed, o.ID)),
+		},
+		JoinTimeout: o.JoinTimeout, Settings: o.Settings,
 	}, now)
+	c.mc = c.m.Engine()
 	return c
 }
 
@@ -104,7 +127,7 @@ func (c *Core) Receive(now time.Time, src netip.AddrPort, data []byte) {
 		c.countDecodeError(err)
 		return
 	}
-	c.mc.Step(now, src, c.env)
+	c.m.Step(now, src, c.env)
 }
 
 func (c *Core) countDecodeError(err error) {
@@ -123,10 +146,10 @@ func (c *Core) countDecodeError(err error) {
 }
 
 // Tick implements sim.Machine.
-func (c *Core) Tick(now time.Time) { c.mc.Tick(now) }
+func (c *Core) Tick(now time.Time) { c.m.Tick(now) }
 
 // NextDeadline implements sim.Machine.
-func (c *Core) NextDeadline() time.Time { return c.mc.NextDeadline() }
+func (c *Core) NextDeadline() time.Time { return c.m.NextDeadline() }
 
 // TakeOutbox implements sim.Machine: the datagrams to multicast, in order.
 // Everything queued since the last call is packed now, so messages sent in
@@ -149,25 +172,41 @@ func (c *Core) TakeOutboxes() (ctl, data [][]byte) {
 	return c.ctlOut, c.outbox
 }
 
-// Multicast sends a message to the group (see multicast.Engine.Multicast):
-// it fails with multicast.ErrWindowFull while the send window is full.
+// Multicast sends a message to the view (see membership.Machine.Multicast):
+// it fails with multicast.ErrWindowFull while the send window is full, and
+// with membership.ErrBlocked or ErrNotInView while there is no view to send in.
 func (c *Core) Multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
-	return c.mc.Multicast(service, payload, order, dest)
+	return c.m.Multicast(service, payload, order, dest)
 }
 
 // Paused tells the core that the node could not observe the network for d
 // (see multicast.Engine.Paused).
-func (c *Core) Paused(now time.Time, d time.Duration) { c.mc.Paused(now, d) }
+func (c *Core) Paused(now time.Time, d time.Duration) { c.m.Paused(now, d) }
 
-// Fits reports whether a message of these sizes fits the send window now.
-func (c *Core) Fits(serviceLen, payloadLen int) bool { return c.mc.Fits(serviceLen, payloadLen) }
+// Fits reports whether a message of these sizes can be sent now.
+func (c *Core) Fits(serviceLen, payloadLen int) bool { return c.m.Fits(serviceLen, payloadLen) }
+
+// Sending reports whether the node is in a view that takes messages now.
+func (c *Core) Sending() bool { return c.m.Sending() }
+
+// Leave starts a graceful leave (see membership.Machine.Leave).
+func (c *Core) Leave(now time.Time) { c.m.Leave(now) }
+
+// Left reports whether the node left the group (or was refused).
+func (c *Core) Left() bool { return c.m.Left() }
+
+// View returns the installed view.
+func (c *Core) View() membership.View { return c.m.View() }
 
 // TakeDeliveries returns the messages delivered since the last call; their
 // bytes stay valid until the next call into the Core.
-func (c *Core) TakeDeliveries() []multicast.Delivery { return c.mc.TakeDeliveries() }
+func (c *Core) TakeDeliveries() []membership.Delivery { return c.m.TakeDeliveries() }
 
-// TakeEvents returns what the protocol engines reported since the last call.
-func (c *Core) TakeEvents() []multicast.Event { return c.mc.TakeEvents() }
+// TakeEvents returns what the protocol layers reported since the last call.
+func (c *Core) TakeEvents() []membership.Event { return c.m.TakeEvents() }
+
+// MembershipStats returns the membership layer's counters.
+func (c *Core) MembershipStats() membership.Stats { return c.m.Stats() }
 
 // Peers returns the IDs of the peers this node hears, in increasing order.
 func (c *Core) Peers() []uint64 { return c.mc.Peers() }
@@ -177,7 +216,7 @@ func (c *Core) Stats() (CoreStats, multicast.Stats) { return c.stats, c.mc.Stats
 
 // flush encodes what the engines produced into datagrams.
 func (c *Core) flush() {
-	for _, env := range c.mc.TakeOutput() {
+	for _, env := range c.m.TakeOutput() {
 		b, err := c.enc.Append(c.buffer(), &env)
 		if err != nil {
 			c.stats.EncodeErrors++

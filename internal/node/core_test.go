@@ -11,6 +11,7 @@ import (
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/membership"
 )
 
 const (
@@ -22,7 +23,7 @@ func addNodes(w *sim.World, ids ...uint64) {
 	for _, id := range ids {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
 			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
-				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Seed: uint64(seed)}, w.Now())
+				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin, Seed: uint64(seed)}, w.Now())
 		})
 	}
 }
@@ -108,17 +109,32 @@ func TestPeersFollowFaults(t *testing.T) {
 	})
 }
 
-func TestRestartIsReportedAsRestart(t *testing.T) {
+// TestRestartReplacesTheOldIncarnation restarts a member before anyone
+// suspects it: its new incarnation asks to join, and the coordinator
+// replaces the old one in one view change, without waiting for the
+// suspect timeout.
+func TestRestartReplacesTheOldIncarnation(t *testing.T) {
 	w := sim.New(sim.Options{Seed: 1})
 	addNodes(w, 1, 2)
-	w.RunFor(100 * time.Millisecond)
+	settleViews(t, w, time.Second, ids(2))
 	core(w, 1).TakeEvents()
 	w.Crash(2)
-	w.Restart(2) // before the suspect timeout: the old incarnation is replaced
-	w.RunFor(100 * time.Millisecond)
-	evs := core(w, 1).TakeEvents()
-	if len(evs) != 1 || !evs[0].Restarted || evs[0].Peer != 2 || evs[0].Inc != 2 {
-		t.Fatalf("events %+v, want one PeerSeen of 2, incarnation 2, marked restarted", evs)
+	w.Restart(2)
+	start := w.Elapsed()
+	if err := w.RunUntil(func() bool { return viewOf(w, 1).HasInc(2, 2) && viewOf(w, 2).HasInc(1, 1) }, time.Second); err != nil {
+		t.Fatalf("the restarted node is not in node 1's view: %v; %v", viewOf(w, 1), err)
+	}
+	if d := w.Elapsed() - start; d >= testSuspect {
+		t.Fatalf("the restart took %v to replace the old incarnation, not under the suspect timeout %v", d, testSuspect)
+	}
+	var installs []membership.Event
+	for _, ev := range core(w, 1).TakeEvents() {
+		if ev.Kind == membership.ViewInstalled {
+			installs = append(installs, ev)
+		}
+	}
+	if len(installs) != 1 || !slices.Equal(installs[0].Crashed, []uint64{2}) || !slices.Equal(installs[0].Joined, []uint64{2}) {
+		t.Fatalf("view changes at node 1: %+v; want one, with 2 crashed and 2 joined", installs)
 	}
 }
 

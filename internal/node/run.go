@@ -13,6 +13,7 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
 )
 
@@ -73,6 +74,7 @@ type Node struct {
 	sendErrors  uint64
 	pauses      uint64 // stretches of a heartbeat or more when the loop could not read
 	warned      map[string]bool
+	refused     error // the group refused this node
 }
 
 // The workload queues at most maxSendsPerStep messages, or sendBytesPerStep
@@ -125,6 +127,12 @@ func (r *Node) Run(ctx context.Context) error {
 		ctl = startReader(o.Control, cfg.DatagramSize, rerr)
 	}
 	err := r.loop(ctx, ctl, data, rerr)
+	if err == nil && !r.core.Left() {
+		err = r.leave(ctl, data, rerr)
+	}
+	if err == nil {
+		err = r.refused
+	}
 	data.stop()
 	if ctl != data {
 		ctl.stop()
@@ -132,7 +140,10 @@ func (r *Node) Run(ctx context.Context) error {
 	r.failPending(ErrStopped)
 	r.logStats("exit")
 	reason := "transport failed"
-	if err == nil {
+	switch {
+	case r.refused != nil:
+		reason = "refused by the group"
+	case err == nil:
 		reason = causeText(ctx)
 	}
 	r.log.Info().Str("event", "node.stopped").Str("reason", reason).Msg("node stopped")
@@ -140,6 +151,22 @@ func (r *Node) Run(ctx context.Context) error {
 }
 
 var errDuration = errors.New("duration elapsed")
+
+// ErrRefused is returned by Run when the group refused this node: another
+// live node has its ID, or its protocol settings differ from the group's.
+var ErrRefused = membership.ErrRefused
+
+// leave runs the loop through a graceful leave: the node asks to be
+// excluded and waits, at most a suspect timeout and a little, until a view
+// without it exists, so that its last messages are flushed to everyone.
+func (r *Node) leave(ctl, data *reader, rerr <-chan error) error {
+	r.core.Leave(time.Now())
+	r.afterStep()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*r.o.Config.SuspectTimeout.D())
+	defer cancel()
+	r.work.rate = 0
+	return r.loop(ctx, ctl, data, rerr)
+}
 
 func newBatch(size int) *rxBatch {
 	b := &rxBatch{pkts: make([]multicast.Packet, batchSize)}
@@ -201,7 +228,7 @@ func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 		defer t.Stop()
 		stats = t.C
 	}
-	for {
+	for !r.core.Left() {
 		select {
 		case <-ctx.Done():
 			return nil
@@ -249,6 +276,7 @@ func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 			timer.Reset(time.Until(due))
 		}
 	}
+	return nil
 }
 
 func (r *Node) write(t multicast.Transport, out [][]byte) {
@@ -293,7 +321,12 @@ func (r *Node) pump(now time.Time) {
 	limit := max(maxSendsPerStep, sendBytesPerStep*r.o.Config.DatagramSize/max(1, r.o.Config.SendSize))
 	for n := min(r.work.due(now), limit); n > 0; n-- {
 		p := r.work.payload()
+		view := r.core.View().ID
 		seq, err := r.core.Multicast(nil, p, wire.FIFO, 0)
+		if errors.Is(err, membership.ErrBlocked) || errors.Is(err, membership.ErrNotInView) {
+			r.blocked = true // the next view wakes it
+			return
+		}
 		if errors.Is(err, multicast.ErrWindowFull) {
 			r.blocked = true
 			if !wasBlocked {
@@ -308,7 +341,7 @@ func (r *Node) pump(now time.Time) {
 		}
 		r.work.sent++
 		if r.o.Config.TraceDeliveries {
-			r.log.Info().Str("event", "send").Uint64("seq", seq).Int("len", len(p)).
+			r.log.Info().Str("event", "send").Str("view", view.String()).Uint64("seq", seq).Int("len", len(p)).
 				Uint32("crc", crc32.ChecksumIEEE(p)).Msg("sent")
 		}
 	}
@@ -380,13 +413,67 @@ func (r *Node) afterStep() {
 	}
 	for _, d := range r.core.TakeDeliveries() {
 		if r.o.Config.TraceDeliveries {
-			r.log.Info().Str("event", "deliver").Uint64("from", d.Source).Uint64("seq", d.Seq).
+			r.log.Info().Str("event", "deliver").Str("view", d.View.String()).Uint64("from", d.Source).
+				Uint64("inc", d.Inc).Uint64("seq", d.Seq).
 				Int("len", len(d.Payload)).Uint32("crc", crc32.ChecksumIEEE(d.Payload)).Msg("delivered")
 		}
 	}
 }
 
-func (r *Node) logEvent(ev multicast.Event) {
+func (r *Node) logEvent(ev membership.Event) {
+	switch ev.Kind {
+	case membership.Engine:
+		r.logEngineEvent(ev.Multicast)
+	case membership.ViewInstalled:
+		r.log.Info().Str("event", "view.installed").Str("view", ev.View.ID.String()).
+			Uints64("members", ev.View.IDs()).Uints64("joined", orEmpty(ev.Joined)).
+			Uints64("left", orEmpty(ev.Left)).Uints64("crashed", orEmpty(ev.Crashed)).
+			Int64("flush_ms", ev.Flush.Milliseconds()).Str("prior", ev.Prior.String()).
+			Msgf("view %s installed", ev.View)
+	case membership.FlushStarted:
+		r.log.Info().Str("event", "view.flush.started").Str("view", ev.View.ID.String()).
+			Uint64("epoch", ev.Epoch).Uint64("attempt", ev.Attempt).Uints64("proposed", ev.Proposed).
+			Msg("view change started")
+	case membership.Suspected:
+		r.log.Info().Str("event", "member.suspected").Str("view", ev.View.ID.String()).Uint64("member", ev.Member).
+			Int64("silent_ms", ev.Silent.Milliseconds()).Msg("member suspected")
+	case membership.Excluded:
+		r.log.Warn().Str("event", "member.excluded").Str("view", ev.View.ID.String()).Uint64("by", ev.Member).
+			Msg("the group installed a view without this node; it will be merged back in")
+	case membership.LeaveDone:
+		r.log.Info().Str("event", "member.left").Str("view", ev.View.ID.String()).Msg("left the group")
+	case membership.Refused:
+		r.logRefused(ev)
+	}
+}
+
+// logRefused logs a refusal: of this node (it stops), or of a joiner by
+// this node as coordinator.
+func (r *Node) logRefused(ev membership.Event) {
+	e := r.log.Error().Str("event", "member.refused").Uint64("member", ev.Member).Str("setting", ev.Setting).
+		Str("ours", ev.Ours).Str("theirs", ev.Theirs)
+	if ev.Member != r.o.Config.ID {
+		e.Msgf("refused node %d: its %s is %q, the group's is %q", ev.Member, ev.Setting, ev.Theirs, ev.Ours)
+		return
+	}
+	var err error
+	if ev.Setting == "id" {
+		err = fmt.Errorf("%w: another live node at %s uses ID %d; give every node its own --id", ErrRefused, ev.Addr.Addr(), ev.Member)
+	} else {
+		err = fmt.Errorf("%w: this node's %s is %q but the group's (coordinator at %s) is %q", ErrRefused, ev.Setting, ev.Ours, ev.Addr.Addr(), ev.Theirs)
+	}
+	r.refused = err
+	e.Str("addr", ev.Addr.String()).Msg(err.Error())
+}
+
+func orEmpty(ids []uint64) []uint64 {
+	if ids == nil {
+		return []uint64{}
+	}
+	return ids
+}
+
+func (r *Node) logEngineEvent(ev multicast.Event) {
 	switch ev.Kind {
 	case multicast.PeerSeen:
 		r.log.Info().Str("event", "peer.seen").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).

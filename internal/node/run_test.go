@@ -241,15 +241,14 @@ func runWorkload(t *testing.T, repairSocket bool) {
 	})
 }
 
-// TestMulticastBlocksOnAFullWindow: node 2 cannot hear node 1, so it never
-// reports node 1's messages and none of them becomes stable. Node 1's
-// Multicast takes a window's worth, then blocks until its context ends,
-// without sending; once node 2 hears again, the window drains and sending
-// resumes.
+// TestMulticastBlocksOnAFullWindow: once the two nodes are in a view,
+// node 2 stops hearing node 1, so it never reports node 1's messages and
+// none of them becomes stable. Node 1's Multicast takes a window's worth,
+// then blocks until its context ends, without sending; once node 2 hears
+// again (before it suspects node 1), the window drains and sending resumes.
 func TestMulticastBlocksOnAFullWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := sim.NewNet(sim.Options{Seed: 3})
-		n.SetLinkLoss(sim.Addr(1), sim.Addr(2), 1)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		nodes := make([]*Node, 3)
@@ -260,13 +259,18 @@ func TestMulticastBlocksOnAFullWindow(t *testing.T) {
 			nodes[id] = New(Options{Config: c, Transport: n.Endpoint(sim.Addr(id)), Log: zerolog.Nop(), Inc: id})
 			go func() { done <- nodes[id].Run(ctx) }()
 		}
-		time.Sleep(100 * time.Millisecond) // node 1 hears node 2
+		time.Sleep(time.Second) // the two form a view
+		synctest.Wait()
+		if v := nodes[1].core.View(); len(v.Members) != 2 {
+			t.Fatalf("node 1 is in %v, want a view of both", v)
+		}
+		n.SetLinkLoss(sim.Addr(1), sim.Addr(2), 1)
 		for i := range 16 {
 			if _, err := nodes[1].Multicast(ctx, nil, []byte{byte(i)}, wire.FIFO); err != nil {
 				t.Fatalf("message %d: %v", i, err)
 			}
 		}
-		short, stop := context.WithTimeout(ctx, 300*time.Millisecond)
+		short, stop := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer stop()
 		if _, err := nodes[1].Multicast(short, nil, []byte("17"), wire.FIFO); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("17th message on a full window: %v, want the context's deadline", err)
@@ -279,6 +283,10 @@ func TestMulticastBlocksOnAFullWindow(t *testing.T) {
 		seq, err := nodes[1].Multicast(ctx, nil, []byte("17 again"), wire.FIFO)
 		if err != nil || seq != 17 {
 			t.Fatalf("after healing: seq %d, %v; want 17", seq, err)
+		}
+		synctest.Wait()
+		if v := nodes[1].core.View(); len(v.Members) != 2 {
+			t.Fatalf("node 1 is in %v, want the view of both still", v)
 		}
 		cancel()
 		for range 2 {

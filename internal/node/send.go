@@ -79,6 +79,9 @@ func (r *Node) sendPending() {
 	r.pending = slices.DeleteFunc(r.pending, func(req *sendReq) bool { return req.state.Load() == reqWithdrawn })
 	for len(r.pending) > 0 {
 		req := r.pending[0]
+		if !r.core.Sending() {
+			return // no view yet, or a view change: the install wakes the loop
+		}
 		if !r.core.Fits(len(req.service), len(req.payload)) {
 			if !r.sendBlocked {
 				r.sendBlocked = true

@@ -109,11 +109,7 @@ func (d *Decoder) header(h *Header) error {
 		return err
 	}
 	h.Kind = Kind(k)
-	if h.View.Epoch, err = d.uint(); err != nil {
-		return err
-	}
-	h.View.Coord, err = d.uint()
-	return err
+	return d.view(&h.View)
 }
 
 func (d *Decoder) body(env *Envelope) error {
@@ -128,6 +124,18 @@ func (d *Decoder) body(env *Envelope) error {
 		return d.repair(&env.Repair)
 	case KindSession:
 		return d.session(&env.Session)
+	case KindJoin:
+		return d.settings(&env.Join.Settings)
+	case KindLeave:
+		return d.leave(&env.Leave)
+	case KindFlush:
+		return d.flush(&env.Flush)
+	case KindFlushOK:
+		return d.flushOK(&env.FlushOK)
+	case KindView:
+		return d.commit(&env.Commit)
+	case KindRefuse:
+		return d.refuse(&env.Refuse)
 	}
 	return fmt.Errorf("%w: %v", ErrUnknownKind, env.Kind)
 }
@@ -229,6 +237,9 @@ func (d *Decoder) repair(m *Repair) (err error) {
 	if m.SourceInc, err = d.uint(); err != nil {
 		return err
 	}
+	if err = d.view(&m.View); err != nil {
+		return err
+	}
 	return d.dataFields(&m.Data)
 }
 
@@ -273,6 +284,231 @@ func (d *Decoder) peerState(p *PeerState) (err error) {
 	}
 	p.Held, err = d.int()
 	return err
+}
+
+func (d *Decoder) settings(ss *[]Setting) error {
+	n, err := d.countOf(minSettingBytes)
+	if err != nil {
+		return err
+	}
+	*ss = grow(*ss, n)
+	for i := range *ss {
+		s := &(*ss)[i]
+		if _, err := d.arrayLen(settingFields); err != nil {
+			return err
+		}
+		if s.Name, err = d.bytes(); err != nil {
+			return err
+		}
+		if s.Value, err = d.bytes(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Decoder) leave(m *Leave) (err error) {
+	if m.Member, err = d.uint(); err != nil {
+		return err
+	}
+	if m.MemberInc, err = d.uint(); err != nil {
+		return err
+	}
+	r, err := d.uintMax(LeaveLagging)
+	m.Reason = uint8(r)
+	return err
+}
+
+func (d *Decoder) flush(m *Flush) (err error) {
+	if m.Epoch, err = d.uint(); err != nil {
+		return err
+	}
+	if m.Attempt, err = d.uint(); err != nil {
+		return err
+	}
+	if m.Phase, err = d.phase(); err != nil {
+		return err
+	}
+	if err = d.members(&m.Members); err != nil {
+		return err
+	}
+	return d.viewCuts(&m.Cuts)
+}
+
+func (d *Decoder) flushOK(m *FlushOK) (err error) {
+	if m.Epoch, err = d.uint(); err != nil {
+		return err
+	}
+	if m.Attempt, err = d.uint(); err != nil {
+		return err
+	}
+	if m.Initiator, err = d.uint(); err != nil {
+		return err
+	}
+	if m.Phase, err = d.phase(); err != nil {
+		return err
+	}
+	if err = d.view(&m.Prior); err != nil {
+		return err
+	}
+	h, err := d.uintMax(math.MaxUint32)
+	if err != nil {
+		return err
+	}
+	m.Settings = uint32(h)
+	if m.Sent, err = d.seq(); err != nil {
+		return err
+	}
+	return d.cuts(&m.Has)
+}
+
+func (d *Decoder) commit(m *ViewCommit) (err error) {
+	if m.Epoch, err = d.uint(); err != nil {
+		return err
+	}
+	if m.Attempt, err = d.uint(); err != nil {
+		return err
+	}
+	if err = d.viewMembers(&m.Members); err != nil {
+		return err
+	}
+	if err = d.left(&m.Left); err != nil {
+		return err
+	}
+	return d.viewCuts(&m.Cuts)
+}
+
+func (d *Decoder) refuse(m *Refuse) (err error) {
+	if m.Target, err = d.uint(); err != nil {
+		return err
+	}
+	if m.TargetInc, err = d.uint(); err != nil {
+		return err
+	}
+	if m.Setting, err = d.bytes(); err != nil {
+		return err
+	}
+	if m.Ours, err = d.bytes(); err != nil {
+		return err
+	}
+	m.Theirs, err = d.bytes()
+	return err
+}
+
+func (d *Decoder) phase() (FlushPhase, error) {
+	p, err := d.uintMax(uint64(FlushCut))
+	return FlushPhase(p), err
+}
+
+func (d *Decoder) view(v *ViewID) (err error) {
+	if v.Epoch, err = d.uint(); err != nil {
+		return err
+	}
+	v.Coord, err = d.uint()
+	return err
+}
+
+func (d *Decoder) members(ms *[]Member) error {
+	n, err := d.countOf(minMemberBytes)
+	if err != nil {
+		return err
+	}
+	*ms = grow(*ms, n)
+	for i := range *ms {
+		m := &(*ms)[i]
+		if _, err := d.arrayLen(memberFields); err != nil {
+			return err
+		}
+		if m.ID, err = d.uint(); err != nil {
+			return err
+		}
+		if m.Inc, err = d.uint(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Decoder) viewMembers(ms *[]ViewMember) error {
+	n, err := d.countOf(minViewMemberBytes)
+	if err != nil {
+		return err
+	}
+	*ms = grow(*ms, n)
+	for i := range *ms {
+		m := &(*ms)[i]
+		if _, err := d.arrayLen(viewMemberFields); err != nil {
+			return err
+		}
+		if m.ID, err = d.uint(); err != nil {
+			return err
+		}
+		if m.Inc, err = d.uint(); err != nil {
+			return err
+		}
+		if m.Next, err = d.seq(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Decoder) left(ids *[]uint64) error {
+	n, err := d.countOf(minLeftBytes)
+	if err != nil {
+		return err
+	}
+	*ids = grow(*ids, n)
+	for i := range *ids {
+		if (*ids)[i], err = d.uint(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// viewCuts reuses each element's Cuts slice from an earlier decode: grow
+// keeps the elements within the old capacity.
+func (d *Decoder) viewCuts(vs *[]ViewCut) error {
+	n, err := d.countOf(minViewCutBytes)
+	if err != nil {
+		return err
+	}
+	*vs = grow(*vs, n)
+	for i := range *vs {
+		v := &(*vs)[i]
+		if _, err := d.arrayLen(viewCutFields); err != nil {
+			return err
+		}
+		if err := d.view(&v.View); err != nil {
+			return err
+		}
+		if err := d.cuts(&v.Cuts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Decoder) cuts(cs *[]Cut) error {
+	n, err := d.countOf(minCutBytes)
+	if err != nil {
+		return err
+	}
+	*cs = grow(*cs, n)
+	for i := range *cs {
+		c := &(*cs)[i]
+		if _, err := d.arrayLen(cutFields); err != nil {
+			return err
+		}
+		if c.ID, err = d.uint(); err != nil {
+			return err
+		}
+		if c.Seq, err = d.seq(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // arrayLen reads an array header and checks it has exactly want elements.

@@ -10,7 +10,8 @@
 // Encoding appends to a caller's buffer through one reused msgpack.Encoder
 // and does not allocate. Decoding treats every datagram as hostile: lengths
 // are checked against the bytes that remain, payloads alias the datagram
-// (no copy), and decoding into an Envelope from NewEnvelope never allocates.
+// (no copy), and decoding the data path's kinds into an Envelope from
+// NewEnvelope never allocates (membership lists grow once, then are reused).
 // Every failure wraps ErrMalformed, ErrNotHuddle or ErrUnknownKind, so the
 // caller can drop and count it.
 //

@@ -54,10 +54,13 @@ func (e *Encoder) envelope(env *Envelope) error {
 	case KindNack:
 		e.nack(&env.Nack)
 	case KindRepair:
-		e.uints(env.Repair.Source, env.Repair.SourceInc)
-		e.data(&env.Repair.Data)
+		r := &env.Repair
+		e.uints(r.Source, r.SourceInc, r.View.Epoch, r.View.Coord)
+		e.data(&r.Data)
 	case KindSession:
 		e.session(&env.Session)
+	default:
+		e.membership(env)
 	}
 	return nil
 }
@@ -72,9 +75,17 @@ func bodyFields(env *Envelope) (int, error) {
 	case KindNack:
 		return 4, nil
 	case KindRepair:
-		return 2 + dataFields, nil
+		return repairFields, nil
 	case KindSession:
 		return 4, nil
+	case KindJoin:
+		return 1, nil
+	case KindLeave:
+		return 3, nil
+	case KindFlush, KindView, KindRefuse:
+		return 5, nil
+	case KindFlushOK:
+		return 9, nil
 	}
 	return 0, fmt.Errorf("%w: %v has no codec in this version", ErrUnknownKind, env.Kind)
 }
@@ -103,6 +114,81 @@ func (e *Encoder) session(s *Session) {
 		e.uints(p.ID, p.Inc, p.Seq)
 		e.enc.EncodeInt(p.Echo)
 		e.enc.EncodeInt(p.Held)
+	}
+}
+
+// membership encodes the body of a membership kind; bodyFields has already
+// rejected the kinds without a codec.
+func (e *Encoder) membership(env *Envelope) {
+	switch env.Kind {
+	case KindJoin:
+		e.settings(env.Join.Settings)
+	case KindLeave:
+		l := &env.Leave
+		e.uints(l.Member, l.MemberInc, uint64(l.Reason))
+	case KindFlush:
+		f := &env.Flush
+		e.uints(f.Epoch, f.Attempt, uint64(f.Phase))
+		e.members(f.Members)
+		e.viewCuts(f.Cuts)
+	case KindFlushOK:
+		f := &env.FlushOK
+		e.uints(f.Epoch, f.Attempt, f.Initiator, uint64(f.Phase), f.Prior.Epoch, f.Prior.Coord, uint64(f.Settings), f.Sent)
+		e.cuts(f.Has)
+	case KindView:
+		e.commit(&env.Commit)
+	case KindRefuse:
+		r := &env.Refuse
+		e.uints(r.Target, r.TargetInc)
+		e.name(r.Setting)
+		e.bytes(r.Ours)
+		e.bytes(r.Theirs)
+	}
+}
+
+func (e *Encoder) settings(ss []Setting) {
+	e.array(len(ss))
+	for _, s := range ss {
+		e.array(settingFields)
+		e.name(s.Name)
+		e.bytes(s.Value)
+	}
+}
+
+func (e *Encoder) members(ms []Member) {
+	e.array(len(ms))
+	for _, m := range ms {
+		e.array(memberFields)
+		e.uints(m.ID, m.Inc)
+	}
+}
+
+func (e *Encoder) commit(c *ViewCommit) {
+	e.uints(c.Epoch, c.Attempt)
+	e.array(len(c.Members))
+	for _, m := range c.Members {
+		e.array(viewMemberFields)
+		e.uints(m.ID, m.Inc, m.Next)
+	}
+	e.array(len(c.Left))
+	e.uints(c.Left...)
+	e.viewCuts(c.Cuts)
+}
+
+func (e *Encoder) viewCuts(vs []ViewCut) {
+	e.array(len(vs))
+	for _, v := range vs {
+		e.array(viewCutFields)
+		e.uints(v.View.Epoch, v.View.Coord)
+		e.cuts(v.Cuts)
+	}
+}
+
+func (e *Encoder) cuts(cs []Cut) {
+	e.array(len(cs))
+	for _, c := range cs {
+		e.array(cutFields)
+		e.uints(c.ID, c.Seq)
 	}
 }
 

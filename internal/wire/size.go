@@ -66,8 +66,10 @@ func DataSize(d *Data) int {
 // Sizes of the envelopes that carry data, for packing.
 const (
 	// RepairExtra bounds what a repair adds to a data message's size: the
-	// source and its incarnation, at most 9 bytes each.
-	RepairExtra = 18
+	// source, its incarnation and the original view's epoch and
+	// coordinator, at most 9 bytes each. (MaxHeader already allows for the
+	// repair's longer array header.)
+	RepairExtra = 4 * 9
 	// MaxHeader bounds HeaderSize for any header and body.
 	MaxHeader = 5 + 3 + 5 + 9 + 9 + 2 + 9 + 9
 	// BatchEntryExtra is what each message adds in a batch besides its
@@ -79,4 +81,154 @@ const (
 // entries' DataSize values sum to fields over n entries.
 func BatchSize(h *Header, n, fields int) int {
 	return HeaderSize(h, 1) + arraySize(n) + n*BatchEntryExtra + fields
+}
+
+// Worst-case sizes of one element of a membership list, for the membership
+// layer to tell how many fit a datagram before it builds the message:
+// an array header, then up to 9 bytes per int.
+const (
+	MaxMemberBytes     = 1 + 2*9
+	MaxViewMemberBytes = 1 + 3*9
+	MaxCutBytes        = 1 + 2*9
+	MaxLeftBytes       = 9 // one left ID, a bare int
+	// MaxViewCutExtra is what a view cut takes besides its cuts: its
+	// array header, the view, and its cuts' array header.
+	MaxViewCutExtra = 1 + 2*9 + 5
+	// MaxListHeader bounds the array header of any list.
+	MaxListHeader = 5
+)
+
+// EncodedSize is the exact size of Append's encoding of env, computed
+// without encoding. Like Append, it fails for a kind without a codec.
+func EncodedSize(env *Envelope) (int, error) {
+	n, err := bodyFields(env)
+	if err != nil {
+		return 0, err
+	}
+	return HeaderSize(&env.Header, n) + bodySize(env), nil
+}
+
+func bodySize(env *Envelope) int {
+	switch env.Kind {
+	case KindData:
+		return DataSize(&env.Data)
+	case KindBatch:
+		n := arraySize(len(env.Batch)) + len(env.Batch)*BatchEntryExtra
+		for i := range env.Batch {
+			n += DataSize(&env.Batch[i])
+		}
+		return n
+	case KindNack:
+		m := &env.Nack
+		n := uintsSize(m.Source, m.SourceInc, m.Attempt) + arraySize(2*len(m.Ranges))
+		for _, r := range m.Ranges {
+			n += uintsSize(r.First, r.Last)
+		}
+		return n
+	case KindRepair:
+		r := &env.Repair
+		return uintsSize(r.Source, r.SourceInc, r.View.Epoch, r.View.Coord) + DataSize(&r.Data)
+	case KindSession:
+		return sessionSize(&env.Session)
+	}
+	return membershipSize(env)
+}
+
+func sessionSize(s *Session) int {
+	n := intSize(s.Sent) + uintsSize(s.Seq, s.Low) + arraySize(len(s.Peers))
+	for _, p := range s.Peers {
+		n += arraySize(peerStateFields) + uintsSize(p.ID, p.Inc, p.Seq) + intSize(p.Echo) + intSize(p.Held)
+	}
+	return n
+}
+
+func membershipSize(env *Envelope) int {
+	switch env.Kind {
+	case KindJoin:
+		return settingsSize(env.Join.Settings)
+	case KindLeave:
+		l := &env.Leave
+		return uintsSize(l.Member, l.MemberInc, uint64(l.Reason))
+	case KindFlush:
+		f := &env.Flush
+		return uintsSize(f.Epoch, f.Attempt, uint64(f.Phase)) + membersSize(f.Members) + viewCutsSize(f.Cuts)
+	case KindFlushOK:
+		f := &env.FlushOK
+		return uintsSize(f.Epoch, f.Attempt, f.Initiator, uint64(f.Phase), f.Prior.Epoch, f.Prior.Coord, uint64(f.Settings), f.Sent) +
+			cutsSize(f.Has)
+	case KindView:
+		c := &env.Commit
+		return uintsSize(c.Epoch, c.Attempt) + viewMembersSize(c.Members) +
+			arraySize(len(c.Left)) + uintsSize(c.Left...) + viewCutsSize(c.Cuts)
+	case KindRefuse:
+		r := &env.Refuse
+		return uintsSize(r.Target, r.TargetInc) + nameSize(len(r.Setting)) + binSize(len(r.Ours)) + binSize(len(r.Theirs))
+	}
+	return 0
+}
+
+func settingsSize(ss []Setting) int {
+	n := arraySize(len(ss))
+	for _, s := range ss {
+		n += arraySize(settingFields) + nameSize(len(s.Name)) + binSize(len(s.Value))
+	}
+	return n
+}
+
+func membersSize(ms []Member) int {
+	n := arraySize(len(ms))
+	for _, m := range ms {
+		n += arraySize(memberFields) + uintsSize(m.ID, m.Inc)
+	}
+	return n
+}
+
+func viewMembersSize(ms []ViewMember) int {
+	n := arraySize(len(ms))
+	for _, m := range ms {
+		n += arraySize(viewMemberFields) + uintsSize(m.ID, m.Inc, m.Next)
+	}
+	return n
+}
+
+func viewCutsSize(vs []ViewCut) int {
+	n := arraySize(len(vs))
+	for _, v := range vs {
+		n += arraySize(viewCutFields) + uintsSize(v.View.Epoch, v.View.Coord) + cutsSize(v.Cuts)
+	}
+	return n
+}
+
+func cutsSize(cs []Cut) int {
+	n := arraySize(len(cs))
+	for _, c := range cs {
+		n += arraySize(cutFields) + uintsSize(c.ID, c.Seq)
+	}
+	return n
+}
+
+func uintsSize(vs ...uint64) int {
+	n := 0
+	for _, v := range vs {
+		n += uintSize(v)
+	}
+	return n
+}
+
+// intSize is the size of v as a compact msgpack int: a non-negative v is
+// written as an unsigned int.
+func intSize(v int64) int {
+	switch {
+	case v >= 0:
+		return uintSize(uint64(v))
+	case v >= -32:
+		return 1
+	case v >= math.MinInt8:
+		return 2
+	case v >= math.MinInt16:
+		return 3
+	case v >= math.MinInt32:
+		return 5
+	}
+	return 9
 }

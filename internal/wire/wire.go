@@ -12,7 +12,7 @@ const MagicVersion = 0x48<<8 | Version
 
 // Version is the wire format version. It changes when an existing kind's
 // fields change; new kinds only append to the Kind list.
-const Version = 1
+const Version = 2
 
 // MaxSeq bounds sequence numbers: a datagram carrying one at or above it is
 // malformed. No sender sends 2^62 messages, and the bound leaves room for
@@ -30,8 +30,8 @@ const HeaderFields = 7
 // once released, keeps its meaning forever.
 type Kind uint8
 
-// Message kinds. Kinds from KindJoin on are reserved for the membership layer
-// and decode as ErrUnknownKind until it defines their fields.
+// Message kinds. KindOrder and KindMerge are reserved: they have no fields
+// yet and decode as ErrUnknownKind.
 const (
 	KindData    Kind = 1  // one application or protocol message from its source
 	KindBatch   Kind = 2  // several data messages of one source in one datagram
@@ -39,19 +39,21 @@ const (
 	KindRepair  Kind = 4  // a retransmission, by the source or any holder (SRM)
 	KindSession Kind = 5  // periodic receive state; heartbeat; delay estimation
 	KindJoin    Kind = 6  // membership: ask to be admitted
-	KindLeave   Kind = 7  // membership: ask to be excluded
+	KindLeave   Kind = 7  // membership: a member leaves, or is reported suspect
 	KindFlush   Kind = 8  // membership: stop sending, report what you hold
 	KindFlushOK Kind = 9  // membership: flush reply
 	KindView    Kind = 10 // membership: install a view
 	KindOrder   Kind = 11 // total order records from the sequencer
 	KindMerge   Kind = 12 // membership: coordinator beacon for merging
-	kindLimit   Kind = 13 // first unassigned number
+	KindRefuse  Kind = 13 // membership: the coordinator refuses a joiner
+	kindLimit   Kind = 14 // first unassigned number
 )
 
 var kindNames = [...]string{
 	KindData: "data", KindBatch: "batch", KindNack: "nack", KindRepair: "repair",
 	KindSession: "session", KindJoin: "join", KindLeave: "leave", KindFlush: "flush",
 	KindFlushOK: "flush-ok", KindView: "view", KindOrder: "order", KindMerge: "merge",
+	KindRefuse: "refuse",
 }
 
 func (k Kind) String() string {
@@ -140,12 +142,19 @@ type Nack struct {
 }
 
 // Repair is a retransmission of Source's message, sent by From (the source
-// or any member holding it): [source, source incarnation, ...data fields].
+// or any member holding it):
+// [source, source incarnation, view epoch, view coordinator, ...data fields].
 type Repair struct {
 	Source    uint64
 	SourceInc uint64
-	Data      Data
+	// View is the view the message was first sent in. Fresh data takes it
+	// from the header, but a repair's header is the repairer's, whose view
+	// may have moved on since.
+	View ViewID
+	Data Data
 }
+
+const repairFields = 4 + dataFields
 
 // PeerState is what a session message says about one peer it hears:
 // [id, incarnation, seq, echo, held].
@@ -174,11 +183,17 @@ type Session struct {
 // reuses its slices, so a steady stream decodes without allocating.
 type Envelope struct {
 	Header
-	Data    Data   // KindData
-	Batch   []Data // KindBatch
-	Nack    Nack   // KindNack
-	Repair  Repair // KindRepair
-	Session Session
+	Data    Data       // KindData
+	Batch   []Data     // KindBatch
+	Nack    Nack       // KindNack
+	Repair  Repair     // KindRepair
+	Session Session    // KindSession
+	Join    Join       // KindJoin
+	Leave   Leave      // KindLeave
+	Flush   Flush      // KindFlush
+	FlushOK FlushOK    // KindFlushOK
+	Commit  ViewCommit // KindView (Header.View is the sender's current view)
+	Refuse  Refuse     // KindRefuse
 }
 
 // GroupHash is the 32-bit FNV-1a hash of a group name, carried in every
@@ -202,10 +217,13 @@ func itoa(v uint64) string {
 	}
 }
 
-// NewEnvelope returns an Envelope whose slices can hold everything a datagram
-// of up to maxDatagram bytes can carry, so that decoding into it never
-// allocates. Any Envelope works with Decode; an unsized one grows on demand,
-// by no more than the datagram's contents can justify.
+// NewEnvelope returns an Envelope whose data-path slices (batch, NACK
+// ranges, session peers) can hold everything a datagram of up to maxDatagram
+// bytes can carry, so that decoding the steady stream into it never
+// allocates. The membership kinds' lists are left unsized: they come a few
+// per view change, and presizing them all would cost several times the
+// rest. Any Envelope works with Decode; an unsized slice grows on demand, by
+// no more than the datagram's contents can justify, and is reused after.
 func NewEnvelope(maxDatagram int) *Envelope {
 	return &Envelope{
 		Batch:   make([]Data, 0, maxDatagram/minDataBytes),

@@ -23,10 +23,28 @@ func samples() []*Envelope {
 	n := mk(KindNack)
 	n.Nack = Nack{Source: 2, SourceInc: 99, Attempt: 3, Ranges: []SeqRange{{1, 1}, {5, 300}}}
 	r := mk(KindRepair)
-	r.Repair = Repair{Source: 2, SourceInc: 99, Data: data}
+	r.Repair = Repair{Source: 2, SourceInc: 99, View: ViewID{Epoch: 6, Coord: 2}, Data: data}
 	s := mk(KindSession)
 	s.Session = Session{Sent: 1763800000999, Seq: 1 << 40, Low: 1<<40 - 5, Peers: []PeerState{{ID: 2, Inc: 99, Seq: 17, Echo: 1763800000000, Held: 2500}, {ID: 4, Inc: 1, Seq: 0, Echo: 0, Held: -1}}}
-	return []*Envelope{d, b, n, r, s}
+	return append([]*Envelope{d, b, n, r, s}, membershipSamples(mk)...)
+}
+
+// membershipSamples are the membership kinds' samples, filled like samples'.
+func membershipSamples(mk func(Kind) *Envelope) []*Envelope {
+	cuts := []ViewCut{{View: ViewID{6, 2}, Cuts: []Cut{{2, 17}, {4, 9}}}, {View: ViewID{5, 2}, Cuts: []Cut{{3, 1 << 40}}}}
+	j := mk(KindJoin)
+	j.Join = Join{Settings: []Setting{{Name: []byte("datagram"), Value: []byte("1400")}, {Name: []byte("order"), Value: []byte("total")}}}
+	l := mk(KindLeave)
+	l.Leave = Leave{Member: 4, MemberInc: 77, Reason: LeaveSuspect}
+	f := mk(KindFlush)
+	f.Flush = Flush{Epoch: 8, Attempt: 2, Phase: FlushCut, Members: []Member{{2, 99}, {3, 1}, {4, 77}}, Cuts: cuts}
+	ok := mk(KindFlushOK)
+	ok.FlushOK = FlushOK{Epoch: 8, Attempt: 2, Initiator: 3, Phase: FlushState, Prior: ViewID{7, 5}, Settings: 0xdeadbeef, Sent: 1 << 40, Has: []Cut{{2, 17}, {4, 9}}}
+	v := mk(KindView)
+	v.Commit = ViewCommit{Epoch: 8, Attempt: 2, Members: []ViewMember{{2, 99, 18}, {3, 1, 1 << 40}}, Left: []uint64{4, 1 << 33}, Cuts: cuts}
+	rf := mk(KindRefuse)
+	rf.Refuse = Refuse{Target: 6, TargetInc: 12, Setting: []byte("datagram"), Ours: []byte("1400"), Theirs: []byte("9000")}
+	return []*Envelope{j, l, f, ok, v, rf}
 }
 
 // normalize makes an envelope comparable with reflect.DeepEqual after a
@@ -59,6 +77,8 @@ func normalize(e *Envelope) Envelope {
 	case KindSession:
 		out.Session = e.Session
 		out.Session.Peers = append([]PeerState{}, e.Session.Peers...)
+	default:
+		normalizeMembership(e, &out)
 	}
 	return out
 }
@@ -123,6 +143,9 @@ func TestNoAllocations(t *testing.T) {
 		if a := testing.AllocsPerRun(100, func() { enc.Append(buf[:0], in) }); a != 0 {
 			t.Errorf("encoding %v allocates %.1f times per datagram", in.Kind, a)
 		}
+		if a := testing.AllocsPerRun(100, func() { EncodedSize(in) }); a != 0 {
+			t.Errorf("sizing %v allocates %.1f times per datagram", in.Kind, a)
+		}
 	}
 }
 
@@ -135,7 +158,7 @@ func TestDecodeRejects(t *testing.T) {
 	enc := NewEncoder()
 	good, _ := enc.Append(nil, samples()[0])
 	foreign := *samples()[0]
-	foreign.Kind = KindJoin
+	foreign.Kind = KindOrder
 	cases := []struct {
 		name string
 		data []byte
@@ -146,7 +169,10 @@ func TestDecodeRejects(t *testing.T) {
 		{"truncated", good[:len(good)-1], ErrMalformed},
 		{"trailing byte", append(append([]byte{}, good...), 0), ErrMalformed},
 		{"wrong magic", func() []byte { b := append([]byte{}, good...); b[2]++; return b }(), ErrNotHuddle},
-		{"reserved kind", func() []byte { b := append([]byte{}, good...); b[kindOffset] = byte(KindJoin); return b }(), ErrUnknownKind},
+		{"reserved kind", func() []byte { b := append([]byte{}, good...); b[kindOffset] = byte(KindOrder); return b }(), ErrUnknownKind},
+		{"merge kind", func() []byte { b := append([]byte{}, good...); b[kindOffset] = byte(KindMerge); return b }(), ErrUnknownKind},
+		{"unassigned kind", func() []byte { b := append([]byte{}, good...); b[kindOffset] = byte(kindLimit); return b }(), ErrUnknownKind},
+		{"version 1", func() []byte { b := append([]byte{}, good...); b[3] = 1; return b }(), ErrNotHuddle},
 		{"huge array", []byte{0xdd, 0xff, 0xff, 0xff, 0xff}, ErrMalformed},
 		{"huge bin", append(good[:len(good)-13:len(good)-13], 0xc6, 0x7f, 0xff, 0xff, 0xff), ErrMalformed},
 		{"negative seq", func() []byte { b := append([]byte{}, good...); b[bytes.Index(b, []byte{42})] = 0xff; return b }(), ErrMalformed},
@@ -243,12 +269,24 @@ func TestSizes(t *testing.T) {
 		if h := HeaderSize(&e.Header, n); h > MaxHeader {
 			t.Errorf("header of %d bytes exceeds MaxHeader", h)
 		}
+		if got, err := EncodedSize(e); err != nil || got != len(b) {
+			t.Errorf("EncodedSize of %v = %d, %v; encoding is %d", e.Kind, got, err, len(b))
+		}
 	}
 	big := Data{Seq: math.MaxUint64, Dest: math.MaxUint64, Service: make([]byte, 300), FragIndex: math.MaxUint32 - 1, FragCount: math.MaxUint32, Payload: make([]byte, 70000)}
 	e := &Envelope{Header: Header{Group: math.MaxUint32, From: math.MaxUint64, Inc: math.MaxUint64, Kind: KindData, View: ViewID{math.MaxUint64, math.MaxUint64}}, Data: big}
 	b, _ := enc.Append(nil, e)
 	if got := HeaderSize(&e.Header, dataFields) + DataSize(&e.Data); got != len(b) {
 		t.Errorf("HeaderSize+DataSize of the largest values = %d, encoding is %d", got, len(b))
+	}
+	e.Kind = KindRepair
+	e.Repair = Repair{Source: math.MaxUint64, SourceInc: math.MaxUint64, View: ViewID{math.MaxUint64, math.MaxUint64}, Data: big}
+	r, _ := enc.Append(nil, e)
+	if len(r) > MaxHeader+DataSize(&big)+RepairExtra {
+		t.Errorf("worst-case repair of %d bytes exceeds MaxHeader+DataSize+RepairExtra", len(r))
+	}
+	if got, _ := EncodedSize(e); got != len(r) {
+		t.Errorf("EncodedSize of the largest repair = %d, encoding is %d", got, len(r))
 	}
 }
 

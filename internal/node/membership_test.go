@@ -1,0 +1,87 @@
+package node
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/membership"
+)
+
+const testJoin = 60 * time.Millisecond
+
+func addMembers(w *sim.World, ids ...uint64) {
+	for _, id := range ids {
+		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
+			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
+				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin,
+				Window: 256, Seed: uint64(seed)}, w.Now())
+		})
+	}
+}
+
+// viewOf returns node id's installed view.
+func viewOf(w *sim.World, id uint64) membership.View { return core(w, id).View() }
+
+// agreed reports whether every node of group is alive and installed one
+// view whose members are exactly the group.
+func agreed(w *sim.World, group []uint64) error {
+	want := slices.Clone(group)
+	slices.Sort(want)
+	var first membership.View
+	for i, id := range group {
+		if !w.Alive(id) {
+			return fmt.Errorf("node %d is down", id)
+		}
+		v := viewOf(w, id)
+		got := v.IDs()
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("node %d is in %v, want members %v", id, v, want)
+		}
+		if i == 0 {
+			first = v
+		} else if v.ID != first.ID {
+			return fmt.Errorf("node %d is in %v, node %d in %v", id, v, group[0], first)
+		}
+	}
+	return nil
+}
+
+// settleViews runs the world until the group agrees on one view, or fails.
+func settleViews(t *testing.T, w *sim.World, limit time.Duration, group []uint64) time.Duration {
+	t.Helper()
+	start := w.Elapsed()
+	var last error
+	err := w.RunUntil(func() bool { last = agreed(w, group); return last == nil }, limit)
+	if err != nil {
+		t.Fatalf("seed %d: no agreement on a view of %v within %v: %v (%v)\n%s", w.Seed(), group, limit, last, err, w.Trace())
+	}
+	return w.Elapsed() - start
+}
+
+func TestGroupForms(t *testing.T) {
+	w := sim.New(sim.Options{Seed: 1})
+	l := newVSLedger()
+	w.Check("view synchrony", l.check)
+	addMembers(w, ids(5)...)
+	d := settleViews(t, w, 2*time.Second, ids(5))
+	t.Logf("5 nodes started together agree on %v after %v", viewOf(w, 1), d)
+}
+
+func TestCrashIsExcluded(t *testing.T) {
+	w := sim.New(sim.Options{Seed: 2})
+	l := newVSLedger()
+	w.Check("view synchrony", l.check)
+	addMembers(w, ids(4)...)
+	settleViews(t, w, 2*time.Second, ids(4))
+	for _, victim := range []uint64{2, 4} { // a member, then the coordinator
+		w.Crash(victim)
+		rest := slices.DeleteFunc(ids(4), func(id uint64) bool { return !w.Alive(id) })
+		d := settleViews(t, w, 2*time.Second, rest)
+		t.Logf("crash of %d: %v after %v", victim, viewOf(w, rest[0]), d)
+	}
+}

@@ -1,0 +1,301 @@
+package node
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/testutil"
+	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle/multicast"
+)
+
+// schedule is one randomized membership run: a group under faults while
+// its members multicast. Every step, the view synchrony ledger checks
+// DESIGN.md's guarantees 1–4; at the end, with the faults over, the
+// survivors must agree on one view and deliver what they send in it
+// (guarantee 7).
+type schedule struct {
+	t       *testing.T
+	r       *rand.Rand
+	w       *sim.World
+	l       *vsLedger
+	nodes   int             // started at first
+	maxID   uint64          // highest ID used so far (joins add more)
+	gone    map[uint64]bool // left gracefully or crashed for good
+	steps   []string
+	flushAt map[uint64]bool // initiators seen starting a flush this step
+	opts    sim.Options
+}
+
+func newSchedule(t *testing.T, seed int64) *schedule {
+	r := rand.New(rand.NewPCG(uint64(seed), 4))
+	s := &schedule{t: t, r: r, nodes: 2 + r.IntN(6), gone: map[uint64]bool{}, flushAt: map[uint64]bool{}}
+	s.opts = sim.Options{Seed: seed, Jitter: time.Duration(r.IntN(200)) * time.Microsecond,
+		Dup: r.Float64() * 0.03, Reorder: r.Float64() * 0.03}
+	switch r.IntN(3) {
+	case 0:
+		s.opts.Loss = r.Float64() * 0.2
+	case 1:
+		s.opts.SenderLoss = r.Float64() * 0.1
+	}
+	s.w = sim.New(s.opts)
+	s.l = newVSLedger()
+	s.l.onEvent = func(id uint64, ev membership.Event) {
+		if ev.Kind == membership.FlushStarted {
+			s.flushAt[id] = true
+		}
+	}
+	s.w.Check("view synchrony", s.l.check)
+	for range s.nodes {
+		s.add()
+	}
+	return s
+}
+
+func (s *schedule) add() uint64 {
+	s.maxID++
+	addMembers(s.w, s.maxID)
+	return s.maxID
+}
+
+func (s *schedule) note(format string, args ...any) {
+	s.steps = append(s.steps, fmt.Sprintf("t=%v ", s.w.Elapsed().Round(time.Millisecond))+fmt.Sprintf(format, args...))
+}
+
+func (s *schedule) String() string {
+	return fmt.Sprintf("%d nodes, loss %.2f, sender loss %.2f, dup %.2f, reorder %.2f, jitter %v\n  %s",
+		s.nodes, s.opts.Loss, s.opts.SenderLoss, s.opts.Dup, s.opts.Reorder, s.opts.Jitter, strings.Join(s.steps, "\n  "))
+}
+
+// live returns the nodes that run and have not left.
+func (s *schedule) live() []uint64 {
+	var out []uint64
+	for id := uint64(1); id <= s.maxID; id++ {
+		if s.w.Alive(id) && !s.gone[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// traffic has some live members multicast a few messages each.
+func (s *schedule) traffic() {
+	for _, id := range s.live() {
+		if s.r.IntN(3) != 0 {
+			continue
+		}
+		s.w.Do(id, func(m sim.Machine) {
+			c := m.(*Core)
+			for n := 1 + s.r.IntN(3); n > 0; n-- {
+				p := make([]byte, 8+s.r.IntN(100))
+				binary.BigEndian.PutUint64(p, s.r.Uint64())
+				if s.l.multicast(c, id, c.opt.Inc, p) != nil {
+					return
+				}
+			}
+		})
+	}
+}
+
+// fault applies one random fault.
+func (s *schedule) fault() {
+	live := s.live()
+	pick := func() uint64 { return live[s.r.IntN(len(live))] }
+	switch k := s.r.IntN(10); {
+	case k == 0 && len(live) > 1:
+		id := pick()
+		s.w.Crash(id)
+		s.note("crash %d", id)
+	case k == 1:
+		for id := uint64(1); id <= s.maxID; id++ {
+			if !s.w.Alive(id) && !s.gone[id] {
+				s.w.Restart(id)
+				s.note("restart %d", id)
+				return
+			}
+		}
+	case k == 2 && len(live) > 1:
+		a, b := s.split(live)
+		s.w.Partition(a, b)
+		s.note("partition %v | %v", a, b)
+	case k == 3:
+		s.w.Heal()
+		s.note("heal")
+	case k == 4 && len(live) > 1:
+		id := pick()
+		s.w.Do(id, func(m sim.Machine) { m.(*Core).Leave(s.w.Now()) })
+		s.gone[id] = true
+		s.note("leave %d", id)
+	case k == 5 && s.maxID < 10:
+		s.note("join %d", s.add())
+	case k == 6:
+		id := pick()
+		d := time.Duration(50+s.r.IntN(300)) * time.Millisecond
+		s.w.Stall(id, d)
+		s.note("stall %d for %v", id, d)
+	}
+}
+
+func (s *schedule) split(ids []uint64) (a, b []uint64) {
+	cut := 1 + s.r.IntN(len(ids)-1)
+	p := slices.Clone(ids)
+	s.r.Shuffle(len(p), func(i, j int) { p[i], p[j] = p[j], p[i] })
+	a, b = p[:cut], p[cut:]
+	slices.Sort(a)
+	slices.Sort(b)
+	// Nodes down or gone go with the first side: they may come back.
+	return a, b
+}
+
+// crashFlushing crashes, now and then, an initiator right as it starts a
+// flush, or one of the members it proposed.
+func (s *schedule) crashFlushing() {
+	for id := range s.flushAt {
+		if len(s.live()) > 1 && s.r.IntN(4) == 0 && s.w.Alive(id) {
+			s.w.Crash(id)
+			s.note("crash %d as it starts a flush", id)
+		}
+	}
+	clear(s.flushAt)
+}
+
+// run drives the schedule: faults for a while, then quiet, then checks.
+func (s *schedule) run() {
+	w := s.w
+	if err := w.RunFor(testJoin); err != nil {
+		s.fail(err)
+	}
+	faults := 3 + s.r.IntN(6)
+	for i := 0; i < faults; i++ {
+		s.fault()
+		for range 20 + s.r.IntN(200) {
+			s.traffic()
+			if err := w.RunFor(time.Millisecond); err != nil {
+				s.fail(err)
+			}
+			s.crashFlushing()
+		}
+	}
+	// Quiet: heal, restart the crashed, stop faulting.
+	w.Heal()
+	s.note("heal; restart every crashed node")
+	for id := uint64(1); id <= s.maxID; id++ {
+		if !w.Alive(id) && !s.gone[id] {
+			w.Restart(id)
+		}
+	}
+	for id := range s.gone {
+		w.Crash(id) // a node that left stops
+	}
+	live := s.live()
+	// Stalls end and their suspicions play out; then the survivors must
+	// agree on one view that stays.
+	if err := w.RunFor(400 * time.Millisecond); err != nil {
+		s.fail(err)
+	}
+	var last error
+	for round := 0; ; round++ {
+		if err := w.RunUntil(func() bool { last = agreed(w, live); return last == nil }, 10*time.Second); err != nil {
+			s.fail(fmt.Errorf("no agreement on one view of %v after the faults: %v (%v)", live, last, err))
+		}
+		v := viewOf(w, live[0]).ID
+		if err := w.RunFor(2 * testSuspect); err != nil {
+			s.fail(err)
+		}
+		if viewOf(w, live[0]).ID == v {
+			break
+		}
+		if round == 3 {
+			s.fail(fmt.Errorf("the view of %v keeps changing", live))
+		}
+	}
+	s.liveness(live)
+}
+
+// liveness sends from every member of the final view (waiting for the
+// send window where it is full) and checks that every member delivers
+// all of it.
+func (s *schedule) liveness(live []uint64) {
+	w := s.w
+	var sent []msgKey
+	left := map[uint64]int{}
+	for _, id := range live {
+		left[id] = 3
+	}
+	send := func() {
+		for _, id := range live {
+			w.Do(id, func(m sim.Machine) {
+				c := m.(*Core)
+				for left[id] > 0 {
+					view, p := c.View().ID, []byte(fmt.Sprintf("final %d from %d", left[id], id))
+					seq, err := c.Multicast(nil, p, wire.FIFO, 0)
+					if err == multicast.ErrWindowFull {
+						return
+					}
+					if err != nil {
+						s.fail(fmt.Errorf("node %d cannot send in the final view %v: %v", id, c.View(), err))
+					}
+					k := msgKey{id, c.opt.Inc, seq}
+					s.l.sent[k] = sentMsg{crc32.ChecksumIEEE(p), view}
+					s.l.order[[2]uint64{id, c.opt.Inc}] = append(s.l.order[[2]uint64{id, c.opt.Inc}], seq)
+					sent = append(sent, k)
+					left[id]--
+				}
+			})
+		}
+	}
+	var missing string
+	done := func() bool {
+		send()
+		missing = ""
+		for _, id := range live {
+			if left[id] > 0 {
+				missing = fmt.Sprintf("node %d could not send yet", id)
+				return false
+			}
+			lf := s.l.life(id, core(w, id).opt.Inc)
+			for _, k := range sent {
+				if !lf.seen[k] {
+					missing = fmt.Sprintf("node %d has not delivered %v", id, k)
+					return false
+				}
+			}
+		}
+		return true
+	}
+	if err := w.RunUntil(done, 5*time.Second); err != nil {
+		s.fail(fmt.Errorf("liveness: %s (%v)", missing, err))
+	}
+	if err := agreed(w, live); err != nil {
+		s.fail(fmt.Errorf("the view changed during the final sends: %v", err))
+	}
+}
+
+func (s *schedule) fail(err error) {
+	s.t.Helper()
+	s.t.Fatalf("%v\nschedule: %v\nsimulator trace:\n%s", err, s, s.w.Trace())
+}
+
+// TestViewSynchronyUnderFaults runs many seeded schedules of joins,
+// graceful leaves, crashes (also of a flush's initiator as it starts),
+// restarts, partitions and heals, stalls, and loss up to 20 %, while the
+// members multicast, checking the membership guarantees after every step.
+// HUDDLE_TEST_SOAK=1 runs ten times as many.
+func TestViewSynchronyUnderFaults(t *testing.T) {
+	seeds := 400
+	if testing.Short() {
+		seeds = 40
+	}
+	testutil.ForSeeds(t, seeds, func(t *testing.T, seed int64) {
+		s := newSchedule(t, seed)
+		s.run()
+	})
+}

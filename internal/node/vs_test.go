@@ -1,0 +1,227 @@
+package node
+
+import (
+	"fmt"
+	"hash/crc32"
+	"slices"
+	"strings"
+
+	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/membership"
+)
+
+// msgKey names one message: its sender's life and first sequence number.
+type msgKey struct{ from, inc, seq uint64 }
+
+func (k msgKey) String() string { return fmt.Sprintf("%d.%d/%d", k.from, k.inc, k.seq) }
+
+// life is what one incarnation of a node installed and delivered.
+type life struct {
+	id, inc   uint64
+	views     []membership.View
+	delivered map[wire.ViewID][]msgKey // in delivery order
+	seen      map[msgKey]bool
+	lastSeq   map[[2]uint64]uint64 // (sender, inc) → last seq delivered
+}
+
+// vsLedger checks DESIGN.md's membership guarantees 1–4 after every
+// simulator step, from what the nodes' cores hand out:
+//  1. virtual synchrony: lives that install V and then V' delivered the
+//     same messages in V;
+//  2. every view a node installs contains it; one view ID, one member list;
+//  3. integrity: a message is delivered at most once, only if it was sent,
+//     with its bytes, and in the view it was sent in;
+//  4. FIFO per sender.
+type vsLedger struct {
+	sent    map[msgKey]sentMsg
+	order   map[[2]uint64][]uint64 // (sender, inc) → seqs in send order
+	lives   map[[2]uint64]*life
+	members map[viewKey][]wire.Member
+	trans   map[[2]viewKey][]msgKey // (V, V') → what the first life to make that step delivered in V
+	transBy map[[2]viewKey]*life
+	onEvent func(id uint64, ev membership.Event) // sees every event the check drains
+}
+
+// viewKey identifies a view: its ID and its coordinator's incarnation. A
+// coordinator that restarts counts its epochs afresh; the incarnation
+// tells its views from those of its earlier life (as JGroups' view IDs
+// carry the coordinator's UUID).
+type viewKey struct {
+	id  wire.ViewID
+	inc uint64
+}
+
+func keyOf(v membership.View) viewKey { return viewKey{v.ID, v.Members[0].Inc} }
+
+type sentMsg struct {
+	crc  uint32
+	view wire.ViewID
+}
+
+func newVSLedger() *vsLedger {
+	return &vsLedger{sent: map[msgKey]sentMsg{}, order: map[[2]uint64][]uint64{}, lives: map[[2]uint64]*life{},
+		members: map[viewKey][]wire.Member{}, trans: map[[2]viewKey][]msgKey{}, transBy: map[[2]viewKey]*life{}}
+}
+
+// multicast sends a message from node id's core and records it; it returns
+// the core's error (window full, no view, blocked).
+func (l *vsLedger) multicast(c *Core, id, inc uint64, payload []byte) error {
+	view := c.View().ID
+	seq, err := c.Multicast(nil, payload, wire.FIFO, 0)
+	if err != nil {
+		return err
+	}
+	k := msgKey{id, inc, seq}
+	l.sent[k] = sentMsg{crc32.ChecksumIEEE(payload), view}
+	l.order[[2]uint64{id, inc}] = append(l.order[[2]uint64{id, inc}], seq)
+	return nil
+}
+
+func (l *vsLedger) life(id, inc uint64) *life {
+	k := [2]uint64{id, inc}
+	if lf := l.lives[k]; lf != nil {
+		return lf
+	}
+	lf := &life{id: id, inc: inc, delivered: map[wire.ViewID][]msgKey{}, seen: map[msgKey]bool{}, lastSeq: map[[2]uint64]uint64{}}
+	l.lives[k] = lf
+	return lf
+}
+
+// check is the simulator invariant: it drains every live core.
+func (l *vsLedger) check(w *sim.World) error {
+	for _, id := range w.IDs() {
+		if !w.Alive(id) {
+			continue
+		}
+		c := core(w, id)
+		lf := l.life(id, c.opt.Inc)
+		// Deliveries first: those of a step belong to views installed in
+		// it or before, and each names its view.
+		for _, d := range c.TakeDeliveries() {
+			if err := l.deliver(lf, d); err != nil {
+				return err
+			}
+		}
+		for _, ev := range c.TakeEvents() {
+			if l.onEvent != nil {
+				l.onEvent(id, ev)
+			}
+			if ev.Kind == membership.ViewInstalled {
+				if err := l.install(lf, ev.View); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (l *vsLedger) deliver(lf *life, d membership.Delivery) error {
+	k := msgKey{d.Source, d.Inc, d.Seq}
+	s, ok := l.sent[k]
+	switch {
+	case !ok:
+		return fmt.Errorf("node %d delivered %v, which was never sent", lf.id, k)
+	case crc32.ChecksumIEEE(d.Payload) != s.crc:
+		return fmt.Errorf("node %d delivered %v with other bytes than were sent", lf.id, k)
+	case d.View != s.view:
+		return fmt.Errorf("node %d delivered %v in view %v; it was sent in %v", lf.id, k, d.View, s.view)
+	case lf.seen[k]:
+		return fmt.Errorf("node %d delivered %v twice", lf.id, k)
+	}
+	src := [2]uint64{d.Source, d.Inc}
+	if last := lf.lastSeq[src]; d.Seq < last {
+		return fmt.Errorf("node %d delivered %v after seq %d of the same sender: not FIFO", lf.id, k, last)
+	}
+	if next := l.nextSent(src, lf.lastSeq[src]); lf.lastSeq[src] != 0 && d.View == l.sent[msgKey{d.Source, d.Inc, lf.lastSeq[src]}].view && next != d.Seq {
+		return fmt.Errorf("node %d delivered %v after %d of the same sender and view, skipping %d: not FIFO", lf.id, k, lf.lastSeq[src], next)
+	}
+	lf.seen[k] = true
+	lf.lastSeq[src] = d.Seq
+	lf.delivered[d.View] = append(lf.delivered[d.View], k)
+	return nil
+}
+
+// nextSent is the seq the sender sent after seq (0 if none).
+func (l *vsLedger) nextSent(src [2]uint64, seq uint64) uint64 {
+	o := l.order[src]
+	i, found := slices.BinarySearch(o, seq)
+	if !found || i+1 >= len(o) {
+		return 0
+	}
+	return o[i+1]
+}
+
+func (l *vsLedger) install(lf *life, v membership.View) error {
+	if !v.HasInc(lf.id, lf.inc) {
+		return fmt.Errorf("node %d installed %v without itself", lf.id, v)
+	}
+	if ms, ok := l.members[keyOf(v)]; ok && !slices.Equal(ms, v.Members) {
+		return fmt.Errorf("view %v installed by node %d with members %v, elsewhere with %v", v.ID, lf.id, v.Members, ms)
+	}
+	l.members[keyOf(v)] = slices.Clone(v.Members)
+	if n := len(lf.views); n > 0 {
+		prev := lf.views[n-1]
+		if !prev.ID.Less(v.ID) {
+			return fmt.Errorf("node %d installed %v after %v", lf.id, v.ID, prev.ID)
+		}
+		if err := l.synchrony(lf, prev, v); err != nil {
+			return err
+		}
+	}
+	lf.views = append(lf.views, v)
+	return nil
+}
+
+// synchrony compares what lf delivered in prev with what the first life
+// that also went from prev to next delivered there.
+func (l *vsLedger) synchrony(lf *life, pv, nv membership.View) error {
+	prev, next := pv.ID, nv.ID
+	step := [2]viewKey{keyOf(pv), keyOf(nv)}
+	got := slices.Clone(lf.delivered[prev])
+	slices.SortFunc(got, cmpKey)
+	first, ok := l.trans[step]
+	if !ok {
+		l.trans[step], l.transBy[step] = got, lf
+		return nil
+	}
+	if !slices.Equal(got, first) {
+		other := l.transBy[step]
+		return fmt.Errorf("virtual synchrony: nodes %d and %d both went from %v to %v but delivered different messages in %v:\n  %d: %s\n  %d: %s",
+			lf.id, other.id, prev, next, prev, lf.id, keys(got), other.id, keys(first))
+	}
+	return nil
+}
+
+func cmpKey(a, b msgKey) int {
+	if a.from != b.from {
+		return int(a.from) - int(b.from)
+	}
+	if a.inc != b.inc {
+		if a.inc < b.inc {
+			return -1
+		}
+		return 1
+	}
+	if a.seq < b.seq {
+		return -1
+	} else if a.seq > b.seq {
+		return 1
+	}
+	return 0
+}
+
+func keys(ks []msgKey) string {
+	if len(ks) > 40 {
+		return fmt.Sprintf("%d messages, first %v, last %v", len(ks), ks[0], ks[len(ks)-1])
+	}
+	var b strings.Builder
+	for i, k := range ks {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k.String())
+	}
+	return b.String()
+}

@@ -1,0 +1,126 @@
+package wire
+
+// The membership layer's messages. As in a session's peer list, every list
+// element is an array of its own.
+
+// Member is one member of a view: [id, incarnation].
+type Member struct{ ID, Inc uint64 }
+
+const memberFields = 2
+
+// ViewMember is a member of a new view and the first sequence number of its
+// stream in that view: [id, incarnation, next].
+type ViewMember struct{ ID, Inc, Next uint64 }
+
+const viewMemberFields = 3
+
+// Cut is how far one sender's stream goes: [id, seq].
+type Cut struct{ ID, Seq uint64 }
+
+const cutFields = 2
+
+// ViewCut is the cut of one prior view: [view epoch, view coordinator, [cut, ...]].
+type ViewCut struct {
+	View ViewID
+	Cuts []Cut
+}
+
+const viewCutFields = 3
+
+// Setting is one protocol-relevant setting a joiner declares: [name, value].
+// Name and Value alias the datagram after Decode.
+type Setting struct{ Name, Value []byte }
+
+const settingFields = 2
+
+// Join (KindJoin) asks the coordinator to admit the sender: [[setting, ...]].
+// The settings let the coordinator refuse a joiner that would not interoperate.
+type Join struct{ Settings []Setting }
+
+// Reasons for a Leave. The numbers are on the wire.
+const (
+	LeaveGraceful = 0 // the member itself leaves
+	LeaveSuspect  = 1 // the sender suspects the member has crashed
+	LeaveLagging  = 2 // the sender finds the member too far behind
+)
+
+// Leave (KindLeave) asks for a member's exclusion:
+// [member, member incarnation, reason].
+type Leave struct {
+	Member    uint64
+	MemberInc uint64
+	Reason    uint8 // LeaveGraceful, LeaveSuspect or LeaveLagging
+}
+
+// FlushPhase is the round of a flush. The numbers are on the wire.
+type FlushPhase uint8
+
+// Flush phases.
+const (
+	FlushState FlushPhase = 0 // stop sending, report what you hold
+	FlushCut   FlushPhase = 1 // here is the cut; get up to it
+)
+
+// Flush (KindFlush) comes from the flush's initiator (the header's From):
+// [epoch, attempt, phase, [member, ...], [viewcut, ...]]. Members is the
+// proposed view's membership; Cuts is empty in FlushState.
+type Flush struct {
+	Epoch   uint64 // epoch of the proposed view
+	Attempt uint64 // counts the initiator's tries at that epoch
+	Phase   FlushPhase
+	Members []Member
+	Cuts    []ViewCut
+}
+
+// FlushOK (KindFlushOK) is a participant's reply to a Flush:
+// [epoch, attempt, initiator, phase, prior epoch, prior coordinator, settings, sent, [cut, ...]].
+type FlushOK struct {
+	Epoch     uint64 // the Flush's epoch and attempt, echoed
+	Attempt   uint64
+	Initiator uint64 // the Flush's sender
+	Phase     FlushPhase
+	Prior     ViewID // the participant's view before this one
+	Settings  uint32 // a 32-bit hash of the participant's protocol settings
+	Sent      uint64 // the participant's own highest sent seq
+	// Has is, in FlushState, the highest seq held in order of each sender of
+	// the prior view; in FlushCut it is empty: the reply itself says that
+	// the participant holds everything up to the cut.
+	Has []Cut
+}
+
+// ViewCommit (KindView) installs the view (Epoch, the header's From):
+// [epoch, attempt, [viewmember, ...], [left id, ...], [viewcut, ...]].
+// Left lists the members that left gracefully; the others missing from the
+// new view crashed or were excluded.
+type ViewCommit struct {
+	Epoch   uint64
+	Attempt uint64
+	Members []ViewMember
+	Left    []uint64
+	Cuts    []ViewCut
+}
+
+// Refuse (KindRefuse) is the coordinator's answer to a joiner it will not
+// admit: [target, target incarnation, setting, ours, theirs]. Setting names
+// the setting that differs; "id" means a live node already has the joiner's
+// ID, "members" that the group is full. Setting, Ours and Theirs alias the
+// datagram after Decode.
+type Refuse struct {
+	Target    uint64
+	TargetInc uint64
+	Setting   []byte
+	Ours      []byte
+	Theirs    []byte
+}
+
+// Smallest encodings the decoder accepts, which bound how many elements a
+// list can claim: an array header, then one byte per int or empty byte
+// field; a view cut's own cuts list is at least an empty array.
+const (
+	minMemberBytes     = 1 + memberFields
+	minViewMemberBytes = 1 + viewMemberFields
+	minCutBytes        = 1 + cutFields
+	minViewCutBytes    = 1 + viewCutFields
+	minSettingBytes    = 1 + settingFields
+	minLeftBytes       = 1
+)

@@ -1,0 +1,380 @@
+package membership
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/multicast"
+)
+
+// MaxMembers is how many members a view may have at most with a datagram
+// of size bytes: a commit lists every member and the cut, and must fit one
+// datagram (about 40 bytes a member at worst).
+func MaxMembers(size int) int { return max(2, (size-wire.MaxHeader-32)/40) }
+
+// acting reports whether this node coordinates its view now: it is the
+// oldest member not suspected of having crashed or left.
+func (m *Machine) acting() bool {
+	if m.st != member {
+		return false
+	}
+	for _, x := range m.view.Members {
+		if x.ID == m.self {
+			return true
+		}
+		if _, gone := m.suspects[x.ID]; !gone {
+			return false
+		}
+	}
+	return false
+}
+
+// tickCoordinator starts a view change when one is due: members to
+// exclude (suspected or leaving), joiners to admit, other views to merge.
+// Changes that arrive together share one view change: the flush starts a
+// retry interval after the first of them.
+func (m *Machine) tickCoordinator(now time.Time) {
+	if !m.acting() || m.run != nil || m.part != nil {
+		m.changeAt = time.Time{} // looked at again once the flush is over
+		return
+	}
+	members, left, ok := m.proposal(now)
+	if !ok {
+		m.changeAt = time.Time{}
+		return
+	}
+	if m.changeAt.IsZero() {
+		m.changeAt = now.Add(m.retry() / 2)
+	}
+	if now.Before(m.changeAt) {
+		return
+	}
+	m.changeAt = time.Time{}
+	m.startFlush(now, members, left)
+}
+
+// proposal is the next view's members, oldest first, and the graceful
+// leavers it drops; ok is false when nothing changes.
+func (m *Machine) proposal(now time.Time) (members []wire.Member, left []uint64, ok bool) {
+	changed := false
+	for _, x := range m.view.Members {
+		_, suspect := m.suspects[x.ID]
+		_, excl := m.excluded[x.ID]
+		if inc, replaced := m.joiners[x.ID]; replaced && inc != x.Inc {
+			excl = true // restarted: its new incarnation joins below
+		}
+		switch {
+		case x.ID == m.self:
+			members = append(members, x)
+		case suspect || excl:
+			changed = true
+			if _, l := m.leavers[x.ID]; l {
+				left = append(left, x.ID)
+			}
+		default:
+			members = append(members, x)
+		}
+	}
+	for _, id := range m.mergeable(now) {
+		members = append(members, wire.Member{ID: id, Inc: m.heard[id].inc})
+		changed = true
+	}
+	for _, id := range sortedKeys(m.joiners) {
+		if inc := m.joiners[id]; !containsMember(members, id) && len(members) < MaxMembers(m.opt.Engine.DatagramSize) {
+			members = append(members, wire.Member{ID: id, Inc: inc})
+			changed = true
+		}
+	}
+	return members, left, changed
+}
+
+// mergeable lists the nodes this coordinator should merge into its view:
+// heard lately, in another view that is older than its own (the
+// coordinator of the newer view leads a merge; the other waits for it),
+// and not refused lately.
+func (m *Machine) mergeable(now time.Time) []uint64 {
+	var ids []uint64
+	limit := MaxMembers(m.opt.Engine.DatagramSize)
+	for _, id := range sortedKeys(m.heard) {
+		h := m.heard[id]
+		switch {
+		case m.view.Has(id), h.view == (wire.ViewID{}), h.view == m.view.ID,
+			!h.view.Less(m.view.ID), now.Sub(h.at) > m.opt.Engine.SuspectTimeout,
+			now.Before(m.mergeOff[id]), len(m.view.Members)+len(ids) >= limit:
+			continue
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// forgetSettled drops the pending changes a new view has made.
+func (m *Machine) forgetSettled() {
+	for id, inc := range m.joiners {
+		if m.view.HasInc(id, inc) {
+			delete(m.joiners, id)
+		}
+	}
+	for id := range m.excluded {
+		if !m.view.HasInc(id, m.excluded[id]) {
+			delete(m.excluded, id)
+		}
+	}
+	for id, inc := range m.leavers {
+		if !m.view.HasInc(id, inc) {
+			delete(m.leavers, id)
+		}
+	}
+}
+
+// onJoin takes a join request. The acting coordinator checks the joiner's
+// settings and admits it with the next view change; a joiner whose
+// settings differ, or that would not fit, is refused.
+func (m *Machine) onJoin(now time.Time, env *wire.Envelope) {
+	if old := m.view.Inc(env.From); old != 0 && old < env.Inc {
+		m.suspect(now, env.From, old, 0) // it restarted: the old incarnation is gone
+	}
+	if !m.acting() || m.view.HasInc(env.From, env.Inc) {
+		return
+	}
+	if name, ours, theirs, differ := m.compare(env.Join.Settings); differ {
+		m.refuse(env.From, env.Inc, name, ours, theirs)
+		return
+	}
+	if limit := MaxMembers(m.opt.Engine.DatagramSize); !m.view.Has(env.From) && len(m.view.Members)+len(m.joiners) >= limit {
+		m.refuse(env.From, env.Inc, "members", itoa(uint64(limit)), "one more")
+		return
+	}
+	m.joiners[env.From] = env.Inc
+}
+
+// compare returns the first protocol setting in which a joiner differs.
+func (m *Machine) compare(theirs []wire.Setting) (name, ours, their string, differ bool) {
+	for _, s := range m.opt.Settings {
+		v, ok := "", false
+		for _, t := range theirs {
+			if string(t.Name) == s.Name {
+				v, ok = string(t.Value), true
+				break
+			}
+		}
+		if !ok || v != s.Value {
+			return s.Name, s.Value, v, true
+		}
+	}
+	for _, t := range theirs {
+		if !slices.ContainsFunc(m.opt.Settings, func(s Setting) bool { return s.Name == string(t.Name) }) {
+			return string(t.Name), "", string(t.Value), true
+		}
+	}
+	return "", "", "", false
+}
+
+func (m *Machine) refuse(id, inc uint64, setting, ours, theirs string) {
+	m.stats.JoinsRefused++
+	m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindRefuse}, Refuse: wire.Refuse{
+		Target: id, TargetInc: inc, Setting: []byte(setting), Ours: []byte(ours), Theirs: []byte(theirs)}})
+	m.emit(Event{Kind: Refused, Member: id, Setting: setting, Ours: ours, Theirs: theirs})
+}
+
+// onRefuse takes a coordinator's refusal of this node: it stops.
+func (m *Machine) onRefuse(now time.Time, env *wire.Envelope) {
+	r := &env.Refuse
+	if r.Target != m.self || r.TargetInc != m.inc || m.st != joining {
+		return
+	}
+	m.st = gone
+	m.emit(Event{Kind: Refused, Member: m.self, Setting: string(r.Setting), Ours: string(r.Theirs),
+		Theirs: string(r.Ours), Addr: m.heard[env.From].addr})
+}
+
+// onLeave takes a member's leave request, or a member's report that it
+// suspects another.
+func (m *Machine) onLeave(now time.Time, env *wire.Envelope) {
+	l := &env.Leave
+	if !m.view.HasInc(l.Member, l.MemberInc) || l.Member == m.self {
+		return
+	}
+	if l.Reason == wire.LeaveGraceful {
+		if l.Member != env.From {
+			return
+		}
+		m.leavers[l.Member] = l.MemberInc
+		if _, ok := m.suspects[l.Member]; !ok {
+			m.suspects[l.Member] = now // gone at once: no timeout to wait for
+		}
+		return
+	}
+	m.excluded[l.Member] = l.MemberInc
+}
+
+// Leave starts a graceful leave: the node asks to be excluded and stops
+// sending; Left reports when a view without it exists (or after a suspect
+// timeout, when nobody answers).
+func (m *Machine) Leave(now time.Time) {
+	switch m.st {
+	case gone, leaving:
+		return
+	case joining:
+		m.finishLeave(now)
+		return
+	}
+	if len(m.view.Members) == 1 {
+		m.finishLeave(now)
+		return
+	}
+	m.st = leaving
+	m.leaveBy = now.Add(m.opt.Engine.SuspectTimeout)
+	m.sendLeave(now)
+}
+
+func (m *Machine) sendLeave(now time.Time) {
+	m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindLeave},
+		Leave: wire.Leave{Member: m.self, MemberInc: m.inc, Reason: wire.LeaveGraceful}})
+	m.leaveAt = now.Add(m.retry())
+}
+
+func (m *Machine) tickLeave(now time.Time) {
+	if m.st != leaving {
+		m.leaveAt = time.Time{}
+		return
+	}
+	if !now.Before(m.leaveBy) {
+		m.finishLeave(now)
+		return
+	}
+	if !now.Before(m.leaveAt) {
+		m.sendLeave(now)
+	}
+}
+
+func (m *Machine) finishLeave(now time.Time) {
+	m.st = gone
+	m.leaveAt, m.joinAt, m.reportAt, m.changeAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	m.run, m.part = nil, nil
+	m.emit(Event{Kind: LeaveDone, View: m.view.clone()})
+}
+
+// tickJoin asks to be admitted until a flush takes this node in; after
+// the join timeout with no answer, it forms a view of its own (others
+// heard later are merged).
+func (m *Machine) tickJoin(now time.Time) {
+	if m.st != joining {
+		m.joinAt = time.Time{}
+		return
+	}
+	if m.part != nil {
+		m.joinAt = now.Add(2 * m.retry()) // a flush is taking this node in
+		return
+	}
+	if waited := now.Sub(m.startedAt); waited >= m.opt.JoinTimeout && (waited >= 3*m.opt.JoinTimeout || !m.deferFounding(now)) {
+		m.joinAt = time.Time{}
+		m.changeFrom = time.Time{}
+		self := []wire.ViewMember{{ID: m.self, Inc: m.inc, Next: m.mc.Received(m.self, m.inc) + 1}}
+		v := View{ID: wire.ViewID{Epoch: m.maxEpoch + 1, Coord: m.self}, Members: []wire.Member{{ID: m.self, Inc: m.inc}}}
+		m.setView(now, v, self, View{})
+		m.emit(Event{Kind: ViewInstalled, View: v.clone(), Joined: []uint64{m.self}})
+		m.releaseFuture()
+		return
+	}
+	if !now.Before(m.joinAt) {
+		j := wire.Join{}
+		for _, s := range m.opt.Settings {
+			j.Settings = append(j.Settings, wire.Setting{Name: []byte(s.Name), Value: []byte(s.Value)})
+		}
+		m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindJoin}, Join: j})
+		m.joinAt = now.Add(2 * m.retry())
+	}
+}
+
+// deferFounding reports whether this joiner should let another node found
+// the group: nodes started together would otherwise each found their own
+// and merge at once. The joiner with the highest ID founds it and admits
+// the others in one view change; a joiner that hears a group keeps asking
+// it. Either way, after three join timeouts it founds its own.
+func (m *Machine) deferFounding(now time.Time) bool {
+	for id, h := range m.heard {
+		if now.Sub(h.at) > m.opt.Engine.SuspectTimeout {
+			continue
+		}
+		if h.view != (wire.ViewID{}) || id > m.self {
+			return true
+		}
+	}
+	return false
+}
+
+// onEngineEvent turns what the multicast layer noticed into membership:
+// a member silent for the suspect timeout, or holding the send window
+// full as long, is suspected; another live node with this node's ID is a
+// conflict, which the later of the two loses.
+func (m *Machine) onEngineEvent(now time.Time, ev multicast.Event) {
+	m.emit(Event{Kind: Engine, Multicast: ev})
+	switch ev.Kind {
+	case multicast.PeerLost, multicast.PeerLagging:
+		m.suspect(now, ev.Peer, ev.Inc, ev.Silent)
+	case multicast.PeerSeen:
+		if _, leaving := m.leavers[ev.Peer]; !leaving && !ev.Restarted {
+			delete(m.suspects, ev.Peer) // it was only quiet; a flush may exclude it anyway
+		}
+	case multicast.StreamSkipped:
+		if m.view.HasInc(ev.Peer, ev.Inc) && ev.Peer != m.self {
+			m.secede(now) // the member went on without this node
+		}
+	case multicast.PeerConflict:
+		if ev.Inc < m.inc && m.st != gone {
+			m.st = gone
+			m.emit(Event{Kind: Refused, Member: m.self, Setting: "id", Ours: itoa(m.inc), Theirs: itoa(ev.Inc), Addr: ev.Addr})
+		}
+	}
+}
+
+func (m *Machine) suspect(now time.Time, id, inc uint64, silent time.Duration) {
+	if m.st == gone || !m.view.HasInc(id, inc) || id == m.self {
+		return
+	}
+	if _, ok := m.suspects[id]; ok {
+		return
+	}
+	m.suspects[id] = now
+	m.stats.Suspicions++
+	m.emit(Event{Kind: Suspected, Member: id, Silent: silent, View: m.view.clone()})
+	if p := m.part; p != nil && p.id.Initiator == id {
+		m.abandon() // its initiator is gone: whoever coordinates now flushes
+	}
+	m.reportAt = now
+}
+
+// tickSuspicions reports this node's suspicions to the acting
+// coordinator until a view settles them.
+func (m *Machine) tickSuspicions(now time.Time) {
+	if m.reportAt.IsZero() || now.Before(m.reportAt) {
+		return
+	}
+	m.reportAt = time.Time{}
+	if m.st != member || m.acting() {
+		return
+	}
+	for _, id := range sortedKeys(m.suspects) {
+		if _, l := m.leavers[id]; l {
+			continue
+		}
+		m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindLeave},
+			Leave: wire.Leave{Member: id, MemberInc: m.view.Inc(id), Reason: wire.LeaveSuspect}})
+		m.reportAt = now.Add(4 * m.retry())
+	}
+}
+
+func sortedKeys[V any](mp map[uint64]V) []uint64 {
+	ids := make([]uint64, 0, len(mp))
+	for id := range mp {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, cmp.Compare)
+	return ids
+}
+
+func itoa(v uint64) string { return strconv.FormatUint(v, 10) }

@@ -1,0 +1,113 @@
+package membership
+
+import (
+	"slices"
+)
+
+// maxFuture bounds the messages held for a view not installed yet: those a
+// member sent in the next view before this node installed it. It is a
+// window's worth; in practice the gap lasts one commit's flight.
+const maxFuture = 1 << 14
+
+// fromEngine takes one message the engine delivered in its source's order
+// and decides, by the view it was sent in, whether this node delivers it
+// now, holds it (a flush is deciding the cut; or it belongs to the view
+// being installed) or drops it (another view's: integrity, guarantee 3).
+func (m *Machine) fromEngine(d Delivery) {
+	switch {
+	case m.st != joining && d.View == m.view.ID:
+		m.inView(d)
+	case m.view.ID.Less(d.View) && m.expects(d.Source):
+		if len(m.future) >= maxFuture {
+			m.stats.FutureDropped++
+			return
+		}
+		m.future = append(m.future, own(d))
+	default:
+		m.stats.WrongView++
+	}
+}
+
+// inView handles a message of the installed view. Once this node reported
+// to a flush what it holds, messages past that report wait for the cut:
+// only the cut decides what the view delivers.
+func (m *Machine) inView(d Delivery) {
+	if !m.view.HasInc(d.Source, d.Inc) {
+		m.stats.WrongView++ // no member sent it: it cannot be of this view
+		return
+	}
+	if p := m.part; p != nil && p.reported {
+		if p.hasCut && d.End <= seqOf(p.cut, d.Source) {
+			m.hand(d)
+			return
+		}
+		m.pending = append(m.pending, own(d))
+		return
+	}
+	m.hand(d)
+}
+
+// expects reports whether messages of a later view from src may be for
+// this node: src is a member of its view or of the flush it takes part in.
+func (m *Machine) expects(src uint64) bool {
+	return m.view.Has(src) || m.part != nil && containsMember(m.part.members, src)
+}
+
+// hand delivers d to the layer above, if it is addressed to everyone or
+// to this node.
+func (m *Machine) hand(d Delivery) {
+	if d.Dest != 0 && d.Dest != m.self {
+		return
+	}
+	m.deliver = append(m.deliver, d)
+}
+
+// releaseCut delivers the held messages the cut now covers, in the order
+// they arrived (each source's order).
+func (m *Machine) releaseCut() {
+	p := m.part
+	keep := m.pending[:0]
+	for _, d := range m.pending {
+		if d.End <= seqOf(p.cut, d.Source) {
+			m.hand(d)
+		} else {
+			keep = append(keep, d)
+		}
+	}
+	clear(m.pending[len(keep):])
+	m.pending = keep
+}
+
+// dropBeyondCut forgets the held messages past the cut when the view
+// ends: no member delivers them (they are of a member that crashed or
+// was cut off before anyone else got them).
+func (m *Machine) dropBeyondCut() {
+	m.stats.BeyondCut += uint64(len(m.pending))
+	clear(m.pending)
+	m.pending = m.pending[:0]
+}
+
+// releaseFuture delivers the held messages of the view just installed and
+// drops those of views this node did not install.
+func (m *Machine) releaseFuture() {
+	keep := m.future[:0]
+	for _, d := range m.future {
+		switch {
+		case d.View == m.view.ID:
+			m.inView(d)
+		case m.view.ID.Less(d.View):
+			keep = append(keep, d)
+		default:
+			m.stats.FutureDropped++
+		}
+	}
+	clear(m.future[len(keep):])
+	m.future = keep
+}
+
+// own copies a delivery's bytes, which the engine may reuse.
+func own(d Delivery) Delivery {
+	d.Service = slices.Clone(d.Service)
+	d.Payload = slices.Clone(d.Payload)
+	return d
+}

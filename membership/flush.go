@@ -1,0 +1,564 @@
+package membership
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/wire"
+)
+
+// participation is this node's part in a flush (its own or another's).
+type participation struct {
+	id       flushID
+	members  []wire.Member // the proposed view
+	prior    wire.ViewID   // this node's view when it joined the flush
+	report   wire.FlushOK  // what it reported, resent when asked again
+	reported bool
+	hasCut   bool
+	cut      []wire.Cut // of its prior view: deliver up to here, then install
+	done     bool       // it holds the cut and said so
+	commit   *wire.ViewCommit
+	heardAt  time.Time // last message of the initiator
+	resendAt time.Time // when done, the next reminder (the commit may be lost)
+}
+
+// initiation is a flush this node runs as its initiator.
+type initiation struct {
+	id       flushID
+	members  []wire.Member // proposal, this node first
+	left     []uint64      // graceful leavers this change excludes
+	phase    wire.FlushPhase
+	states   map[uint64]wire.FlushOK
+	dones    map[uint64]bool
+	cuts     []wire.ViewCut
+	phaseAt  time.Time
+	resendAt time.Time
+}
+
+// retry is the interval at which flush messages, join requests and
+// reminders are resent until answered: a fifth of a heartbeat, so that a
+// lost datagram costs a view change a few milliseconds on a LAN.
+func (m *Machine) retry() time.Duration {
+	return max(m.opt.Engine.Heartbeat/5, time.Millisecond)
+}
+
+// flushTimeout is how long an initiator waits for every proposed member
+// to answer one phase before it excludes the silent ones and restarts.
+func (m *Machine) flushTimeout() time.Duration { return m.opt.Engine.SuspectTimeout / 2 }
+
+func (m *Machine) flushDeadline() time.Time {
+	var d time.Time
+	early := func(t time.Time) {
+		if !t.IsZero() && (d.IsZero() || t.Before(d)) {
+			d = t
+		}
+	}
+	if r := m.run; r != nil {
+		early(r.resendAt)
+		early(r.phaseAt.Add(m.flushTimeout()))
+	}
+	if p := m.part; p != nil {
+		if p.done {
+			early(p.resendAt)
+		}
+		if p.id.Initiator != m.self {
+			early(p.heardAt.Add(m.opt.Engine.SuspectTimeout))
+		}
+	}
+	return d
+}
+
+// startFlush begins a view change as its initiator.
+func (m *Machine) startFlush(now time.Time, members []wire.Member, left []uint64) {
+	epoch := max(m.maxEpoch, m.view.ID.Epoch) + 1
+	m.run = &initiation{id: flushID{Epoch: epoch, Attempt: 1, Initiator: m.self}, members: members, left: left}
+	m.beginAttempt(now)
+}
+
+// restart runs the flush again without the members that did not answer.
+func (m *Machine) restart(now time.Time, silent []uint64) {
+	r := m.run
+	for _, id := range silent {
+		if !m.view.Has(id) {
+			// A node to merge or admit that does not answer: leave it
+			// alone for a while rather than fail every flush on it.
+			delete(m.joiners, id)
+			m.mergeOff[id] = now.Add(2 * m.opt.Engine.SuspectTimeout)
+		}
+	}
+	r.members = slices.DeleteFunc(r.members, func(x wire.Member) bool { return slices.Contains(silent, x.ID) })
+	r.id.Attempt++
+	m.stats.FlushRestarts++
+	m.beginAttempt(now)
+}
+
+func (m *Machine) beginAttempt(now time.Time) {
+	r := m.run
+	r.phase, r.cuts = wire.FlushState, nil
+	r.states, r.dones = map[uint64]wire.FlushOK{}, map[uint64]bool{}
+	r.phaseAt = now
+	m.stats.FlushesStarted++
+	if m.changeFrom.IsZero() {
+		m.changeFrom = now
+	}
+	ids := make([]uint64, len(r.members))
+	for i, x := range r.members {
+		ids[i] = x.ID
+	}
+	m.emit(Event{Kind: FlushStarted, Epoch: r.id.Epoch, Attempt: r.id.Attempt, Proposed: ids, View: m.view.clone()})
+	m.sendFlush(now)
+}
+
+func (m *Machine) sendFlush(now time.Time) {
+	r := m.run
+	f := wire.Flush{Epoch: r.id.Epoch, Attempt: r.id.Attempt, Phase: r.phase, Members: r.members}
+	if r.phase == wire.FlushCut {
+		f.Cuts = r.cuts
+	}
+	m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindFlush}, Flush: f})
+	r.resendAt = now.Add(m.retry())
+}
+
+// onFlush takes an initiator's flush message: a proposal (stop sending,
+// report) or the cut (fetch up to it, confirm).
+func (m *Machine) onFlush(now time.Time, from uint64, fromView wire.ViewID, f *wire.Flush) {
+	id := flushID{Epoch: f.Epoch, Attempt: f.Attempt, Initiator: from}
+	if !m.proposed(f.Members) || f.Epoch <= m.view.ID.Epoch {
+		return // not for this node, or of a view change it is past
+	}
+	if fromView.Less(m.view.ID) {
+		// An initiator behind this node's view (a member that was cut off
+		// and does not know it yet) must not pull it back: the newer
+		// view's coordinator merges that member in instead.
+		m.stats.StaleMembership++
+		return
+	}
+	m.maxEpoch = max(m.maxEpoch, f.Epoch)
+	p := m.part
+	switch {
+	case p != nil && id.less(p.id):
+		m.stats.StaleMembership++
+		return
+	case p != nil && id == p.id:
+		p.heardAt = now
+		m.again(now, f)
+		return
+	}
+	if r := m.run; r != nil && r.id != id {
+		m.run = nil // a higher flush that includes this node wins
+	}
+	if m.changeFrom.IsZero() {
+		m.changeFrom = now
+	}
+	m.part = &participation{id: id, members: slices.Clone(f.Members), prior: m.view.ID, heardAt: now}
+	m.sendReport()
+	if f.Phase == wire.FlushCut {
+		m.takeCut(now, f.Cuts)
+	}
+}
+
+// proposed reports whether this incarnation of this node is in members.
+func (m *Machine) proposed(members []wire.Member) bool {
+	for _, x := range members {
+		if x.ID == m.self {
+			return x.Inc == m.inc
+		}
+	}
+	return false
+}
+
+// again answers a repeated flush message: the initiator is missing our
+// answer to it.
+func (m *Machine) again(now time.Time, f *wire.Flush) {
+	p := m.part
+	switch {
+	case f.Phase == wire.FlushState && !p.hasCut:
+		m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindFlushOK}, FlushOK: p.report})
+	case f.Phase == wire.FlushCut && !p.hasCut:
+		m.takeCut(now, f.Cuts)
+	case f.Phase == wire.FlushCut && p.done:
+		m.sendDone(now)
+	}
+}
+
+// sendReport stops this node's sends and reports, for each member of its
+// view, how far it holds that member's stream in order (for itself: what
+// it sent). Every message it delivered is within the report, and the cut
+// will be at least the report: what it delivers in this view stays a
+// prefix of what every member that installs the next view delivers.
+func (m *Machine) sendReport() {
+	p := m.part
+	sent := m.mc.Received(m.self, m.inc)
+	ok := wire.FlushOK{Epoch: p.id.Epoch, Attempt: p.id.Attempt, Initiator: p.id.Initiator,
+		Phase: wire.FlushState, Prior: m.view.ID, Settings: m.settings, Sent: sent}
+	for _, x := range m.view.Members {
+		ok.Has = append(ok.Has, wire.Cut{ID: x.ID, Seq: m.mc.Received(x.ID, x.Inc)})
+	}
+	p.report, p.reported = ok, true
+	m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindFlushOK}, FlushOK: ok})
+}
+
+// takeCut learns the cut of this node's view and starts fetching what it
+// misses up to it, from whoever holds it.
+func (m *Machine) takeCut(now time.Time, cuts []wire.ViewCut) {
+	p := m.part
+	c, _ := cutOf(cuts, p.prior)
+	p.cut, p.hasCut = slices.Clone(c), true
+	m.releaseCut()
+	m.fetch(now)
+}
+
+// fetch asks the engine for the cut and reports whether it holds it all.
+func (m *Machine) fetch(now time.Time) bool {
+	all := true
+	for _, c := range m.part.cut {
+		if inc := m.view.Inc(c.ID); inc != 0 && !m.mc.Want(now, c.ID, inc, c.Seq) {
+			all = false
+		}
+	}
+	return all
+}
+
+func (m *Machine) sendDone(now time.Time) {
+	p := m.part
+	ok := wire.FlushOK{Epoch: p.id.Epoch, Attempt: p.id.Attempt, Initiator: p.id.Initiator,
+		Phase: wire.FlushCut, Prior: m.view.ID, Settings: m.settings, Sent: p.report.Sent}
+	m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindFlushOK}, FlushOK: ok})
+	p.resendAt = now.Add(m.retry())
+}
+
+// progress moves this node's flush on when the data it waited for has
+// arrived: it confirms the cut, or installs the committed view.
+func (m *Machine) progress(now time.Time) {
+	p := m.part
+	if p == nil || !p.hasCut {
+		return
+	}
+	if !m.fetch(now) {
+		return
+	}
+	if !p.done {
+		p.done = true
+		m.sendDone(now)
+	}
+	if p.commit != nil {
+		m.install(now, p.commit, p.id.Initiator)
+	}
+}
+
+// onFlushOK takes a participant's answer to this node's flush.
+func (m *Machine) onFlushOK(now time.Time, from, inc uint64, ok *wire.FlushOK) {
+	if ok.Initiator != m.self {
+		return
+	}
+	id := flushID{Epoch: ok.Epoch, Attempt: ok.Attempt, Initiator: ok.Initiator}
+	r := m.run
+	if r == nil || r.id != id {
+		m.resendCommit(id, ok.Phase)
+		return
+	}
+	if !slices.Contains(r.members, wire.Member{ID: from, Inc: inc}) {
+		return
+	}
+	switch {
+	case ok.Phase == wire.FlushState && r.phase == wire.FlushState:
+		c := *ok
+		c.Has = slices.Clone(ok.Has)
+		r.states[from] = c
+		if len(r.states) == len(r.members) {
+			m.fixCut(now)
+		}
+	case ok.Phase == wire.FlushCut && r.phase == wire.FlushCut:
+		r.dones[from] = true
+		if len(r.dones) == len(r.members) {
+			m.commit()
+		}
+	}
+}
+
+// resendCommit answers a participant that confirmed a flush this node has
+// committed already: the commit did not reach it.
+func (m *Machine) resendCommit(id flushID, phase wire.FlushPhase) {
+	c := m.lastCommit
+	if c == nil || phase != wire.FlushCut || c.Commit.Epoch != id.Epoch || c.Commit.Attempt != id.Attempt {
+		return
+	}
+	m.out = append(m.out, *c)
+}
+
+// fixCut computes, from every participant's report, the cut of each prior
+// view among them: for each sender, the most any member of that view
+// holds. Participants whose settings differ from this node's are left
+// out of the view (and of merges for a while).
+func (m *Machine) fixCut(now time.Time) {
+	r := m.run
+	var odd []uint64
+	for id, s := range r.states {
+		if s.Settings != m.settings {
+			odd = append(odd, id)
+			m.mergeOff[id] = now.Add(mergeBackoff * m.opt.Engine.SuspectTimeout)
+		}
+	}
+	if len(odd) > 0 {
+		slices.Sort(odd)
+		m.restart(now, odd)
+		return
+	}
+	byView := map[wire.ViewID]map[uint64]uint64{}
+	for _, s := range r.states {
+		if s.Prior == (wire.ViewID{}) {
+			continue // a joiner: it had no view to flush
+		}
+		cut := byView[s.Prior]
+		if cut == nil {
+			cut = map[uint64]uint64{}
+			byView[s.Prior] = cut
+		}
+		for _, h := range s.Has {
+			cut[h.ID] = max(cut[h.ID], h.Seq)
+		}
+	}
+	r.cuts = r.cuts[:0]
+	for v, cut := range byView {
+		vc := wire.ViewCut{View: v}
+		for id, seq := range cut {
+			vc.Cuts = append(vc.Cuts, wire.Cut{ID: id, Seq: seq})
+		}
+		slices.SortFunc(vc.Cuts, func(a, b wire.Cut) int { return cmp.Compare(a.ID, b.ID) })
+		r.cuts = append(r.cuts, vc)
+	}
+	slices.SortFunc(r.cuts, func(a, b wire.ViewCut) int {
+		if a.View.Less(b.View) {
+			return -1
+		}
+		return 1
+	})
+	r.phase, r.phaseAt = wire.FlushCut, now
+	m.sendFlush(now)
+}
+
+// commit ends the flush: every participant holds the cut, and the view is
+// installed, here first.
+func (m *Machine) commit() {
+	r := m.run
+	c := wire.ViewCommit{Epoch: r.id.Epoch, Attempt: r.id.Attempt, Cuts: r.cuts}
+	for _, x := range r.members {
+		c.Members = append(c.Members, wire.ViewMember{ID: x.ID, Inc: x.Inc, Next: r.states[x.ID].Sent + 1})
+	}
+	for _, id := range r.left {
+		if !containsMember(r.members, id) {
+			c.Left = append(c.Left, id)
+		}
+	}
+	m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindView}, Commit: c})
+	last := m.out[len(m.out)-1] // a copy: m.out is reused
+	m.lastCommit = &last
+	m.run = nil
+}
+
+// onCommit takes the initiator's commit of the flush this node is in.
+func (m *Machine) onCommit(now time.Time, from uint64, c *wire.ViewCommit) {
+	id := flushID{Epoch: c.Epoch, Attempt: c.Attempt, Initiator: from}
+	if !m.committed(c) {
+		m.excludedBy(now, from, c)
+		return
+	}
+	p := m.part
+	if p == nil || p.id != id || p.commit != nil {
+		return
+	}
+	p.commit = &wire.ViewCommit{Epoch: c.Epoch, Attempt: c.Attempt,
+		Members: slices.Clone(c.Members), Left: slices.Clone(c.Left), Cuts: cloneCuts(c.Cuts)}
+	if !p.hasCut {
+		m.takeCut(now, p.commit.Cuts)
+	}
+	m.progress(now)
+}
+
+func (m *Machine) committed(c *wire.ViewCommit) bool {
+	for _, x := range c.Members {
+		if x.ID == m.self {
+			return x.Inc == m.inc
+		}
+	}
+	return false
+}
+
+// excludedBy notices a view of this node's group that goes on without
+// it: it left (done), or it was excluded (it will be merged back in by
+// that view's coordinator, which hears it).
+func (m *Machine) excludedBy(now time.Time, from uint64, c *wire.ViewCommit) {
+	if (m.st != member && m.st != leaving) || !m.view.Has(from) || c.Epoch <= m.view.ID.Epoch {
+		return
+	}
+	if m.st == leaving {
+		m.finishLeave(now)
+		return
+	}
+	m.emit(Event{Kind: Excluded, Member: from, View: m.view.clone()})
+	m.secede(now)
+}
+
+// secede ends this node's view without a flush, when the group went on
+// without it: it was excluded, or a member's stream broke off (that member
+// dropped messages this node never got, having stopped counting it). The
+// node installs a view of its own, which nobody else installs, so what it
+// delivered in the old view binds no one; the coordinator of the group's
+// view hears it and merges it back in.
+func (m *Machine) secede(now time.Time) {
+	if m.st != member {
+		return
+	}
+	if m.part != nil {
+		m.abandon()
+	}
+	m.run = nil
+	prior := m.view
+	v := View{ID: wire.ViewID{Epoch: max(m.maxEpoch, prior.ID.Epoch) + 1, Coord: m.self}, Members: []wire.Member{{ID: m.self, Inc: m.inc}}}
+	ev := Event{Kind: ViewInstalled, View: v.clone(), Prior: prior.ID}
+	for _, x := range prior.Members {
+		if x.ID != m.self {
+			ev.Crashed = append(ev.Crashed, x.ID)
+		}
+	}
+	m.setView(now, v, nil, prior)
+	m.emit(ev)
+	m.releaseFuture()
+}
+
+func cloneCuts(cs []wire.ViewCut) []wire.ViewCut {
+	out := make([]wire.ViewCut, len(cs))
+	for i, c := range cs {
+		out[i] = wire.ViewCut{View: c.View, Cuts: slices.Clone(c.Cuts)}
+	}
+	return out
+}
+
+// install delivers what is left of the old view up to the cut and
+// installs the committed view.
+func (m *Machine) install(now time.Time, c *wire.ViewCommit, coord uint64) {
+	prior := m.view
+	m.dropBeyondCut()
+	next := View{ID: wire.ViewID{Epoch: c.Epoch, Coord: coord}}
+	for _, x := range c.Members {
+		next.Members = append(next.Members, wire.Member{ID: x.ID, Inc: x.Inc})
+	}
+	ev := Event{Kind: ViewInstalled, View: next.clone(), Prior: prior.ID}
+	for _, x := range next.Members {
+		if !prior.HasInc(x.ID, x.Inc) {
+			ev.Joined = append(ev.Joined, x.ID)
+		}
+	}
+	for _, x := range prior.Members {
+		if next.HasInc(x.ID, x.Inc) {
+			continue
+		}
+		if slices.Contains(c.Left, x.ID) {
+			ev.Left = append(ev.Left, x.ID)
+		} else {
+			ev.Crashed = append(ev.Crashed, x.ID)
+		}
+	}
+	m.setView(now, next, c.Members, prior)
+	if !m.changeFrom.IsZero() {
+		ev.Flush = now.Sub(m.changeFrom)
+	}
+	m.changeFrom = time.Time{}
+	m.part = nil
+	m.emit(ev)
+	m.releaseFuture()
+}
+
+// setView makes v this node's view, here and in the engine.
+func (m *Machine) setView(now time.Time, v View, starts []wire.ViewMember, prior View) {
+	m.view = v
+	m.maxEpoch = max(m.maxEpoch, v.ID.Epoch)
+	if m.st == joining {
+		m.st = member
+	}
+	m.stats.ViewsInstalled++
+	m.mc.SetView(v.ID)
+	var others []uint64
+	for _, x := range v.Members {
+		if x.ID != m.self {
+			others = append(others, x.ID)
+		}
+	}
+	if others == nil {
+		others = []uint64{}
+	}
+	m.mc.SetMembers(others)
+	for _, x := range prior.Members {
+		if x.ID != m.self && !v.HasInc(x.ID, x.Inc) {
+			m.mc.Forget(x.ID, x.Inc)
+		}
+	}
+	for _, x := range starts {
+		m.mc.Start(now, x.ID, x.Inc, x.Next)
+	}
+	for id := range m.suspects {
+		if !v.Has(id) {
+			delete(m.suspects, id)
+		}
+	}
+	m.forgetSettled()
+}
+
+// tickFlush resends flush messages nobody answered, excludes members that
+// stay silent, and abandons a flush whose initiator went quiet.
+func (m *Machine) tickFlush(now time.Time) {
+	if r := m.run; r != nil {
+		if silent := m.silent(); len(silent) > 0 && !now.Before(r.phaseAt.Add(m.flushTimeout())) {
+			m.restart(now, silent)
+		} else if !now.Before(r.resendAt) {
+			m.sendFlush(now)
+		}
+	}
+	p := m.part
+	if p == nil {
+		return
+	}
+	if p.id.Initiator != m.self && !now.Before(p.heardAt.Add(m.opt.Engine.SuspectTimeout)) {
+		m.abandon()
+		return
+	}
+	if p.done && !now.Before(p.resendAt) {
+		m.sendDone(now)
+	}
+}
+
+// silent lists the proposed members that have not answered this phase.
+func (m *Machine) silent() []uint64 {
+	r := m.run
+	var out []uint64
+	for _, x := range r.members {
+		_, stated := r.states[x.ID]
+		if r.phase == wire.FlushState && !stated || r.phase == wire.FlushCut && !r.dones[x.ID] {
+			out = append(out, x.ID)
+		}
+	}
+	return out
+}
+
+// abandon gives up a flush whose initiator is gone without committing: the
+// view goes on (a new flush, by whoever coordinates now, will follow).
+// What was held for the cut is delivered: nobody installed a next view
+// from this flush, so nobody delivered a cut this node must match.
+func (m *Machine) abandon() {
+	p := m.part
+	m.part = nil
+	if m.run != nil && m.run.id == p.id {
+		m.run = nil
+	}
+	for _, d := range m.pending {
+		m.hand(d)
+	}
+	clear(m.pending)
+	m.pending = m.pending[:0]
+	m.changeFrom = time.Time{}
+}
+
+// mergeBackoff is how many suspect timeouts a node that could not be
+// merged (its settings differ) is left alone.
+const mergeBackoff = 20

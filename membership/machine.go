@@ -1,0 +1,397 @@
+package membership
+
+import (
+	"errors"
+	"hash/fnv"
+	"net/netip"
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/multicast"
+)
+
+// Options configures a Machine.
+type Options struct {
+	Engine multicast.Options // the reliable multicast layer underneath (Self, Inc, Group, timers)
+	// JoinTimeout is how long a joining node waits for a coordinator to
+	// admit it before it forms a view of its own.
+	JoinTimeout time.Duration
+	// Settings are the protocol-relevant settings every member must share
+	// (datagram size, timers, group key, election algorithm): a joiner
+	// whose settings differ from the coordinator's is refused, naming the
+	// first that differs.
+	Settings []Setting
+}
+
+// Setting is one protocol-relevant setting, by its configuration key.
+type Setting struct{ Name, Value string }
+
+// Errors of Multicast and of a refused node.
+var (
+	ErrNotInView = errors.New("membership: not in a view")
+	ErrBlocked   = errors.New("membership: sending is blocked while the view changes")
+	ErrLeft      = errors.New("membership: left the group")
+	ErrRefused   = errors.New("membership: refused by the group")
+)
+
+// EventKind says what happened.
+type EventKind uint8
+
+// Event kinds.
+const (
+	ViewInstalled EventKind = iota + 1 // a new view (View, Prior, Joined, Left, Crashed, Flush)
+	FlushStarted                       // this node started a flush as its initiator (Flush ID, Proposed)
+	Suspected                          // a member was suspected (Member, Silent)
+	Refused                            // this node was refused (Setting, Ours, Theirs, Addr), or refused a joiner (Member)
+	LeaveDone                          // a graceful leave completed: a view without this node exists (or the leave timed out)
+	Excluded                           // this node learned that the group went on without it; it rejoins
+	Engine                             // an event of the multicast layer (Multicast)
+)
+
+// Event is something the node should know about and log.
+type Event struct {
+	Kind      EventKind
+	View      View
+	Prior     wire.ViewID
+	Joined    []uint64
+	Left      []uint64
+	Crashed   []uint64
+	Flush     time.Duration // ViewInstalled: from the start of the view change to the install
+	Epoch     uint64        // FlushStarted
+	Attempt   uint64        // FlushStarted
+	Proposed  []uint64      // FlushStarted
+	Member    uint64
+	Silent    time.Duration
+	Setting   string
+	Ours      string
+	Theirs    string
+	Addr      netip.AddrPort
+	Multicast multicast.Event
+}
+
+// Delivery is a message delivered in a view.
+type Delivery struct {
+	multicast.Delivery
+}
+
+// state is where this node stands in the group.
+type state uint8
+
+const (
+	joining state = iota // no view yet: asking to be admitted
+	member               // in a view
+	leaving              // asked to leave; waits for a view without it
+	gone                 // left or refused: does nothing more
+)
+
+// heard is what this node last heard from a node: every datagram carries
+// its sender's view, so the session messages double as merge beacons.
+type heard struct {
+	inc  uint64
+	view wire.ViewID
+	at   time.Time
+	addr netip.AddrPort
+}
+
+// Machine is one node's membership layer, with the reliable multicast
+// engine it drives: a deterministic state machine like the engine (no
+// goroutines, sockets or clock of its own). The node loop or the simulator
+// feeds it datagrams (Step), time (Tick) and local requests (Multicast,
+// Leave), and takes what it produced (TakeOutput, TakeDeliveries,
+// TakeEvents).
+//
+// Views change by a flush (virtual synchrony, Birman and Joseph 1987):
+// the initiator proposes the next members; each one stops sending and
+// reports how far it holds each sender of its view; the initiator fixes
+// the cut (the most any of them holds) and sends it; each one fetches what
+// it misses up to the cut, from any holder, and confirms; the initiator
+// commits the view, and every member delivers exactly the cut in the old
+// view before it installs the new one. Joins, leaves, crashes, merges of
+// partitions and coordinator take-overs are all this one protocol; a
+// participant of a merge reports its own view and gets that view's cut.
+type Machine struct {
+	opt  Options
+	self uint64
+	inc  uint64
+	mc   *multicast.Engine
+
+	st          state
+	view        View
+	startedAt   time.Time // of this node: the join timeout runs from here
+	joinAt      time.Time // next join request
+	maxEpoch    uint64    // highest epoch heard of anywhere
+	heard       map[uint64]heard
+	suspects    map[uint64]time.Time // members of the view suspected, since when
+	reportAt    time.Time            // next time suspicions are reported to the coordinator
+	leaveAt     time.Time            // leaving: when to resend the request
+	leaveBy     time.Time            // leaving: when to give up waiting
+	settings    uint32               // hash of opt.Settings
+	blockedMsgs uint64
+
+	// Coordinator's pending changes.
+	joiners  map[uint64]uint64 // id → incarnation asking to join
+	leavers  map[uint64]uint64 // id → incarnation leaving gracefully
+	excluded map[uint64]uint64 // id → incarnation to exclude (suspected)
+	mergeOff map[uint64]time.Time
+	changeAt time.Time // when to start the flush for pending changes; zero = none pending
+
+	run  *initiation    // the flush this node initiates, if any
+	part *participation // the flush this node takes part in, if any
+
+	lastCommit *wire.Envelope // resent to members that missed it
+	commitAt   time.Time      // when lastCommit was sent (a participant's flush_ms)
+	changeFrom time.Time      // when the current view change began here
+
+	pending []Delivery // deliveries of this view held during a flush: the cut decides
+	future  []Delivery // deliveries of a view not installed yet
+	deliver []Delivery
+	out     []wire.Envelope
+	selfq   []wire.Envelope // membership messages to this node itself
+	events  []Event
+	stats   Stats
+}
+
+// Stats counts the membership layer's work.
+type Stats struct {
+	ViewsInstalled  uint64
+	FlushesStarted  uint64 // as initiator, counting restarts
+	FlushRestarts   uint64 // flushes restarted without members that did not answer
+	Suspicions      uint64
+	WrongView       uint64 // messages of another view, not delivered
+	FutureDropped   uint64 // messages of a later view dropped: the buffer was full, or that view never came
+	BeyondCut       uint64 // messages past a flush's cut, never delivered
+	JoinsRefused    uint64
+	MembershipMsgs  uint64 // membership datagrams received
+	StaleMembership uint64 // membership datagrams of old flushes or incarnations
+}
+
+// New returns a joining Machine: it asks to be admitted at once, after it
+// has listened for a heartbeat (to hear a node that uses its ID).
+func New(opt Options, now time.Time) *Machine {
+	eo := opt.Engine
+	m := &Machine{
+		opt: opt, self: eo.Self, inc: eo.Inc,
+		mc:        multicast.New(eo, now),
+		startedAt: now, joinAt: now.Add(eo.Heartbeat),
+		heard:    map[uint64]heard{},
+		suspects: map[uint64]time.Time{},
+		joiners:  map[uint64]uint64{}, leavers: map[uint64]uint64{}, excluded: map[uint64]uint64{},
+		mergeOff: map[uint64]time.Time{},
+		settings: hashSettings(opt.Settings),
+	}
+	m.mc.SetMembers([]uint64{}) // nobody counts for stability before a view
+	return m
+}
+
+func hashSettings(ss []Setting) uint32 {
+	h := fnv.New32a()
+	for _, s := range ss {
+		h.Write([]byte(s.Name))
+		h.Write([]byte{0})
+		h.Write([]byte(s.Value))
+		h.Write([]byte{0})
+	}
+	return h.Sum32()
+}
+
+// Engine returns the multicast engine underneath (for its counters).
+func (m *Machine) Engine() *multicast.Engine { return m.mc }
+
+// View returns the installed view; its ID is zero before the first.
+func (m *Machine) View() View { return m.view.clone() }
+
+// Left reports whether the node is done: it left, or was refused.
+func (m *Machine) Left() bool { return m.st == gone }
+
+// Stats returns the membership counters.
+func (m *Machine) Stats() Stats { return m.stats }
+
+// Multicast sends a message to the view. It fails with ErrNotInView before
+// the first view, ErrBlocked while a view change is flushing (the caller
+// waits and tries again, as for multicast.ErrWindowFull), and ErrLeft once
+// the node left.
+func (m *Machine) Multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
+	switch {
+	case m.st == gone || m.st == leaving:
+		return 0, ErrLeft
+	case m.st == joining:
+		return 0, ErrNotInView
+	case m.part != nil:
+		m.blockedMsgs++
+		return 0, ErrBlocked
+	}
+	seq, err := m.mc.Multicast(service, payload, order, dest)
+	if err != nil {
+		return 0, err
+	}
+	// A member delivers its own messages too, in the view it sent them in
+	// and in its own order: within the view's cut (its report covers all
+	// it sent), so virtual synchrony holds for them as for any other.
+	m.hand(own(Delivery{multicast.Delivery{Source: m.self, Inc: m.inc, Seq: seq, End: m.mc.Received(m.self, m.inc),
+		View: m.view.ID, Order: order, Dest: dest, Service: service, Payload: payload}}))
+	return seq, nil
+}
+
+// Fits reports whether a message of these sizes can be sent now.
+func (m *Machine) Fits(serviceLen, payloadLen int) bool {
+	return m.st == member && m.part == nil && m.mc.Fits(serviceLen, payloadLen)
+}
+
+// Sending reports whether Multicast may succeed now (a view is installed
+// and no flush holds sends).
+func (m *Machine) Sending() bool { return m.st == member && m.part == nil }
+
+// Step processes one decoded datagram that arrived at now from src; its
+// group has been checked. env must not be kept after Step returns.
+func (m *Machine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
+	if m.st == gone {
+		return // a node that left or was refused is silent
+	}
+	if env.From == m.self {
+		m.mc.Step(now, src, env) // another node with this ID: the engine reports it
+		m.afterStep(now)
+		return
+	}
+	if !m.hear(now, src, &env.Header) {
+		m.stats.StaleMembership++
+		return
+	}
+	switch env.Kind {
+	case wire.KindJoin, wire.KindLeave, wire.KindFlush, wire.KindFlushOK, wire.KindView, wire.KindRefuse:
+		m.stats.MembershipMsgs++
+		if m.st != gone {
+			m.dispatch(now, env)
+		}
+	default:
+		m.mc.Step(now, src, env)
+	}
+	m.afterStep(now)
+}
+
+// hear records a datagram's sender and its view, and reports false for an
+// older incarnation than one heard already.
+func (m *Machine) hear(now time.Time, src netip.AddrPort, h *wire.Header) bool {
+	if p, ok := m.heard[h.From]; ok && h.Inc < p.inc {
+		return false
+	}
+	m.heard[h.From] = heard{inc: h.Inc, view: h.View, at: now, addr: src}
+	m.maxEpoch = max(m.maxEpoch, h.View.Epoch)
+	return true
+}
+
+func (m *Machine) dispatch(now time.Time, env *wire.Envelope) {
+	switch env.Kind {
+	case wire.KindJoin:
+		m.onJoin(now, env)
+	case wire.KindLeave:
+		m.onLeave(now, env)
+	case wire.KindFlush:
+		m.onFlush(now, env.From, env.View, &env.Flush)
+	case wire.KindFlushOK:
+		m.onFlushOK(now, env.From, env.Inc, &env.FlushOK)
+	case wire.KindView:
+		m.onCommit(now, env.From, &env.Commit)
+	case wire.KindRefuse:
+		m.onRefuse(now, env)
+	}
+}
+
+// Tick advances time.
+func (m *Machine) Tick(now time.Time) {
+	if m.st == gone {
+		return
+	}
+	m.mc.Tick(now)
+	m.tickJoin(now)
+	m.tickLeave(now)
+	m.tickSuspicions(now)
+	m.tickFlush(now)
+	m.tickCoordinator(now)
+	m.afterStep(now)
+}
+
+// NextDeadline is when Tick must next be called; zero once the node left
+// (it has nothing more to do).
+func (m *Machine) NextDeadline() time.Time {
+	if m.st == gone {
+		return time.Time{} // silent for good: no deadline
+	}
+	d := m.mc.NextDeadline()
+	for _, t := range []time.Time{m.joinAt, m.leaveAt, m.reportAt, m.changeAt, m.flushDeadline()} {
+		if !t.IsZero() && t.Before(d) {
+			d = t
+		}
+	}
+	return d
+}
+
+// Paused tells the machine that the node could not observe the network
+// for d (see multicast.Engine.Paused).
+func (m *Machine) Paused(now time.Time, d time.Duration) { m.mc.Paused(now, d) }
+
+// TakeOutput returns the envelopes to multicast: the membership layer's,
+// then the engine's.
+func (m *Machine) TakeOutput() []wire.Envelope {
+	out := append(m.out, m.mc.TakeOutput()...)
+	m.out = m.out[:0]
+	return out
+}
+
+// TakeDeliveries returns the messages delivered since the last call.
+// Their bytes stay valid until the next call into the Machine.
+func (m *Machine) TakeDeliveries() []Delivery {
+	d := m.deliver
+	m.deliver = m.deliver[:0]
+	return d
+}
+
+// TakeEvents returns what happened since the last call.
+func (m *Machine) TakeEvents() []Event {
+	ev := m.events
+	m.events = nil
+	return ev
+}
+
+// send queues a membership message to the group; flush messages also go
+// to this node itself (it takes part in its own flush).
+func (m *Machine) send(env wire.Envelope) {
+	env.Header = wire.Header{Group: m.opt.Engine.Group, From: m.self, Inc: m.inc, Kind: env.Kind, View: m.view.ID}
+	m.out = append(m.out, env)
+	switch env.Kind {
+	case wire.KindFlush, wire.KindFlushOK, wire.KindView:
+		m.selfq = append(m.selfq, env)
+	}
+}
+
+// afterStep runs what a step set in motion: the engine's events and
+// deliveries, the messages to this node itself, and the flush's progress.
+func (m *Machine) afterStep(now time.Time) {
+	for range 16 { // a flush of one takes a few rounds through here
+		m.takeEngine(now)
+		if m.st != gone {
+			m.progress(now)
+		}
+		if len(m.selfq) == 0 {
+			return
+		}
+		q := m.selfq
+		m.selfq = nil
+		for i := range q {
+			if m.st != gone {
+				m.dispatch(now, &q[i])
+			}
+		}
+	}
+}
+
+// takeEngine handles what the engine reported and delivered.
+func (m *Machine) takeEngine(now time.Time) {
+	for _, ev := range m.mc.TakeEvents() {
+		m.onEngineEvent(now, ev)
+	}
+	for _, d := range m.mc.TakeDeliveries() {
+		m.fromEngine(Delivery{d})
+	}
+}
+
+func (m *Machine) emit(ev Event) { m.events = append(m.events, ev) }

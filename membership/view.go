@@ -1,0 +1,126 @@
+package membership
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/huddle-lan/huddle/internal/wire"
+)
+
+// View is an installed view: its ID and its members, oldest first. The
+// first member coordinates the view (and, with total order, sequences it).
+type View struct {
+	ID      wire.ViewID
+	Members []wire.Member
+}
+
+// Coordinator returns the view's coordinator, 0 for no view.
+func (v View) Coordinator() uint64 {
+	if len(v.Members) == 0 {
+		return 0
+	}
+	return v.Members[0].ID
+}
+
+// Has reports whether node id is a member.
+func (v View) Has(id uint64) bool { return v.index(id) >= 0 }
+
+// HasInc reports whether node id's incarnation inc is a member.
+func (v View) HasInc(id, inc uint64) bool {
+	i := v.index(id)
+	return i >= 0 && v.Members[i].Inc == inc
+}
+
+// Inc returns the incarnation of member id, 0 when it is not a member.
+func (v View) Inc(id uint64) uint64 {
+	if i := v.index(id); i >= 0 {
+		return v.Members[i].Inc
+	}
+	return 0
+}
+
+func (v View) index(id uint64) int {
+	for i, m := range v.Members {
+		if m.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// IDs returns the members' IDs, oldest first.
+func (v View) IDs() []uint64 {
+	ids := make([]uint64, len(v.Members))
+	for i, m := range v.Members {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+// String formats the view as "epoch.coordinator[1 2 3]".
+func (v View) String() string {
+	var b strings.Builder
+	b.WriteString(v.ID.String())
+	b.WriteByte('[')
+	for i, m := range v.Members {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.FormatUint(m.ID, 10))
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// clone returns a copy that shares nothing with v.
+func (v View) clone() View { return View{ID: v.ID, Members: slices.Clone(v.Members)} }
+
+// flushID orders flushes: a participant follows the highest it has seen.
+// The initiator breaks ties between flushes of the same epoch and attempt.
+type flushID struct {
+	Epoch, Attempt, Initiator uint64
+}
+
+func (f flushID) less(g flushID) bool {
+	if f.Epoch != g.Epoch {
+		return f.Epoch < g.Epoch
+	}
+	if f.Attempt != g.Attempt {
+		return f.Attempt < g.Attempt
+	}
+	return f.Initiator < g.Initiator
+}
+
+func (f flushID) String() string {
+	return strconv.FormatUint(f.Epoch, 10) + "/" + strconv.FormatUint(f.Attempt, 10) + "@" + strconv.FormatUint(f.Initiator, 10)
+}
+
+// cutOf returns the cut the list gives for view v, and whether it has one.
+func cutOf(cuts []wire.ViewCut, v wire.ViewID) ([]wire.Cut, bool) {
+	for _, c := range cuts {
+		if c.View == v {
+			return c.Cuts, true
+		}
+	}
+	return nil, false
+}
+
+// seqOf returns the cut's sequence number for sender id, 0 when it has none.
+func seqOf(cuts []wire.Cut, id uint64) uint64 {
+	for _, c := range cuts {
+		if c.ID == id {
+			return c.Seq
+		}
+	}
+	return 0
+}
+
+func containsMember(ms []wire.Member, id uint64) bool {
+	for _, m := range ms {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
+}

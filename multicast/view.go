@@ -1,0 +1,108 @@
+package multicast
+
+import (
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/wire"
+)
+
+// What the membership layer tells this layer about views. Without a view
+// (a node running this layer alone), every live peer is a receiver, and
+// nothing is stamped with a view.
+
+// SetView stamps what this node sends from now on with view v. Messages
+// queued before are packed first, so that they go out stamped with the
+// view they were sent in.
+func (e *Engine) SetView(v wire.ViewID) {
+	e.packData()
+	e.view = v
+}
+
+// View returns the view this node stamps on what it sends.
+func (e *Engine) View() wire.ViewID { return e.view }
+
+// SetMembers makes stability and flow control follow the view's members:
+// a message is stable once every live member holds it, and peers outside
+// the view (joiners, other partitions) no longer count. nil goes back to
+// every live peer.
+func (e *Engine) SetMembers(ids []uint64) {
+	if ids == nil {
+		e.members = nil
+		return
+	}
+	e.members = make(map[uint64]struct{}, len(ids))
+	for _, id := range ids {
+		e.members[id] = struct{}{}
+	}
+}
+
+// receiver reports whether peer id counts for stability.
+func (e *Engine) receiver(id uint64) bool {
+	if e.members == nil {
+		return true
+	}
+	_, ok := e.members[id]
+	return ok
+}
+
+// Received returns how far this node holds source src's incarnation inc
+// in order (for its own stream: the last sequence number it sent); 0 when
+// it holds nothing of it.
+func (e *Engine) Received(src, inc uint64) uint64 {
+	if st := e.lookup(src, inc); st != nil {
+		return st.received()
+	}
+	return 0
+}
+
+// Want makes this node fetch source src's messages up to seq: a flush's
+// cut, which another member holds. It requests them even when the source
+// is lost (any holder answers then: see onRequest), and reports whether it
+// already holds them all.
+func (e *Engine) Want(now time.Time, src, inc, seq uint64) bool {
+	st := e.lookup(src, inc)
+	if st == nil {
+		return seq == 0
+	}
+	if st.received() >= seq {
+		return true
+	}
+	st.lostAt = time.Time{} // requests for a lost source resume
+	st.high = max(st.high, seq)
+	e.openGaps(now, st)
+	return false
+}
+
+// Start makes source src's stream (incarnation inc) begin at next for this
+// node: a view it joins begins there, and what came before is not its to
+// receive. Messages held below next are delivered first (the layer above
+// discards what is not of its view); nothing is reported as lost.
+func (e *Engine) Start(now time.Time, src, inc, next uint64) {
+	if src == e.opt.Self {
+		return
+	}
+	st := e.streamFor(src, inc, next)
+	if st == nil || st.next >= next {
+		return
+	}
+	started := st.started
+	st.started = false // what it skips was never this node's to receive
+	e.skipTo(now, st, next)
+	st.started = started || st.started
+}
+
+// Forget drops source src's stream of incarnation inc: its source left
+// the view, and what this node has not delivered of it by now no member
+// will deliver.
+func (e *Engine) Forget(src, inc uint64) {
+	if st := e.streams[src]; st != nil && st.inc == inc {
+		delete(e.streams, src)
+	}
+}
+
+// pinned reports whether peer id is a member of the view: its incarnation
+// is the view's until membership says otherwise.
+func (e *Engine) pinned(id uint64) bool {
+	_, ok := e.members[id]
+	return ok
+}
