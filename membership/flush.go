@@ -87,7 +87,7 @@ func (m *Machine) restart(now time.Time, silent []uint64) {
 			m.mergeOff[id] = now.Add(2 * m.opt.Engine.SuspectTimeout)
 		}
 	}
-	r.members = slices.DeleteFunc(r.members, func(x wire.Member) bool { return slices.Contains(silent, x.ID) })
+	r.members = slices.DeleteFunc(r.members, func(x wire.Member) bool { return x.ID != m.self && slices.Contains(silent, x.ID) })
 	r.id.Attempt++
 	m.stats.FlushRestarts++
 	m.beginAttempt(now)
@@ -509,9 +509,17 @@ func (m *Machine) setView(now time.Time, v View, starts []wire.ViewMember, prior
 // stay silent, and abandons a flush whose initiator went quiet.
 func (m *Machine) tickFlush(now time.Time) {
 	if r := m.run; r != nil {
-		if silent := m.silent(); len(silent) > 0 && !now.Before(r.phaseAt.Add(m.flushTimeout())) {
+		silent := m.silent()
+		switch {
+		case len(silent) > 0 && !now.Before(r.phaseAt.Add(m.flushTimeout())) && r.phase == wire.FlushState:
 			m.restart(now, silent)
-		} else if !now.Before(r.resendAt) {
+		case len(silent) > 0 && !now.Before(r.phaseAt.Add(m.flushTimeout())):
+			// Members that do not confirm the cut may be alive but unable
+			// to get it: its only holder may have crashed since. A new
+			// attempt asks everyone again; the new cut is what those alive
+			// hold, and whoever does not answer that is excluded.
+			m.restart(now, nil)
+		case !now.Before(r.resendAt):
 			m.sendFlush(now)
 		}
 	}

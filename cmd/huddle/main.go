@@ -27,6 +27,7 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // the node could not start or its socket failed
 	exitUsage   = 2 // bad command line or configuration
+	exitRefused = 3 // the group refused the node: its ID is taken, or its settings differ
 )
 
 const usage = `huddle: a group-communication node for LANs (reliable, view-synchronous IP multicast)
@@ -164,6 +165,9 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 	}
 	if err := node.Run(ctx, node.Options{Config: cfg, Transport: conn, Control: ctl, Log: log, Inc: node.NewIncarnation(), PreciseTimer: true}); err != nil {
 		fmt.Fprintln(stderr, "huddle:", err)
+		if errors.Is(err, node.ErrRefused) {
+			return exitRefused
+		}
 		return exitFailure
 	}
 	return exitOK

@@ -457,9 +457,12 @@ func (r *Node) logRefused(ev membership.Event) {
 		return
 	}
 	var err error
-	if ev.Setting == "id" {
+	switch ev.Setting {
+	case "id":
 		err = fmt.Errorf("%w: another live node at %s uses ID %d; give every node its own --id", ErrRefused, ev.Addr.Addr(), ev.Member)
-	} else {
+	case "members":
+		err = fmt.Errorf("%w: the group (coordinator at %s) is full: a view lists at most %s members with this datagram_size", ErrRefused, ev.Addr.Addr(), ev.Theirs)
+	default:
 		err = fmt.Errorf("%w: this node's %s is %q but the group's (coordinator at %s) is %q", ErrRefused, ev.Setting, ev.Ours, ev.Addr.Addr(), ev.Theirs)
 	}
 	r.refused = err

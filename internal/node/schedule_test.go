@@ -31,13 +31,13 @@ type schedule struct {
 	maxID   uint64          // highest ID used so far (joins add more)
 	gone    map[uint64]bool // left gracefully or crashed for good
 	steps   []string
-	flushAt map[uint64]bool // initiators seen starting a flush this step
+	flushAt map[uint64][]uint64 // initiators seen starting a flush this step → the members they proposed
 	opts    sim.Options
 }
 
 func newSchedule(t *testing.T, seed int64) *schedule {
 	r := rand.New(rand.NewPCG(uint64(seed), 4))
-	s := &schedule{t: t, r: r, nodes: 2 + r.IntN(6), gone: map[uint64]bool{}, flushAt: map[uint64]bool{}}
+	s := &schedule{t: t, r: r, nodes: 2 + r.IntN(6), gone: map[uint64]bool{}, flushAt: map[uint64][]uint64{}}
 	s.opts = sim.Options{Seed: seed, Jitter: time.Duration(r.IntN(200)) * time.Microsecond,
 		Dup: r.Float64() * 0.03, Reorder: r.Float64() * 0.03}
 	switch r.IntN(3) {
@@ -50,7 +50,7 @@ func newSchedule(t *testing.T, seed int64) *schedule {
 	s.l = newVSLedger()
 	s.l.onEvent = func(id uint64, ev membership.Event) {
 		if ev.Kind == membership.FlushStarted {
-			s.flushAt[id] = true
+			s.flushAt[id] = ev.Proposed
 		}
 	}
 	s.w.Check("view synchrony", s.l.check)
@@ -158,13 +158,31 @@ func (s *schedule) split(ids []uint64) (a, b []uint64) {
 // crashFlushing crashes, now and then, an initiator right as it starts a
 // flush, or one of the members it proposed.
 func (s *schedule) crashFlushing() {
-	for id := range s.flushAt {
-		if len(s.live()) > 1 && s.r.IntN(4) == 0 && s.w.Alive(id) {
+	for _, id := range sortedIDs(s.flushAt) {
+		proposed := s.flushAt[id]
+		switch k := s.r.IntN(8); {
+		case len(s.live()) < 2:
+		case k == 0 && s.w.Alive(id):
 			s.w.Crash(id)
 			s.note("crash %d as it starts a flush", id)
+		case k == 1 && len(proposed) > 1:
+			victim := proposed[1+s.r.IntN(len(proposed)-1)]
+			if s.w.Alive(victim) {
+				s.w.Crash(victim)
+				s.note("crash %d during the flush %d started", victim, id)
+			}
 		}
 	}
 	clear(s.flushAt)
+}
+
+func sortedIDs[V any](m map[uint64]V) []uint64 {
+	ids := make([]uint64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // run drives the schedule: faults for a while, then quiet, then checks.

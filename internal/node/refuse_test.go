@@ -1,0 +1,116 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/internal/sim"
+)
+
+// fleet runs node loops over one simulated network in a synctest bubble,
+// and stops them all (waiting for them) when the test body returns.
+type fleet struct {
+	n      *sim.Net
+	ctx    context.Context
+	cancel context.CancelFunc
+	runs   int
+	done   chan error
+}
+
+func newFleet(seed int64) *fleet {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &fleet{n: sim.NewNet(sim.Options{Seed: seed}), ctx: ctx, cancel: cancel, done: make(chan error, 16)}
+}
+
+// run starts a node at address addrID with config c and returns its log
+// and the channel its own Run result arrives on.
+func (f *fleet) run(addrID uint64, c config.Config, inc uint64) (*bytes.Buffer, chan error) {
+	log := &bytes.Buffer{}
+	own := make(chan error, 1)
+	o := Options{Config: c, Transport: f.n.Endpoint(sim.Addr(addrID)),
+		Log: zerolog.New(log).With().Timestamp().Uint64("node", c.ID).Logger(), Inc: inc}
+	f.runs++
+	go func() {
+		err := Run(f.ctx, o)
+		own <- err
+		f.done <- err
+	}()
+	return log, own
+}
+
+// stop cancels every node and waits until all have returned.
+func (f *fleet) stop() {
+	f.cancel()
+	for range f.runs {
+		<-f.done
+	}
+}
+
+// TestSecondNodeWithTheSameIDIsRefused starts a node with the ID of a
+// running one: the later one stops with ErrRefused, naming the other's
+// address, and the first one runs on.
+func TestSecondNodeWithTheSameIDIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(5)
+		defer f.stop()
+		_, first := f.run(1, testConfig(3), 1)
+		_, other := f.run(2, testConfig(2), 1)
+		time.Sleep(time.Second)
+		log, second := f.run(9, testConfig(3), 2) // same ID 3, another address
+		var err error
+		select {
+		case err = <-second:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the second node with ID 3 was not refused")
+		}
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), sim.Addr(1).Addr().String()) {
+			t.Fatalf("second node: %v; want ErrRefused naming %v", err, sim.Addr(1).Addr())
+		}
+		evs := events(t, log)
+		if r := find(evs, "member.refused"); len(r) != 1 || str(r[0], "setting") != "id" {
+			t.Fatalf("refusal events %v, want one member.refused of the id", r)
+		}
+		if last := evs[len(evs)-1]; last.Event != "node.stopped" || str(last, "reason") != "refused by the group" {
+			t.Fatalf("last event %v, want node.stopped, refused", last)
+		}
+		select {
+		case err := <-first:
+			t.Fatalf("the first node stopped: %v", err)
+		case err := <-other:
+			t.Fatalf("the other node stopped: %v", err)
+		default:
+		}
+	})
+}
+
+// TestJoinerWithOtherSettingsIsRefused starts a node whose heartbeat
+// differs from the group's: the coordinator refuses it, naming the setting.
+func TestJoinerWithOtherSettingsIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(6)
+		defer f.stop()
+		f.run(1, testConfig(1), 1)
+		f.run(2, testConfig(2), 1)
+		time.Sleep(time.Second)
+		c := testConfig(5)
+		c.Heartbeat *= 2
+		_, odd := f.run(5, c, 1)
+		var err error
+		select {
+		case err = <-odd:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the node with another heartbeat was not refused")
+		}
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "heartbeat") {
+			t.Fatalf("odd node: %v; want ErrRefused naming the heartbeat", err)
+		}
+	})
+}
