@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -106,8 +107,21 @@ type View struct {
 	// view, as the node logged them.
 	Joined, Left, Crashed []uint64
 	FlushMs               float64 // how long the flush before it took
-	Time                  time.Time
-	Line                  int
+	// CoordInc is the coordinator's incarnation ("coordinator_inc"; 0 if
+	// not logged). A coordinator that restarts counts epochs afresh, so a
+	// view is the same view only with the same ID and CoordInc.
+	CoordInc uint64
+	Time     time.Time
+	Line     int
+}
+
+// Key identifies the view across lives: its ID and its coordinator's
+// incarnation.
+func (v *View) Key() string {
+	if v.CoordInc == 0 {
+		return v.ID
+	}
+	return v.ID + "@" + strconv.FormatUint(v.CoordInc, 10)
 }
 
 // Stats is a node.stats event: its numeric fields by name.
@@ -289,7 +303,7 @@ func (fs *fileState) event(l *lifeState, name string, t time.Time, n int) {
 			Count: get("count"), Time: t, Line: n})
 	case "view.installed":
 		l.Views = append(l.Views, View{ID: str("view"), Members: ids("members"), Joined: ids("joined"),
-			Left: ids("left"), Crashed: ids("crashed"), FlushMs: float("flush_ms"), Time: t, Line: n})
+			Left: ids("left"), Crashed: ids("crashed"), FlushMs: float("flush_ms"), CoordInc: get("coordinator_inc"), Time: t, Line: n})
 	case "node.stats":
 		s := Stats{Why: str("why"), Time: t, Line: n, Counters: map[string]int64{}}
 		for _, m := range ms {

@@ -127,10 +127,10 @@ func (m *vcheck) walk() {
 		lv := m.deliveries(l)
 		m.walked = append(m.walked, lv)
 		for j := 0; j+1 < len(l.Views); j++ {
-			k := [2]string{l.Views[j].ID, l.Views[j+1].ID}
+			k := [2]string{l.Views[j].Key(), l.Views[j+1].Key()}
 			g := byPair[k]
 			if g == nil {
-				g = &group{view: k[0], next: k[1]}
+				g = &group{view: l.Views[j].ID, next: l.Views[j+1].ID}
 				byPair[k] = g
 				m.groups = append(m.groups, g)
 			}
@@ -250,9 +250,9 @@ func (m *vcheck) agreement() {
 		l := lv.life
 		for i := range l.Views {
 			v := &l.Views[i]
-			f, ok := firsts[v.ID]
+			f, ok := firsts[v.Key()]
 			if !ok {
-				firsts[v.ID] = first{l, v}
+				firsts[v.Key()] = first{l, v}
 				continue
 			}
 			if !slices.Equal(f.view.Members, v.Members) {

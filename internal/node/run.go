@@ -426,6 +426,7 @@ func (r *Node) logEvent(ev membership.Event) {
 		r.logEngineEvent(ev.Multicast)
 	case membership.ViewInstalled:
 		r.log.Info().Str("event", "view.installed").Str("view", ev.View.ID.String()).
+			Uint64("coordinator_inc", ev.View.Members[0].Inc).
 			Uints64("members", ev.View.IDs()).Uints64("joined", orEmpty(ev.Joined)).
 			Uints64("left", orEmpty(ev.Left)).Uints64("crashed", orEmpty(ev.Crashed)).
 			Int64("flush_ms", ev.Flush.Milliseconds()).Str("prior", ev.Prior.String()).
