@@ -10,10 +10,28 @@ import (
 	"github.com/huddle-lan/huddle/multicast"
 )
 
-// MaxMembers is how many members a view may have at most with a datagram
-// of size bytes: a commit lists every member and the cut, and must fit one
-// datagram (about 40 bytes a member at worst).
-func MaxMembers(size int) int { return max(2, (size-wire.MaxHeader-32)/40) }
+// fits reports whether the commit of a view of these members would fit one
+// datagram: it lists every member and where its stream starts, and the cut
+// of each prior view (priors of them). Sequence numbers are bounded by
+// what each member holds now plus a window it might still send.
+func (m *Machine) fits(members []wire.Member, priors int) bool {
+	bound := func(x wire.Member) uint64 {
+		return m.mc.Received(x.ID, x.Inc) + uint64(m.mc.Options().Window) + 1
+	}
+	c := wire.ViewCommit{Epoch: m.maxEpoch + 2, Attempt: wire.MaxAttempt}
+	var cut []wire.Cut
+	for _, x := range members {
+		c.Members = append(c.Members, wire.ViewMember{ID: x.ID, Inc: x.Inc, Next: bound(x)})
+		cut = append(cut, wire.Cut{ID: x.ID, Seq: bound(x)})
+	}
+	for range max(priors, 1) {
+		c.Cuts = append(c.Cuts, wire.ViewCut{View: wire.ViewID{Epoch: m.maxEpoch + 1, Coord: ^uint64(0)}, Cuts: cut})
+	}
+	env := wire.Envelope{Header: wire.Header{Group: ^uint32(0), From: m.self, Inc: m.inc, Kind: wire.KindView,
+		View: wire.ViewID{Epoch: m.maxEpoch + 1, Coord: m.self}}, Commit: c}
+	n, err := wire.EncodedSize(&env)
+	return err == nil && n <= m.mc.Options().DatagramSize
+}
 
 // acting reports whether this node coordinates its view now: it is the
 // oldest member not suspected of having crashed or left.
@@ -78,17 +96,37 @@ func (m *Machine) proposal(now time.Time) (members []wire.Member, left []uint64,
 			members = append(members, x)
 		}
 	}
+	priors := map[wire.ViewID]bool{m.view.ID: true}
 	for _, id := range m.mergeable(now) {
-		members = append(members, wire.Member{ID: id, Inc: m.heard[id].inc})
+		x := wire.Member{ID: id, Inc: m.heard[id].inc}
+		if p := m.heard[id].view; !m.fits(append(members, x), len(priors)+b2i(!priors[p])) {
+			break
+		}
+		members = append(members, x)
+		priors[m.heard[id].view] = true
 		changed = true
 	}
 	for _, id := range sortedKeys(m.joiners) {
-		if inc := m.joiners[id]; !containsMember(members, id) && len(members) < MaxMembers(m.opt.Engine.DatagramSize) {
-			members = append(members, wire.Member{ID: id, Inc: inc})
-			changed = true
+		x := wire.Member{ID: id, Inc: m.joiners[id]}
+		if containsMember(members, id) {
+			continue
 		}
+		if !m.fits(append(members, x), len(priors)) {
+			m.refuse(id, x.Inc, "members", itoa(uint64(len(members))), "one more")
+			delete(m.joiners, id)
+			continue
+		}
+		members = append(members, x)
+		changed = true
 	}
 	return members, left, changed
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // mergeable lists the nodes this coordinator should merge into its view:
@@ -97,13 +135,12 @@ func (m *Machine) proposal(now time.Time) (members []wire.Member, left []uint64,
 // and not refused lately.
 func (m *Machine) mergeable(now time.Time) []uint64 {
 	var ids []uint64
-	limit := MaxMembers(m.opt.Engine.DatagramSize)
 	for _, id := range sortedKeys(m.heard) {
 		h := m.heard[id]
 		switch {
 		case m.view.Has(id), h.view == (wire.ViewID{}), h.view == m.view.ID,
 			!h.view.Less(m.view.ID), now.Sub(h.at) > m.opt.Engine.SuspectTimeout,
-			now.Before(m.mergeOff[id]), len(m.view.Members)+len(ids) >= limit:
+			now.Before(m.mergeOff[id]):
 			continue
 		}
 		ids = append(ids, id)
@@ -144,11 +181,7 @@ func (m *Machine) onJoin(now time.Time, env *wire.Envelope) {
 		m.refuse(env.From, env.Inc, name, ours, theirs)
 		return
 	}
-	if limit := MaxMembers(m.opt.Engine.DatagramSize); !m.view.Has(env.From) && len(m.view.Members)+len(m.joiners) >= limit {
-		m.refuse(env.From, env.Inc, "members", itoa(uint64(limit)), "one more")
-		return
-	}
-	m.joiners[env.From] = env.Inc
+	m.joiners[env.From] = env.Inc // proposal refuses it if the view would not fit a datagram
 }
 
 // compare returns the first protocol setting in which a joiner differs.

@@ -243,6 +243,9 @@ func (e *Engine) TakeDeliveries() []Delivery {
 	return d
 }
 
+// Options returns the engine's options, defaults filled in.
+func (e *Engine) Options() Options { return e.opt }
+
 // Peers returns the IDs of the live peers, in increasing order.
 func (e *Engine) Peers() []uint64 { return e.peerIDs() }
 

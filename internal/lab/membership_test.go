@@ -35,22 +35,26 @@ type cluster struct {
 	bin   string
 	extra []string
 	procs map[int]*lab.Proc // the current process of each host
+	lives map[int]int       // processes started on each host so far
+	start time.Time         // when the first node was started
 }
 
 // startGroup starts a node on each of hosts 1..n with extra flags.
 func startGroup(t *testing.T, opts lab.Options, extra ...string) *cluster {
 	t.Helper()
 	l := newLAN(t, keepLogs(t, opts))
-	g := &cluster{t: t, l: l, bin: buildHuddle(t), extra: extra, procs: map[int]*lab.Proc{}}
+	g := &cluster{t: t, l: l, bin: buildHuddle(t), extra: extra, procs: map[int]*lab.Proc{}, lives: map[int]int{}}
+	g.start = time.Now()
 	for h := 1; h <= l.Hosts(); h++ {
-		g.start(h)
+		g.startNode(h)
 	}
 	return g
 }
 
-func (g *cluster) start(h int) {
+func (g *cluster) startNode(h int) {
 	g.t.Helper()
 	g.procs[h] = startNode(g.t, g.l, g.bin, h, g.extra...)
+	g.lives[h]++
 }
 
 // live returns the processes that should be running: those of hosts.
@@ -83,14 +87,15 @@ func (g *cluster) kill(h int) time.Time {
 	return at
 }
 
-// views returns the views of the latest life of node h, from its log.
+// views returns the views of the current process of node h, from its
+// log: none until that process logged node.started.
 func (g *cluster) views(h int) []logcheck.View {
 	r, err := logcheck.Load(nodeLog(g.l, h))
 	if err != nil {
 		return nil
 	}
 	ls := r.Nodes(uint64(h))
-	if len(ls) == 0 {
+	if len(ls) < g.lives[h] {
 		return nil
 	}
 	return ls[len(ls)-1].Views
@@ -243,6 +248,41 @@ func (g *cluster) trail() string {
 	return b.String()
 }
 
+// checkTogether fails for each node of hosts that, between from and to,
+// installed a view lacking some of hosts after one with all of them: the
+// nodes ran and heard each other throughout, so once together nothing
+// should part them (a spurious exclusion or secession).
+func (g *cluster) checkTogether(what string, hosts []int, from, to time.Time) {
+	g.t.Helper()
+	r := loadLogs(g.t, g.l, hosts...)
+	for _, h := range hosts {
+		together, parted := false, false
+		var seq []string
+		for _, life := range r.Nodes(uint64(h)) {
+			for _, v := range life.Views {
+				if v.Time.Before(from) || !v.Time.Before(to) {
+					continue
+				}
+				all := true
+				for _, x := range hosts {
+					all = all && slices.Contains(v.Members, uint64(x))
+				}
+				mark := ""
+				if all {
+					together = true
+				} else if together {
+					parted, mark = true, "!"
+				}
+				seq = append(seq, fmt.Sprintf("%s%s%v(crashed %v)", mark, v.ID, v.Members, v.Crashed))
+			}
+		}
+		if parted {
+			g.t.Errorf("%s: node %d installed views without some of %v after one with all of them, though all ran and were connected (!: parted): %s",
+				what, h, hosts, strings.Join(seq, " "))
+		}
+	}
+}
+
 // crashedIn reports whether some view of views lists id as crashed.
 func crashedIn(views []logcheck.View, id uint64, after time.Time) bool {
 	for _, v := range views {
@@ -276,11 +316,11 @@ func TestMembershipSurvivesKill(t *testing.T) {
 	g.waitViews("group formed", all, ids(all...))
 	time.Sleep(500 * time.Millisecond) // traffic in the view of 4
 
-	at := g.kill(2)
+	kill1 := g.kill(2)
 	views := g.waitViews("after SIGKILL of node 2", []int{1, 3, 4}, ids(1, 3, 4))
-	g.installedAfter("SIGKILL of node 2", at, views)
+	g.installedAfter("SIGKILL of node 2", kill1, views)
 	for _, h := range []int{1, 3, 4} {
-		if !crashedIn(g.views(h), 2, at) {
+		if !crashedIn(g.views(h), 2, kill1) {
 			t.Errorf("node %d: no view after the SIGKILL lists node 2 as crashed", h)
 		}
 	}
@@ -288,17 +328,21 @@ func TestMembershipSurvivesKill(t *testing.T) {
 
 	coord := int(views[1].Members[0])
 	rest := slices.DeleteFunc([]int{1, 3, 4}, func(h int) bool { return h == coord })
-	at = g.kill(coord)
+	kill2 := g.kill(coord)
 	views = g.waitViews(fmt.Sprintf("after SIGKILL of the coordinator, node %d", coord), rest, ids(rest...))
-	g.installedAfter(fmt.Sprintf("SIGKILL of coordinator %d", coord), at, views)
+	g.installedAfter(fmt.Sprintf("SIGKILL of coordinator %d", coord), kill2, views)
 	for _, h := range rest {
-		if !crashedIn(g.views(h), uint64(coord), at) {
+		if !crashedIn(g.views(h), uint64(coord), kill2) {
 			t.Errorf("node %d: no view after the SIGKILL lists node %d as crashed", h, coord)
 		}
 	}
 	time.Sleep(300 * time.Millisecond)
 
+	end := time.Now()
 	g.stop(rest)
+	g.checkTogether("before the first kill", all, g.start, kill1)
+	g.checkTogether("between the kills", []int{1, 3, 4}, kill1, kill2)
+	g.checkTogether("after the second kill", rest, kill2, end)
 	r := g.check(true)
 	g.wantDeliveries(r)
 }
@@ -312,20 +356,24 @@ func TestMembershipExcludesAHungMember(t *testing.T) {
 	g.waitViews("group formed", all, ids(all...))
 	time.Sleep(300 * time.Millisecond)
 
-	at := g.signal(3, syscall.SIGSTOP)
+	stop := g.signal(3, syscall.SIGSTOP)
 	views := g.waitViews("node 3 frozen", []int{1, 2, 4}, ids(1, 2, 4))
-	g.installedAfter("SIGSTOP of node 3", at, views)
+	g.installedAfter("SIGSTOP of node 3", stop, views)
 	time.Sleep(300 * time.Millisecond)
 
-	at = g.signal(3, syscall.SIGCONT)
+	cont := g.signal(3, syscall.SIGCONT)
 	views = g.waitViews("node 3 thawed", all, ids(all...))
-	g.installedAfter("SIGCONT of node 3", at, views)
+	g.installedAfter("SIGCONT of node 3", cont, views)
 	if countEvents(nodeLog(g.l, 3), "member.excluded") == 0 {
 		t.Errorf("node 3 logged no member.excluded after the thaw")
 	}
 	time.Sleep(300 * time.Millisecond)
 
+	end := time.Now()
 	g.stop(all)
+	g.checkTogether("before the SIGSTOP", all, g.start, stop)
+	g.checkTogether("node 3 frozen", []int{1, 2, 4}, stop, cont)
+	g.checkTogether("after the SIGCONT", all, cont, end)
 	r := g.check(true)
 	g.wantDeliveries(r)
 }
@@ -340,23 +388,28 @@ func TestMembershipRestartedNodeRejoins(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 
 	// At once: the new incarnation joins while the old one is still in the view.
-	at := g.kill(2)
-	g.start(2)
+	kill1 := g.kill(2)
+	g.startNode(2)
 	views := g.waitViews("node 2 restarted at once", all, ids(all...))
-	g.installedAfter("SIGKILL and restart of node 2", at, views)
+	g.installedAfter("SIGKILL and restart of node 2", kill1, views)
 	time.Sleep(300 * time.Millisecond)
 
 	// After the others went on without it.
-	at = g.kill(2)
+	kill2 := g.kill(2)
 	views = g.waitViews("node 2 killed again", []int{1, 3}, ids(1, 3))
-	g.installedAfter("second SIGKILL of node 2", at, views)
-	at = time.Now()
-	g.start(2)
+	g.installedAfter("second SIGKILL of node 2", kill2, views)
+	restart := time.Now()
+	g.startNode(2)
 	views = g.waitViews("node 2 restarted after its exclusion", all, ids(all...))
-	g.installedAfter("second restart of node 2", at, views)
+	g.installedAfter("second restart of node 2", restart, views)
 	time.Sleep(300 * time.Millisecond)
 
+	end := time.Now()
 	g.stop(all)
+	g.checkTogether("before the first kill", all, g.start, kill1)
+	g.checkTogether("after the first restart", all, kill1, kill2)
+	g.checkTogether("node 2 down", []int{1, 3}, kill2, restart)
+	g.checkTogether("after the second restart", all, restart, end)
 	r := g.check(true)
 	if n := len(r.Nodes(2)); n != 3 {
 		t.Errorf("node 2: %d lives in its log, want 3", n)
@@ -372,22 +425,22 @@ func TestMembershipPartitionAndMerge(t *testing.T) {
 	g.waitViews("group formed", all, ids(all...))
 	time.Sleep(300 * time.Millisecond)
 
-	at := time.Now()
+	cut := time.Now()
 	if err := g.l.Cut([]int{1, 2}, []int{3, 4}); err != nil {
 		t.Fatal(err)
 	}
 	va := g.waitViews("partition side {1,2}", []int{1, 2}, ids(1, 2))
 	vb := g.waitViews("partition side {3,4}", []int{3, 4}, ids(3, 4))
-	g.installedAfter("cut {1,2}|{3,4}, side {1,2}", at, va)
-	g.installedAfter("cut {1,2}|{3,4}, side {3,4}", at, vb)
+	g.installedAfter("cut {1,2}|{3,4}, side {1,2}", cut, va)
+	g.installedAfter("cut {1,2}|{3,4}, side {3,4}", cut, vb)
 	time.Sleep(500 * time.Millisecond) // each side sends in its own view
 
-	at = time.Now()
+	heal := time.Now()
 	if err := g.l.Heal(); err != nil {
 		t.Fatal(err)
 	}
 	views := g.waitViews("healed", all, ids(all...))
-	g.installedAfter("heal", at, views)
+	g.installedAfter("heal", heal, views)
 	merged, _ := logcheck.ParseViewID(views[1].ID)
 	for _, v := range []logcheck.View{va[1], vb[3]} {
 		if id, _ := logcheck.ParseViewID(v.ID); merged.Compare(id) <= 0 {
@@ -396,7 +449,12 @@ func TestMembershipPartitionAndMerge(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond)
 
+	end := time.Now()
 	g.stop(all)
+	g.checkTogether("before the cut", all, g.start, cut)
+	g.checkTogether("cut, side {1,2}", []int{1, 2}, cut, heal)
+	g.checkTogether("cut, side {3,4}", []int{3, 4}, cut, heal)
+	g.checkTogether("after the heal", all, heal, end)
 	r := g.check(true)
 	g.wantDeliveries(r)
 }
@@ -408,18 +466,23 @@ func TestMembershipUnderLoss(t *testing.T) {
 	const loss = 0.05
 	g := startGroup(t, lab.Options{Hosts: 4, Loss: loss}, "--send-rate", "200", "--trace-deliveries")
 	t.Logf("loss %.0f %% on every host's ingress, by %s", loss*100, g.l.LossMethod())
-	all := []int{1, 2, 3, 4}
+	all, rest := []int{1, 2, 3, 4}, []int{1, 2, 4}
 	g.waitViews("group formed", all, ids(all...))
 	time.Sleep(2500 * time.Millisecond)
 
-	at := g.kill(3)
-	views := g.waitViews("after SIGKILL of node 3", []int{1, 2, 4}, ids(1, 2, 4))
-	g.installedAfter("SIGKILL of node 3 at 5 % loss", at, views)
+	kill := g.kill(3)
+	views := g.waitViews("after SIGKILL of node 3", rest, ids(rest...))
+	g.installedAfter("SIGKILL of node 3 at 5 % loss", kill, views)
 	time.Sleep(2500 * time.Millisecond)
-	// Still agreed after traffic at loss (no spurious view changes).
-	g.waitViews("survivors, 2.5s later", []int{1, 2, 4}, ids(1, 2, 4))
+	later := g.waitViews("survivors, 2.5s later", rest, ids(rest...))
+	if later[1].ID != views[1].ID {
+		t.Errorf("the survivors changed views without a failure: %s after the kill, %s 2.5s later", views[1].ID, later[1].ID)
+	}
 
-	g.stop([]int{1, 2, 4})
+	end := time.Now()
+	g.stop(rest)
+	g.checkTogether("before the kill", all, g.start, kill)
+	g.checkTogether("after the kill", rest, kill, end)
 	r := g.check(true)
 	g.wantDeliveries(r)
 	for _, h := range []uint64{1, 2, 4} {

@@ -85,3 +85,43 @@ func TestCrashIsExcluded(t *testing.T) {
 		t.Logf("crash of %d: %v after %v", victim, viewOf(w, rest[0]), d)
 	}
 }
+
+// TestFullGroupRefusesJoiners: with small datagrams a view commit lists
+// only so many members; the coordinator refuses the joiners past that,
+// and the others form one view.
+func TestFullGroupRefusesJoiners(t *testing.T) {
+	w := sim.New(sim.Options{Seed: 9})
+	l := newVSLedger()
+	refused := map[uint64]string{}
+	l.onEvent = func(id uint64, ev membership.Event) {
+		if ev.Kind == membership.Refused && ev.Member == id {
+			refused[id] = ev.Setting
+		}
+	}
+	w.Check("view synchrony", l.check)
+	for _, id := range ids(16) {
+		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
+			// Incarnations as large as real ones (start times in ns).
+			return NewCore(CoreOptions{ID: id, Inc: 1_763_800_000_000_000_000 + inc, Group: "huddle", DatagramSize: 250,
+				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin, Seed: uint64(seed)}, w.Now())
+		})
+	}
+	if err := w.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var in []uint64
+	for _, id := range ids(16) {
+		if core(w, id).Left() {
+			if refused[id] != "members" {
+				t.Fatalf("node %d stopped without a refusal for a full group: %q", id, refused[id])
+			}
+			continue
+		}
+		in = append(in, id)
+	}
+	if len(refused) == 0 || len(in) < 2 {
+		t.Fatalf("%d refused, %d in: want a full group and refused joiners", len(refused), len(in))
+	}
+	settleViews(t, w, time.Second, in)
+	t.Logf("with 250-byte datagrams: %d members, %d refused", len(in), len(refused))
+}
