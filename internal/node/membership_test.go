@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/membership"
 )
 
@@ -70,6 +71,31 @@ func TestGroupForms(t *testing.T) {
 	addMembers(w, ids(5)...)
 	d := settleViews(t, w, 2*time.Second, ids(5))
 	t.Logf("5 nodes started together agree on %v after %v", viewOf(w, 1), d)
+}
+
+// TestCrashIsExcludedInTimeUnderLoss: at 20 % loss, a crashed member, and
+// then a crashed coordinator, are excluded within the suspect timeout and
+// a little flush time (guarantee 7), and the survivors agree.
+func TestCrashIsExcludedInTimeUnderLoss(t *testing.T) {
+	testutil.ForSeeds(t, 20, func(t *testing.T, seed int64) {
+		w := sim.New(sim.Options{Seed: seed, Loss: 0.2, Jitter: 100 * time.Microsecond})
+		l := newVSLedger()
+		w.Check("view synchrony", l.check)
+		addMembers(w, ids(5)...)
+		settleViews(t, w, 3*time.Second, ids(5))
+		if err := w.RunFor(200 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		rest := ids(5)
+		for _, victim := range []uint64{3, viewOf(w, 1).Coordinator()} {
+			w.Crash(victim)
+			rest = slices.DeleteFunc(rest, func(id uint64) bool { return id == victim })
+			d := settleViews(t, w, 3*time.Second, rest)
+			if limit := testSuspect + 100*time.Millisecond; d > limit {
+				t.Fatalf("crash of %d: the survivors agreed after %v, want within %v", victim, d, limit)
+			}
+		}
+	})
 }
 
 func TestCrashIsExcluded(t *testing.T) {

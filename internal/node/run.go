@@ -528,7 +528,13 @@ func (r *Node) logStarted() {
 
 func (r *Node) logStats(why string) {
 	cs, ms := r.core.Stats()
-	r.log.Info().Str("event", "node.stats").Str("why", why).
+	gs := r.core.MembershipStats()
+	r.log.Info().Str("event", "node.stats").Str("why", why).Str("view", r.core.View().ID.String()).
+		Int("members", len(r.core.View().Members)).Uint64("views_installed", gs.ViewsInstalled).
+		Uint64("flushes_started", gs.FlushesStarted).Uint64("flush_restarts", gs.FlushRestarts).
+		Uint64("suspicions", gs.Suspicions).Uint64("joins_refused", gs.JoinsRefused).
+		Uint64("membership_msgs", gs.MembershipMsgs).Uint64("stale_membership", gs.StaleMembership).
+		Uint64("wrong_view", gs.WrongView).Uint64("future_dropped", gs.FutureDropped).Uint64("beyond_cut", gs.BeyondCut).
 		Uint64("datagrams_in", cs.DatagramsIn).Uint64("datagrams_out", cs.DatagramsOut).
 		Uint64("bytes_in", cs.BytesIn).Uint64("bytes_out", cs.BytesOut).
 		Uint64("malformed", cs.Malformed).Uint64("not_huddle", cs.NotHuddle).Uint64("unknown_kind", cs.UnknownKind).

@@ -308,8 +308,8 @@ func (s *schedule) fail(err error) {
 // members multicast, checking the membership guarantees after every step.
 // HUDDLE_TEST_SOAK=1 runs ten times as many.
 func TestViewSynchronyUnderFaults(t *testing.T) {
-	seeds := 400
-	if testing.Short() {
+	seeds := 1000
+	if testing.Short() { // the race detector's run
 		seeds = 40
 	}
 	testutil.ForSeeds(t, seeds, func(t *testing.T, seed int64) {
