@@ -1,7 +1,31 @@
-// Package membership will hold huddle's view-synchronous group membership
-// (join, leave, failure detection, flush, merge), total and safe delivery,
-// and the Group API that applications, election and mutex use: named
-// services, Multicast and Send with contexts, an events channel of views and
-// deliveries. See DESIGN.md, section "membership". It is built on package
-// multicast and has no code yet.
+// Package membership is huddle's view-synchronous group membership: join,
+// graceful leave, failure detection, flush, coordinator take-over, merge
+// of partitions, restarts and refusals (DESIGN.md, section "membership").
+// Total and safe delivery and the Group API (named services, contexts,
+// an events channel) come next.
+//
+// A Machine is a deterministic state machine that owns the reliable
+// multicast engine beneath it. The node loop (or the simulator) drives it:
+//
+//	m := membership.New(opt, now)
+//	for {
+//		// a datagram arrived, decoded into env:
+//		m.Step(now, src, env)
+//		// or the deadline passed:
+//		m.Tick(now)
+//		// or the application sends:
+//		seq, err := m.Multicast(service, payload, wire.FIFO, 0) // ErrBlocked during a view change
+//
+//		send(m.TakeOutput())        // envelopes to multicast
+//		use(m.TakeDeliveries())     // messages, each in the view it was sent in
+//		log(m.TakeEvents())         // views installed, suspicions, refusals...
+//		arm(m.NextDeadline())
+//	}
+//
+// Every view change is one flush: the coordinator proposes the members;
+// each stops sending and reports how far it holds every sender of its
+// view; the coordinator fixes the cut and sends it; each fetches what it
+// misses up to the cut and confirms; the coordinator commits. Every member
+// delivers exactly the cut in the old view before it installs the new one,
+// which is virtual synchrony.
 package membership
