@@ -43,7 +43,7 @@ func (m *Machine) acting() bool {
 		if x.ID == m.self {
 			return true
 		}
-		if _, gone := m.suspects[x.ID]; !gone {
+		if m.suspects[x.ID] != x.Inc {
 			return false
 		}
 	}
@@ -79,7 +79,7 @@ func (m *Machine) tickCoordinator(now time.Time) {
 func (m *Machine) proposal(now time.Time) (members []wire.Member, left []uint64, ok bool) {
 	changed := false
 	for _, x := range m.view.Members {
-		_, suspect := m.suspects[x.ID]
+		suspect := m.suspects[x.ID] == x.Inc
 		_, excl := m.excluded[x.ID]
 		if inc, replaced := m.joiners[x.ID]; replaced && inc != x.Inc {
 			excl = true // restarted: its new incarnation joins below
@@ -236,9 +236,7 @@ func (m *Machine) onLeave(now time.Time, env *wire.Envelope) {
 			return
 		}
 		m.leavers[l.Member] = l.MemberInc
-		if _, ok := m.suspects[l.Member]; !ok {
-			m.suspects[l.Member] = now // gone at once: no timeout to wait for
-		}
+		m.suspects[l.Member] = l.MemberInc // gone at once: no timeout to wait for
 		return
 	}
 	m.excluded[l.Member] = l.MemberInc
@@ -350,12 +348,15 @@ func (m *Machine) onEngineEvent(now time.Time, ev multicast.Event) {
 	case multicast.PeerLost, multicast.PeerLagging:
 		m.suspect(now, ev.Peer, ev.Inc, ev.Silent)
 	case multicast.PeerSeen:
-		if _, leaving := m.leavers[ev.Peer]; !leaving && !ev.Restarted {
+		if _, leaving := m.leavers[ev.Peer]; !leaving && m.suspects[ev.Peer] == ev.Inc {
 			delete(m.suspects, ev.Peer) // it was only quiet; a flush may exclude it anyway
 		}
 	case multicast.StreamSkipped:
-		if m.view.HasInc(ev.Peer, ev.Inc) && ev.Peer != m.self {
-			m.secede(now) // the member went on without this node
+		// Messages of a member lost for good within the view: the member
+		// went on without this node. (Losses before the member's start
+		// in the view are not the view's.)
+		if start, ok := m.starts[ev.Peer]; ok && m.view.HasInc(ev.Peer, ev.Inc) && ev.From+ev.Skipped > start {
+			m.secede(now)
 		}
 	case multicast.PeerConflict:
 		if ev.Inc < m.inc && m.st != gone {
@@ -369,10 +370,10 @@ func (m *Machine) suspect(now time.Time, id, inc uint64, silent time.Duration) {
 	if m.st == gone || !m.view.HasInc(id, inc) || id == m.self {
 		return
 	}
-	if _, ok := m.suspects[id]; ok {
+	if m.suspects[id] == inc {
 		return
 	}
-	m.suspects[id] = now
+	m.suspects[id] = inc
 	m.stats.Suspicions++
 	m.emit(Event{Kind: Suspected, Member: id, Silent: silent, View: m.view.clone()})
 	if p := m.part; p != nil && p.id.Initiator == id {

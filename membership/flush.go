@@ -422,7 +422,7 @@ func (m *Machine) secede(now time.Time) {
 			ev.Crashed = append(ev.Crashed, x.ID)
 		}
 	}
-	m.setView(now, v, nil, prior)
+	m.setView(now, v, []wire.ViewMember{{ID: m.self, Inc: m.inc, Next: m.mc.Received(m.self, m.inc) + 1}}, prior)
 	m.emit(ev)
 	m.releaseFuture()
 }
@@ -479,16 +479,17 @@ func (m *Machine) setView(now time.Time, v View, starts []wire.ViewMember, prior
 	}
 	m.stats.ViewsInstalled++
 	m.mc.SetView(v.ID)
-	var others []uint64
+	others := []wire.Member{}
 	for _, x := range v.Members {
 		if x.ID != m.self {
-			others = append(others, x.ID)
+			others = append(others, x)
 		}
 	}
-	if others == nil {
-		others = []uint64{}
-	}
 	m.mc.SetMembers(others)
+	clear(m.starts)
+	for _, x := range starts {
+		m.starts[x.ID] = x.Next
+	}
 	for _, x := range prior.Members {
 		if x.ID != m.self && !v.HasInc(x.ID, x.Inc) {
 			m.mc.Forget(x.ID, x.Inc)
@@ -497,9 +498,9 @@ func (m *Machine) setView(now time.Time, v View, starts []wire.ViewMember, prior
 	for _, x := range starts {
 		m.mc.Start(now, x.ID, x.Inc, x.Next)
 	}
-	for id := range m.suspects {
-		if !v.Has(id) {
-			delete(m.suspects, id)
+	for id, inc := range m.suspects {
+		if !v.HasInc(id, inc) {
+			delete(m.suspects, id) // settled, or suspected of an incarnation the view replaced
 		}
 	}
 	m.forgetSettled()

@@ -67,6 +67,10 @@ type Event struct {
 	Theirs    string
 	Addr      netip.AddrPort
 	Multicast multicast.Event
+	// Delivered is how many of the deliveries taken with the same
+	// TakeDeliveries call precede this event: a caller that takes both
+	// at once can log (or hand out) views and messages in their order.
+	Delivered int
 }
 
 // Delivery is a message delivered in a view.
@@ -117,11 +121,12 @@ type Machine struct {
 
 	st          state
 	view        View
+	starts      map[uint64]uint64 // where each member's stream begins in the view
 	startedAt   time.Time // of this node: the join timeout runs from here
 	joinAt      time.Time // next join request
 	maxEpoch    uint64    // highest epoch heard of anywhere
 	heard       map[uint64]heard
-	suspects    map[uint64]time.Time // members of the view suspected, since when
+	suspects    map[uint64]uint64 // members of the view suspected: id → the incarnation suspected
 	reportAt    time.Time            // next time suspicions are reported to the coordinator
 	leaveAt     time.Time            // leaving: when to resend the request
 	leaveBy     time.Time            // leaving: when to give up waiting
@@ -173,13 +178,13 @@ func New(opt Options, now time.Time) *Machine {
 		opt: opt, self: eo.Self, inc: eo.Inc,
 		mc:        multicast.New(eo, now),
 		startedAt: now, joinAt: now.Add(eo.Heartbeat),
-		heard:    map[uint64]heard{},
-		suspects: map[uint64]time.Time{},
+		heard:    map[uint64]heard{}, starts: map[uint64]uint64{},
+		suspects: map[uint64]uint64{},
 		joiners:  map[uint64]uint64{}, leavers: map[uint64]uint64{}, excluded: map[uint64]uint64{},
 		mergeOff: map[uint64]time.Time{},
 		settings: hashSettings(opt.Settings),
 	}
-	m.mc.SetMembers([]uint64{}) // nobody counts for stability before a view
+	m.mc.SetMembers([]wire.Member{}) // nobody counts for stability before a view
 	return m
 }
 
@@ -345,7 +350,8 @@ func (m *Machine) TakeDeliveries() []Delivery {
 	return d
 }
 
-// TakeEvents returns what happened since the last call.
+// TakeEvents returns what happened since the last call. Take deliveries
+// and events together: Event.Delivered places each event among them.
 func (m *Machine) TakeEvents() []Event {
 	ev := m.events
 	m.events = nil
@@ -394,4 +400,7 @@ func (m *Machine) takeEngine(now time.Time) {
 	}
 }
 
-func (m *Machine) emit(ev Event) { m.events = append(m.events, ev) }
+func (m *Machine) emit(ev Event) {
+	ev.Delivered = len(m.deliver)
+	m.events = append(m.events, ev)
+}

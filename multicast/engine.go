@@ -62,7 +62,7 @@ type Engine struct {
 	sendq       []uint64            // own seqs to transmit at the next flush
 	batchBuf    []wire.Data         // backing array of the batches packed from sendq
 	view        wire.ViewID         // this node's view, stamped on what it sends
-	members     map[uint64]struct{} // the view's members; nil: every live peer counts for stability
+	members     map[uint64]uint64 // the view's members and their incarnations; nil: every live peer counts for stability
 	out         []wire.Envelope
 	events      []Event
 	deliveries  []Delivery

@@ -29,7 +29,7 @@ type report struct{ inc, seq uint64 }
 // the datagram is from an older incarnation and must be ignored. A newer
 // incarnation replaces the old one (the node restarted).
 func (e *Engine) hear(now time.Time, src netip.AddrPort, h *wire.Header) (*peer, bool) {
-	if st := e.streams[h.From]; st != nil && st.inc < h.Inc && e.pinned(h.From) {
+	if e.pinned(h.From, h.Inc) {
 		// A member's new incarnation waits until membership has flushed
 		// the old one out of the view: its stream is still needed.
 		e.stats.StaleInc++
@@ -43,9 +43,6 @@ func (e *Engine) hear(now time.Time, src netip.AddrPort, h *wire.Header) (*peer,
 		e.events = append(e.events, Event{Kind: PeerSeen, Peer: h.From, Inc: h.Inc, Addr: src})
 	case h.Inc < p.inc:
 		e.stats.StaleInc++
-		return nil, false
-	case h.Inc > p.inc && e.pinned(h.From):
-		e.stats.StaleInc++ // as above, before it sent anything
 		return nil, false
 	case h.Inc > p.inc:
 		*p = peer{id: h.From, inc: h.Inc, addr: src, reports: map[uint64]report{}}

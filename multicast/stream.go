@@ -224,7 +224,11 @@ func (e *Engine) emit(st *stream, seq uint64, en *entry, payload []byte) {
 // delivered, in order; what the source still holds is requested. A stream
 // that has delivered nothing yet was joined late: what came before is not
 // this node's loss, and goes unreported.
-func (e *Engine) skipTo(now time.Time, st *stream, low uint64) {
+func (e *Engine) skipTo(now time.Time, st *stream, low uint64) { e.skip(now, st, low, false) }
+
+// skip is skipTo; quiet, it reports nothing lost (the messages skipped
+// were never this node's to receive).
+func (e *Engine) skip(now time.Time, st *stream, low uint64, quiet bool) {
 	if low <= st.next {
 		return
 	}
@@ -251,7 +255,7 @@ func (e *Engine) skipTo(now time.Time, st *stream, low uint64) {
 	}
 	st.high = max(st.high, low-1)
 	st.opened = max(st.opened, low-1)
-	if st.started && missing > 0 {
+	if st.started && missing > 0 && !quiet {
 		e.stats.Skipped += missing
 		e.events = append(e.events, Event{Kind: StreamSkipped, Peer: st.src, Inc: st.inc, From: from, Skipped: missing})
 	}

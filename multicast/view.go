@@ -25,14 +25,17 @@ func (e *Engine) View() wire.ViewID { return e.view }
 // a message is stable once every live member holds it, and peers outside
 // the view (joiners, other partitions) no longer count. nil goes back to
 // every live peer.
-func (e *Engine) SetMembers(ids []uint64) {
-	if ids == nil {
+// A member's incarnation is the view's: datagrams of a newer one wait
+// (dropped) until a view holds it, since the old one's stream may still be
+// needed by a flush.
+func (e *Engine) SetMembers(members []wire.Member) {
+	if members == nil {
 		e.members = nil
 		return
 	}
-	e.members = make(map[uint64]struct{}, len(ids))
-	for _, id := range ids {
-		e.members[id] = struct{}{}
+	e.members = make(map[uint64]uint64, len(members))
+	for _, x := range members {
+		e.members[x.ID] = x.Inc
 	}
 }
 
@@ -85,10 +88,7 @@ func (e *Engine) Start(now time.Time, src, inc, next uint64) {
 	if st == nil || st.next >= next {
 		return
 	}
-	started := st.started
-	st.started = false // what it skips was never this node's to receive
-	e.skipTo(now, st, next)
-	st.started = started || st.started
+	e.skip(now, st, next, true) // what it skips was never this node's to receive
 }
 
 // Forget drops source src's stream of incarnation inc: its source left
@@ -100,9 +100,9 @@ func (e *Engine) Forget(src, inc uint64) {
 	}
 }
 
-// pinned reports whether peer id is a member of the view: its incarnation
-// is the view's until membership says otherwise.
-func (e *Engine) pinned(id uint64) bool {
-	_, ok := e.members[id]
-	return ok
+// pinned reports whether incarnation inc of peer id must wait: the view
+// holds an older incarnation of it.
+func (e *Engine) pinned(id, inc uint64) bool {
+	old, ok := e.members[id]
+	return ok && old < inc
 }

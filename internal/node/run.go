@@ -266,6 +266,7 @@ func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 		// process did not run (frozen, starved, blocked): the peers were
 		// not silent, we were deaf.
 		r.checkPause(&due)
+		r.report() // a view installed now is logged before what is sent in it
 		r.sendPending()
 		r.pump(time.Now())
 		r.afterStep()
@@ -408,15 +409,30 @@ func (r *Node) afterStep() {
 	}
 	r.write(ct, ctl)
 	r.write(r.o.Transport, data)
-	for _, ev := range r.core.TakeEvents() {
+	r.report()
+}
+
+// report logs what the core delivered and reported, in the order it
+// happened: a view change and the deliveries before and after it.
+func (r *Node) report() {
+	ds, evs := r.core.TakeDeliveries(), r.core.TakeEvents()
+	next := 0
+	for _, ev := range evs {
+		for ; next < ev.Delivered && next < len(ds); next++ {
+			r.logDelivery(&ds[next])
+		}
 		r.logEvent(ev)
 	}
-	for _, d := range r.core.TakeDeliveries() {
-		if r.o.Config.TraceDeliveries {
-			r.log.Info().Str("event", "deliver").Str("view", d.View.String()).Uint64("from", d.Source).
-				Uint64("inc", d.Inc).Uint64("seq", d.Seq).
-				Int("len", len(d.Payload)).Uint32("crc", crc32.ChecksumIEEE(d.Payload)).Msg("delivered")
-		}
+	for ; next < len(ds); next++ {
+		r.logDelivery(&ds[next])
+	}
+}
+
+func (r *Node) logDelivery(d *membership.Delivery) {
+	if r.o.Config.TraceDeliveries {
+		r.log.Info().Str("event", "deliver").Str("view", d.View.String()).Uint64("from", d.Source).
+			Uint64("inc", d.Inc).Uint64("seq", d.Seq).
+			Int("len", len(d.Payload)).Uint32("crc", crc32.ChecksumIEEE(d.Payload)).Msg("delivered")
 	}
 }
 
