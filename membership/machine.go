@@ -122,15 +122,15 @@ type Machine struct {
 	st          state
 	view        View
 	starts      map[uint64]uint64 // where each member's stream begins in the view
-	startedAt   time.Time // of this node: the join timeout runs from here
-	joinAt      time.Time // next join request
-	maxEpoch    uint64    // highest epoch heard of anywhere
+	startedAt   time.Time         // of this node: the join timeout runs from here
+	joinAt      time.Time         // next join request
+	maxEpoch    uint64            // highest epoch heard of anywhere
 	heard       map[uint64]heard
 	suspects    map[uint64]uint64 // members of the view suspected: id → the incarnation suspected
-	reportAt    time.Time            // next time suspicions are reported to the coordinator
-	leaveAt     time.Time            // leaving: when to resend the request
-	leaveBy     time.Time            // leaving: when to give up waiting
-	settings    uint32               // hash of opt.Settings
+	reportAt    time.Time         // next time suspicions are reported to the coordinator
+	leaveAt     time.Time         // leaving: when to resend the request
+	leaveBy     time.Time         // leaving: when to give up waiting
+	settings    uint32            // hash of opt.Settings
 	blockedMsgs uint64
 
 	// Coordinator's pending changes.
@@ -178,7 +178,7 @@ func New(opt Options, now time.Time) *Machine {
 		opt: opt, self: eo.Self, inc: eo.Inc,
 		mc:        multicast.New(eo, now),
 		startedAt: now, joinAt: now.Add(eo.Heartbeat),
-		heard:    map[uint64]heard{}, starts: map[uint64]uint64{},
+		heard: map[uint64]heard{}, starts: map[uint64]uint64{},
 		suspects: map[uint64]uint64{},
 		joiners:  map[uint64]uint64{}, leavers: map[uint64]uint64{}, excluded: map[uint64]uint64{},
 		mergeOff: map[uint64]time.Time{},

@@ -57,11 +57,11 @@ type Engine struct {
 	own         *stream            // what we send
 	timers      timerHeap
 	nextSession time.Time
-	fullSince   time.Time           // since when the send window has been full; zero when it is not
-	lagReported bool                // the laggards of this full window were reported
-	sendq       []uint64            // own seqs to transmit at the next flush
-	batchBuf    []wire.Data         // backing array of the batches packed from sendq
-	view        wire.ViewID         // this node's view, stamped on what it sends
+	fullSince   time.Time         // since when the send window has been full; zero when it is not
+	lagReported bool              // the laggards of this full window were reported
+	sendq       []uint64          // own seqs to transmit at the next flush
+	batchBuf    []wire.Data       // backing array of the batches packed from sendq
+	view        wire.ViewID       // this node's view, stamped on what it sends
 	members     map[uint64]uint64 // the view's members and their incarnations; nil: every live peer counts for stability
 	out         []wire.Envelope
 	events      []Event
