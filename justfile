@@ -9,7 +9,7 @@ test:
 
 # tests with the race detector, as CI runs them
 race:
-    go test -race ./multicast/... ./internal/... ./cmd/...
+    go test -race ./multicast/... ./membership/... ./internal/... ./cmd/...
 
 # gofmt, go vet
 check:
