@@ -130,22 +130,64 @@ func b2i(b bool) int {
 }
 
 // mergeable lists the nodes this coordinator should merge into its view:
-// heard lately, in another view that is older than its own (the
-// coordinator of the newer view leads a merge; the other waits for it),
-// and not refused lately.
+// heard lately (and since this view was installed: a node it just
+// excluded still echoes the old view), in another view, not refused
+// lately, and of a view this coordinator leads the merge with. The larger
+// view leads, as far as this node can tell from what it hears (how many
+// nodes claim each view); between equals, the newer view. So a member cut
+// off alone, whose own view is newer, is merged back by the group rather
+// than taking it over. Should the other side not lead either (each
+// counts differently), this one leads after a few suspect timeouts.
 func (m *Machine) mergeable(now time.Time) []uint64 {
+	claims := map[wire.ViewID]int{}
+	fresh := func(h heard) bool {
+		return h.view != (wire.ViewID{}) && now.Sub(h.at) <= m.opt.Engine.SuspectTimeout && h.at.After(m.viewAt)
+	}
+	for _, h := range m.heard {
+		if fresh(h) {
+			claims[h.view]++
+		}
+	}
 	var ids []uint64
 	for _, id := range sortedKeys(m.heard) {
 		h := m.heard[id]
-		switch {
-		case m.view.Has(id), h.view == (wire.ViewID{}), h.view == m.view.ID,
-			!h.view.Less(m.view.ID), now.Sub(h.at) > m.opt.Engine.SuspectTimeout,
-			now.Before(m.mergeOff[id]):
+		if m.view.Has(id) || h.view == m.view.ID || !fresh(h) || now.Before(m.mergeOff[id]) {
+			delete(m.foreign, id)
 			continue
 		}
-		ids = append(ids, id)
+		if _, ok := m.foreign[id]; !ok {
+			m.foreign[id] = now
+		}
+		ours, theirs := len(m.view.Members), claims[h.view]
+		lead := ours > theirs || ours == theirs && h.view.Less(m.view.ID) ||
+			now.Sub(m.foreign[id]) >= mergeWait*m.opt.Engine.SuspectTimeout
+		if lead {
+			ids = append(ids, id)
+		}
 	}
 	return ids
+}
+
+// mergeWait is how many suspect timeouts a coordinator waits for the
+// other side to lead a merge before it leads it itself.
+const mergeWait = 4
+
+// tickStale notices that the group went on without this node: a member
+// of its view is heard in a newer view while this node takes part in no
+// flush (a flush it was in would have installed that view here too). The
+// node was excluded, or missed a commit and gave its flush up; it
+// secedes and is merged back.
+func (m *Machine) tickStale(now time.Time) {
+	if m.st != member || m.part != nil {
+		return
+	}
+	for _, x := range m.view.Members {
+		if h, ok := m.heard[x.ID]; ok && x.ID != m.self && h.inc == x.Inc && m.view.ID.Less(h.view) && h.at.After(m.viewAt) {
+			m.emit(Event{Kind: Excluded, Member: x.ID, View: m.view.clone()})
+			m.secede(now)
+			return
+		}
+	}
 }
 
 // forgetSettled drops the pending changes a new view has made.
@@ -356,6 +398,7 @@ func (m *Machine) onEngineEvent(now time.Time, ev multicast.Event) {
 		// went on without this node. (Losses before the member's start
 		// in the view are not the view's.)
 		if start, ok := m.starts[ev.Peer]; ok && m.view.HasInc(ev.Peer, ev.Inc) && ev.From+ev.Skipped > start {
+			m.emit(Event{Kind: Excluded, Member: ev.Peer, View: m.view.clone()})
 			m.secede(now)
 		}
 	case multicast.PeerConflict:

@@ -127,10 +127,10 @@ func (m *Machine) onFlush(now time.Time, from uint64, fromView wire.ViewID, f *w
 	if !m.proposed(f.Members) || f.Epoch <= m.view.ID.Epoch {
 		return // not for this node, or of a view change it is past
 	}
-	if fromView.Less(m.view.ID) {
-		// An initiator behind this node's view (a member that was cut off
-		// and does not know it yet) must not pull it back: the newer
-		// view's coordinator merges that member in instead.
+	if fromView.Less(m.view.ID) && m.view.Has(from) {
+		// A member of this node's view that is behind it (it was cut off
+		// and does not know it yet) must not pull it back: it secedes
+		// when it notices, and is merged in.
 		m.stats.StaleMembership++
 		return
 	}
@@ -386,8 +386,7 @@ func (m *Machine) committed(c *wire.ViewCommit) bool {
 }
 
 // excludedBy notices a view of this node's group that goes on without
-// it: it left (done), or it was excluded (it will be merged back in by
-// that view's coordinator, which hears it).
+// it: it left (done), or it was excluded (it secedes, and is merged back).
 func (m *Machine) excludedBy(now time.Time, from uint64, c *wire.ViewCommit) {
 	if (m.st != member && m.st != leaving) || !m.view.Has(from) || c.Epoch <= m.view.ID.Epoch {
 		return
@@ -401,11 +400,12 @@ func (m *Machine) excludedBy(now time.Time, from uint64, c *wire.ViewCommit) {
 }
 
 // secede ends this node's view without a flush, when the group went on
-// without it: it was excluded, or a member's stream broke off (that member
-// dropped messages this node never got, having stopped counting it). The
-// node installs a view of its own, which nobody else installs, so what it
-// delivered in the old view binds no one; the coordinator of the group's
-// view hears it and merges it back in.
+// without it: it was excluded (it was frozen, or cut off), or a member's
+// stream broke off (that member dropped messages this node never got,
+// having stopped counting it). The node installs a view of its own, which
+// nobody else installs, so what it delivered in the old view binds no
+// one; the group's coordinator hears it and merges it back in (the larger
+// view leads a merge).
 func (m *Machine) secede(now time.Time) {
 	if m.st != member {
 		return
@@ -456,6 +456,7 @@ func (m *Machine) install(now time.Time, c *wire.ViewCommit, coord uint64) {
 		}
 		if slices.Contains(c.Left, x.ID) {
 			ev.Left = append(ev.Left, x.ID)
+			m.mergeOff[x.ID] = now.Add(2 * m.opt.Engine.SuspectTimeout) // it is on its way out
 		} else {
 			ev.Crashed = append(ev.Crashed, x.ID)
 		}
@@ -472,7 +473,7 @@ func (m *Machine) install(now time.Time, c *wire.ViewCommit, coord uint64) {
 
 // setView makes v this node's view, here and in the engine.
 func (m *Machine) setView(now time.Time, v View, starts []wire.ViewMember, prior View) {
-	m.view = v
+	m.view, m.viewAt = v, now
 	m.maxEpoch = max(m.maxEpoch, v.ID.Epoch)
 	if m.st == joining {
 		m.st = member

@@ -122,6 +122,7 @@ type Machine struct {
 	st          state
 	view        View
 	starts      map[uint64]uint64 // where each member's stream begins in the view
+	viewAt      time.Time         // when the view was installed
 	startedAt   time.Time         // of this node: the join timeout runs from here
 	joinAt      time.Time         // next join request
 	maxEpoch    uint64            // highest epoch heard of anywhere
@@ -138,6 +139,7 @@ type Machine struct {
 	leavers  map[uint64]uint64 // id → incarnation leaving gracefully
 	excluded map[uint64]uint64 // id → incarnation to exclude (suspected)
 	mergeOff map[uint64]time.Time
+	foreign  map[uint64]time.Time // nodes of other views, since when this coordinator has heard them
 	changeAt time.Time // when to start the flush for pending changes; zero = none pending
 
 	run  *initiation    // the flush this node initiates, if any
@@ -181,7 +183,7 @@ func New(opt Options, now time.Time) *Machine {
 		heard: map[uint64]heard{}, starts: map[uint64]uint64{},
 		suspects: map[uint64]uint64{},
 		joiners:  map[uint64]uint64{}, leavers: map[uint64]uint64{}, excluded: map[uint64]uint64{},
-		mergeOff: map[uint64]time.Time{},
+		mergeOff: map[uint64]time.Time{}, foreign: map[uint64]time.Time{},
 		settings: hashSettings(opt.Settings),
 	}
 	m.mc.SetMembers([]wire.Member{}) // nobody counts for stability before a view
@@ -311,6 +313,7 @@ func (m *Machine) Tick(now time.Time) {
 	m.tickLeave(now)
 	m.tickSuspicions(now)
 	m.tickFlush(now)
+	m.tickStale(now)
 	m.tickCoordinator(now)
 	m.afterStep(now)
 }

@@ -126,6 +126,24 @@ type menv struct {
 	port    int
 	runs    int
 	noFalse time.Duration
+	diags   []string // the events around what went wrong, printed after the table
+}
+
+// diagLines is how many lines of events a diagnostic keeps.
+const diagLines = 80
+
+// diag keeps a diagnostic for the report (the testing package trims a
+// benchmark's log to a few lines) and logs its first line.
+func (e *menv) diag(b *testing.B, format string, args ...any) {
+	s := strings.TrimRight(fmt.Sprintf(format, args...), "\n")
+	ls := strings.Split(s, "\n")
+	if len(ls) > diagLines+1 {
+		ls = append(ls[:diagLines+1], fmt.Sprintf("    ... %d more lines (BENCH_LOGDIR keeps the logs)", len(ls)-diagLines-1))
+	}
+	e.mu.Lock()
+	e.diags = append(e.diags, b.Name()+": "+strings.Join(ls, "\n"))
+	e.mu.Unlock()
+	b.Log(ls[0])
 }
 
 func (e *menv) close() {
@@ -208,7 +226,7 @@ func (e *menv) newGroup(b *testing.B, scenario string, hs []int, rate int) *mgro
 	}
 	if err != nil {
 		g.err = fmt.Errorf("group %s did not form: %v", g.name, err)
-		b.Logf("%v; events since the start:\n%s", g.err, g.excerpt(t0.Add(-time.Second)))
+		e.diag(b, "%v; events since the start:\n%s", g.err, g.excerpt(t0.Add(-time.Second), t0))
 	}
 	return g
 }
@@ -257,6 +275,9 @@ func huddlePID(p *lab.Proc, bin string) (int, error) {
 		if p.Exited() {
 			break
 		}
+	}
+	if p.Exited() {
+		return 0, fmt.Errorf("%s exited (code %d):\n%s", p.Name, p.ExitCode(), tail(p.LogPath()))
 	}
 	return 0, fmt.Errorf("%s: PID %d is not huddle and has no single huddle child", p.Name, p.PID())
 }
@@ -392,8 +413,8 @@ var memberEvents = []string{"node.started", "view.installed", "view.flush.starte
 	"peer.lagging", "node.warning", "node.failed"}
 
 // excerpt formats the membership events of every node at or after since,
-// in time order, as offsets from since.
-func (g *mgroup) excerpt(since time.Time) string {
+// in time order, as offsets from origin.
+func (g *mgroup) excerpt(since, origin time.Time) string {
 	type line struct {
 		at time.Time
 		s  string
@@ -412,12 +433,14 @@ func (g *mgroup) excerpt(since time.Time) string {
 					}
 				}
 			}) {
-				if k == "message" || k == "group" || k == "addr" || k == "iface" || k == "src" {
+				switch k {
+				case "message", "group", "addr", "iface", "src", "coordinator_inc", "profile", "heartbeat_ms",
+					"suspect_ms", "datagram_size", "ttl", "loopback":
 					continue
 				}
 				kv = append(kv, fmt.Sprintf("%s=%v", k, ev.Fields[k]))
 			}
-			ls = append(ls, line{ev.Time, fmt.Sprintf("%+7.1fms h%d %-18s %s", ms(ev.Time.Sub(since)), h, ev.Event, strings.Join(kv, " "))})
+			ls = append(ls, line{ev.Time, fmt.Sprintf("%+7.1fms h%d %-18s %s", ms(ev.Time.Sub(origin)), h, ev.Event, strings.Join(kv, " "))})
 		}
 	}
 	slices.SortStableFunc(ls, func(a, b line) int { return a.at.Compare(b.at) })
@@ -661,7 +684,7 @@ func (e *menv) removal(b *testing.B, s removal, i int) mres {
 	g.signal(victim, s.sig)
 	got, err := g.waitViews(survivors, t0, memWait, func(_ int, v viewEv) bool { return !slices.Contains(v.members, uint64(victim)) })
 	if err != nil {
-		b.Logf("%s run %d: no view without node %d: %v; events:\n%s", s.name, i+1, victim, err, g.excerpt(t0.Add(-200*time.Millisecond)))
+		e.diag(b, "%s run %d: no view without node %d: %v; events:\n%s", s.name, i+1, victim, err, g.excerpt(t0.Add(-200*time.Millisecond), t0))
 		return failed(fmt.Sprintf("%s to node %d of %s: no view without it: %v", sigName[s.sig], victim, view, err))
 	}
 	var last viewEv
@@ -701,7 +724,7 @@ func (e *menv) removal(b *testing.B, s removal, i int) mres {
 			p = fmt.Sprintf("the view changed again after %s: %s", last, fin[survivors[0]])
 		}
 		r.problems = append(r.problems, p)
-		b.Logf("%s run %d: %s; events:\n%s", s.name, i+1, p, g.excerpt(t0.Add(-200*time.Millisecond)))
+		e.diag(b, "%s run %d: %s; events:\n%s", s.name, i+1, p, g.excerpt(t0.Add(-200*time.Millisecond), t0))
 	}
 	if s.sig == syscall.SIGSTOP {
 		t1 := time.Now()
@@ -714,7 +737,7 @@ func (e *menv) removal(b *testing.B, s removal, i int) mres {
 		if err != nil {
 			r.problems = append(r.problems, fmt.Sprintf("after SIGCONT no stable view of all 5: %v", err))
 			fmt.Fprintf(&d, "no stable view of all 5: %v", err)
-			b.Logf("hang run %d: node %d not back in after SIGCONT: %v; events:\n%s", i+1, victim, err, g.excerpt(t1.Add(-100*time.Millisecond)))
+			e.diag(b, "hang run %d: node %d not back in after SIGCONT: %v; events:\n%s", i+1, victim, err, g.excerpt(t1.Add(-100*time.Millisecond), t1))
 		} else {
 			var end time.Time
 			for _, v := range back {
@@ -782,7 +805,7 @@ func (e *menv) join(b *testing.B, i int) mres {
 	six := append(slices.Clone(all), memJoiner)
 	got, err := g.waitViews(six, n.start, memWait, func(_ int, v viewEv) bool { return slices.Contains(v.members, memJoiner) })
 	if err != nil {
-		b.Logf("join run %d: %v; events:\n%s", i+1, err, g.excerpt(n.start.Add(-100*time.Millisecond)))
+		e.diag(b, "join run %d: %v; events:\n%s", i+1, err, g.excerpt(n.start.Add(-100*time.Millisecond), n.start))
 		return failed("no view with the joiner: " + err.Error())
 	}
 	started, _, ok := g.firstEvent([]int{memJoiner}, "node.started", n.start, nil)
@@ -817,7 +840,7 @@ func (e *menv) join(b *testing.B, i int) mres {
 			p = fmt.Sprintf("the view changed again after %s: %s", last, fin[memJoiner])
 		}
 		r.problems = append(r.problems, p)
-		b.Logf("join run %d: %s; events:\n%s", i+1, p, g.excerpt(n.start.Add(-100*time.Millisecond)))
+		e.diag(b, "join run %d: %s; events:\n%s", i+1, p, g.excerpt(n.start.Add(-100*time.Millisecond), n.start))
 	}
 	r.detail = d.String()
 	return r
@@ -855,7 +878,7 @@ func (e *menv) merge(b *testing.B, i int) mres {
 	}
 	split, err := g.waitViews(all, tc, memWait, func(h int, v viewEv) bool { return sameIDs(v.members, side(h)) })
 	if err != nil {
-		b.Logf("merge run %d: no two views after the cut: %v; events:\n%s", i+1, err, g.excerpt(tc.Add(-100*time.Millisecond)))
+		e.diag(b, "merge run %d: no two views after the cut: %v; events:\n%s", i+1, err, g.excerpt(tc.Add(-100*time.Millisecond), tc))
 		return failed("after the cut: " + err.Error())
 	}
 	var splitAt time.Time
@@ -883,7 +906,7 @@ func (e *menv) merge(b *testing.B, i int) mres {
 	fmt.Fprintf(&d, "two views %.0f ms after the cut, at the heal %s; Heal took %.0f ms; ", r.alt, strings.Join(before, ", "), ms(healed))
 	first, err := g.waitViews(all, t0, memWait, func(_ int, v viewEv) bool { return sameIDs(v.members, all) })
 	if err != nil {
-		b.Logf("merge run %d: no view of all 5 after the heal: %v; events:\n%s", i+1, err, g.excerpt(t0.Add(-100*time.Millisecond)))
+		e.diag(b, "merge run %d: no view of all 5 after the heal: %v; events:\n%s", i+1, err, g.excerpt(t0.Add(-100*time.Millisecond), t0))
 		r.ms = math.Inf(1)
 		r.problems = append(r.problems, "no view of all 5 after the heal: "+err.Error())
 		r.detail = d.String() + err.Error()
@@ -906,7 +929,7 @@ func (e *menv) merge(b *testing.B, i int) mres {
 		p := fmt.Sprintf("no stable view of all 5 after the heal: %v", err)
 		r.problems = append(r.problems, p)
 		d.WriteString(p)
-		b.Logf("merge run %d: %s; events:\n%s", i+1, p, g.excerpt(t0.Add(-100*time.Millisecond)))
+		e.diag(b, "merge run %d: %s; events:\n%s", i+1, p, g.excerpt(t0.Add(-100*time.Millisecond), t0))
 		r.detail = d.String()
 		return r
 	}
@@ -951,8 +974,10 @@ func (e *menv) benchNoFalse(b *testing.B) {
 		return
 	}
 	formedIn := g.formed.Sub(g.nodes[1].start)
+	c0 := readCPU()
 	time.Sleep(e.noFalse)
 	end := time.Now()
+	load := machineLoad(c0, readCPU())
 	var susp, views, lost, excl []string
 	nSusp, nViews := 0, 0
 	for _, h := range all {
@@ -992,14 +1017,14 @@ func (e *menv) benchNoFalse(b *testing.B) {
 			}
 		}
 	}
-	detail := fmt.Sprintf("ran %v after the group formed (%s, %.0f ms after the first start; loss by %s); per node h1..h5: suspicions %s, "+
-		"peer.lost %s, member.excluded %s; delivered at exit: %s", e.noFalse, g.view, ms(formedIn), l.LossMethod(),
+	detail := fmt.Sprintf("ran %v after the group formed (%s, %.0f ms after the first start; loss by %s; %s); per node h1..h5: suspicions %s, "+
+		"peer.lost %s, member.excluded %s; delivered at exit: %s", e.noFalse, g.view, ms(formedIn), l.LossMethod(), load,
 		strings.Join(susp, "/"), strings.Join(lost, "/"), strings.Join(excl, "/"), strings.Join(deliv, ", "))
 	e.add(row{"nofalse", what, strconv.Itoa(nSusp), "0", verdict(nSusp == 0), detail})
 	e.add(row{"nofalse", "  view.installed after the group formed", strconv.Itoa(nViews), "0", verdict(nViews == 0),
 		"per node h1..h5: " + strings.Join(views, "/")})
 	if nSusp > 0 || nViews > 0 {
-		b.Logf("nofalse: events after the group formed:\n%s", g.excerpt(g.formed.Add(time.Millisecond)))
+		e.diag(b, "nofalse: events after the group formed:\n%s", g.excerpt(g.formed.Add(time.Millisecond), g.formed))
 	}
 	b.ReportMetric(float64(nSusp), "suspicions")
 	b.ReportMetric(float64(nViews), "views")
@@ -1045,5 +1070,34 @@ func (e *menv) printMembershipTable() {
 		value("crash"), value("coordcrash"), value("hang"))
 	fmt.Fprintf(&w, "  join             huddle %s from node.started | JGroups ~110 ms of protocol after 0.45 s JVM start | Corosync ~130 ms\n", value("join"))
 	fmt.Fprintf(&w, "  merge            huddle %s after the heal | JGroups MERGE3 10–48 s\n", value("merge"))
+	if len(e.diags) > 0 {
+		fmt.Fprintf(&w, "\nmembership events around what went wrong (ms from the signal, start, cut, heal or formation):\n%s\n", strings.Join(e.diags, "\n"))
+	}
 	fmt.Print(w.String())
+}
+
+// TestMembershipViewEvent checks the reading of view.installed lines (no
+// network: it runs with plain go test).
+func TestMembershipViewEvent(t *testing.T) {
+	const line = `{"level":"info","node":2,"event":"view.installed","view":"3.5","coordinator_inc":17,` +
+		`"members":[5,1,3,4],"joined":[],"left":[2],"crashed":[],"flush_ms":1,"prior":"2.5",` +
+		`"time":"2026-11-22T12:09:49.462344123Z","message":"view 3.5[5 1 3 4] installed"}`
+	evs, skipped, err := lab.ParseEvents(strings.NewReader(line + "\n{\"partly\":"))
+	if err != nil || len(evs) != 1 || skipped != 1 {
+		t.Fatalf("ParseEvents: %d events, %d skipped, %v", len(evs), skipped, err)
+	}
+	v := toView(2, evs[0])
+	if v.id != "3.5" || v.prior != "2.5" || v.flushMs != 1 || !slices.Equal(v.members, []uint64{5, 1, 3, 4}) ||
+		!slices.Equal(v.left, []uint64{2}) || len(v.crashed) != 0 || v.at.Nanosecond() != 462344123 {
+		t.Errorf("view %+v", v)
+	}
+	if v.String() != "3.5[5 1 3 4]" {
+		t.Errorf("String %q", v.String())
+	}
+	if !sameIDs(v.members, []int{1, 3, 4, 5}) || sameIDs(v.members, []int{1, 2, 3, 4, 5}) || sameIDs(v.members, []int{1, 3, 4, 6}) {
+		t.Error("sameIDs")
+	}
+	if got := without([]int{1, 2, 3}, 2); !slices.Equal(got, []int{1, 3}) {
+		t.Errorf("without: %v", got)
+	}
 }
