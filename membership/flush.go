@@ -124,8 +124,8 @@ func (m *Machine) sendFlush(now time.Time) {
 // report) or the cut (fetch up to it, confirm).
 func (m *Machine) onFlush(now time.Time, from uint64, fromView wire.ViewID, f *wire.Flush) {
 	id := flushID{Epoch: f.Epoch, Attempt: f.Attempt, Initiator: from}
-	if !m.proposed(f.Members) || f.Epoch <= m.view.ID.Epoch {
-		return // not for this node, or of a view change it is past
+	if !m.proposed(f.Members) || !m.view.ID.Less(wire.ViewID{Epoch: f.Epoch, Coord: from}) {
+		return // not for this node, or for a view no newer than its own
 	}
 	if fromView.Less(m.view.ID) && m.view.Has(from) {
 		// A member of this node's view that is behind it (it was cut off
@@ -388,7 +388,7 @@ func (m *Machine) committed(c *wire.ViewCommit) bool {
 // excludedBy notices a view of this node's group that goes on without
 // it: it left (done), or it was excluded (it secedes, and is merged back).
 func (m *Machine) excludedBy(now time.Time, from uint64, c *wire.ViewCommit) {
-	if (m.st != member && m.st != leaving) || !m.view.Has(from) || c.Epoch <= m.view.ID.Epoch {
+	if (m.st != member && m.st != leaving) || !m.view.Has(from) || !m.view.ID.Less(wire.ViewID{Epoch: c.Epoch, Coord: from}) {
 		return
 	}
 	if m.st == leaving {
