@@ -234,8 +234,14 @@ func (m *Machine) Multicast(service, payload []byte, order wire.Order, dest uint
 	// A member delivers its own messages too, in the view it sent them in
 	// and in its own order: within the view's cut (its report covers all
 	// it sent), so virtual synchrony holds for them as for any other.
-	m.hand(own(Delivery{multicast.Delivery{Source: m.self, Inc: m.inc, Seq: seq, End: m.mc.Received(m.self, m.inc),
-		View: m.view.ID, Order: order, Dest: dest, Service: service, Payload: payload}}))
+	d := Delivery{multicast.Delivery{Source: m.self, Inc: m.inc, Seq: seq, End: m.mc.Received(m.self, m.inc),
+		View: m.view.ID, Order: order, Dest: dest, Service: service, Payload: payload}}
+	if svc, p, ok := m.mc.Own(seq); ok {
+		d.Service, d.Payload = svc, p // the engine's copy: no other
+	} else {
+		d = own(d)
+	}
+	m.hand(d)
 	return seq, nil
 }
 

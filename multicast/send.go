@@ -40,6 +40,18 @@ func (e *Engine) Multicast(service, payload []byte, order wire.Order, dest uint6
 	return first, nil
 }
 
+// Own returns the service and payload of this node's unfragmented message
+// seq as the engine holds them (for the sender's own delivery, without a
+// copy), and false for a fragment or a message no longer held. They stay
+// valid until the next call into the Engine.
+func (e *Engine) Own(seq uint64) (service, payload []byte, ok bool) {
+	en := e.own.ring.get(seq)
+	if en == nil || en.d.FragCount > 1 {
+		return nil, nil, false
+	}
+	return en.d.Service, en.d.Payload, true
+}
+
 // fragments is the number of fragments a message takes, or ErrTooLarge.
 func (e *Engine) fragments(serviceLen, payloadLen int) (int, error) {
 	per := e.fragmentSize(serviceLen)
