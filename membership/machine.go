@@ -140,7 +140,7 @@ type Machine struct {
 	excluded map[uint64]uint64 // id → incarnation to exclude (suspected)
 	mergeOff map[uint64]time.Time
 	foreign  map[uint64]time.Time // nodes of other views, since when this coordinator has heard them
-	changeAt time.Time // when to start the flush for pending changes; zero = none pending
+	changeAt time.Time            // when to start the flush for pending changes; zero = none pending
 
 	run  *initiation    // the flush this node initiates, if any
 	part *participation // the flush this node takes part in, if any
