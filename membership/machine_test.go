@@ -72,9 +72,11 @@ func (l *lan) deliver(from uint64, b []byte) {
 		if err := l.dec.Decode(b, l.env); err != nil {
 			l.t.Fatal(err)
 		}
-		l.ms[id].Step(l.now, netip.MustParseAddrPort("10.0.0.1:7468"), l.env)
+		l.ms[id].Step(l.now, fuzzAddr, l.env)
 	}
 }
+
+var fuzzAddr = netip.MustParseAddrPort("10.0.0.1:7468")
 
 func (l *lan) ids() []uint64 {
 	var ids []uint64
