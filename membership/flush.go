@@ -298,6 +298,7 @@ func (m *Machine) fixCut(now time.Time) {
 		if s.Settings != m.settings {
 			odd = append(odd, id)
 			m.mergeOff[id] = now.Add(mergeBackoff * m.opt.Engine.SuspectTimeout)
+			m.emit(Event{Kind: Refused, Member: id, Setting: "settings"})
 		}
 	}
 	if len(odd) > 0 {

@@ -284,7 +284,10 @@ func (m *Machine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
 // hear records a datagram's sender and its view, and reports false for an
 // older incarnation than one heard already.
 func (m *Machine) hear(now time.Time, src netip.AddrPort, h *wire.Header) bool {
-	if p, ok := m.heard[h.From]; ok && h.Inc < p.inc {
+	if p, ok := m.heard[h.From]; ok && h.Inc < p.inc && now.Sub(p.at) < m.opt.Engine.SuspectTimeout {
+		// An older incarnation while the newer one is alive: a stale
+		// datagram, or a second node with the same ID (the newer is
+		// refused, and its silence then lets the older one back in).
 		return false
 	}
 	m.heard[h.From] = heard{inc: h.Inc, view: h.View, at: now, addr: src}

@@ -92,6 +92,30 @@ func TestProcess(t *testing.T) {
 		checkLastEvents(t, lines, "terminated")
 	})
 
+	t.Run("refused", func(t *testing.T) {
+		n1 := startProc(t, bin, 1)
+		n1.waitEvent(t, 5*time.Second, "view.installed", nil)
+		// A second live node with ID 1 is refused, naming the first one's
+		// address; so is a node whose heartbeat differs from the group's.
+		twin := startProc(t, bin, 1)
+		odd := startProc(t, bin, 2, "--heartbeat", "40ms")
+		for _, c := range []struct {
+			p    *proc
+			want string
+		}{{twin, "another live node at 127.0.0.1 uses ID 1"}, {odd, `heartbeat is "40ms" but the group's`}} {
+			select {
+			case <-c.p.done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("not refused within 10s (want %q):\n%s\n%s", c.want, c.p.stderr, readFile(c.p.log))
+			}
+			if code := c.p.cmd.ProcessState.ExitCode(); code != exitRefused || !strings.Contains(c.p.stderr.String(), c.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, c.p.stderr, exitRefused, c.want)
+			}
+		}
+		n1.checkRunning(t)
+		n1.stop(t, syscall.SIGTERM)
+	})
+
 	t.Run("bogus interface", func(t *testing.T) {
 		code, stderr := runBinary(t, bin, "run", "--id", "1", "--iface", "bogus0")
 		if code != exitUsage || !strings.Contains(stderr, `config: iface: "bogus0" does not exist (interfaces: lo)`) {

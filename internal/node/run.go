@@ -469,7 +469,11 @@ func (r *Node) logEvent(ev membership.Event) {
 func (r *Node) logRefused(ev membership.Event) {
 	e := r.log.Error().Str("event", "member.refused").Uint64("member", ev.Member).Str("setting", ev.Setting).
 		Str("ours", ev.Ours).Str("theirs", ev.Theirs)
-	if ev.Member != r.o.Config.ID {
+	switch {
+	case ev.Member != r.o.Config.ID && ev.Setting == "settings":
+		e.Msgf("not merging node %d: its protocol settings (datagram_size, max_message_size, heartbeat, suspect_timeout) differ from this group's", ev.Member)
+		return
+	case ev.Member != r.o.Config.ID:
 		e.Msgf("refused node %d: its %s is %q, the group's is %q", ev.Member, ev.Setting, ev.Theirs, ev.Ours)
 		return
 	}
