@@ -3,6 +3,7 @@ package logcheck_test
 import (
 	"fmt"
 	"hash/crc32"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -333,5 +334,41 @@ func TestParseViewID(t *testing.T) {
 	}
 	if a.Compare(b) != -1 || b.Compare(a) != 1 || c.Compare(a) != -1 || a.Compare(a) != 0 {
 		t.Errorf("Compare wrong for %v, %v, %v", a, b, c)
+	}
+}
+
+// TestMembershipCoordinatorIncarnation: a coordinator that restarts counts
+// its epochs afresh. Its new life's view 1.5 is not its old life's 1.5:
+// with coordinator_inc they are told apart, and differing members are
+// not a disagreement; without it they would be.
+func TestMembershipCoordinatorIncarnation(t *testing.T) {
+	viewInc := func(w *logw, id string, inc uint64, members ...uint64) *logw {
+		s := make([]string, len(members))
+		for i, m := range members {
+			s[i] = fmt.Sprint(m)
+		}
+		return w.line("view.installed", fmt.Sprintf(`"view":%q,"coordinator_inc":%d,"members":[%s],"joined":[],"left":[],"crashed":[],"flush_ms":0`,
+			id, inc, strings.Join(s, ",")))
+	}
+	old := newLog(5).started(100)
+	viewInc(old, "1.5", 100, 5)
+	viewInc(old, "2.5", 100, 5, 1)
+	restarted := newLog(5).started(900)
+	viewInc(restarted, "1.5", 900, 5)
+	viewInc(restarted, "2.5", 900, 5, 2)
+	n1 := newLog(1).started(10)
+	viewInc(n1, "2.5", 100, 5, 1)
+	n2 := newLog(2).started(20)
+	viewInc(n2, "2.5", 900, 5, 2)
+	expect(t, load(t, old, restarted, n1, n2).CheckMembership(logcheck.MembershipOptions{}), nil)
+
+	strip := func(w *logw) *logw {
+		c := newLog(w.node)
+		c.b.WriteString(regexp.MustCompile(`"coordinator_inc":\d+,`).ReplaceAllString(w.b.String(), ""))
+		return c
+	}
+	res := load(t, strip(old), strip(restarted), strip(n1), strip(n2)).CheckMembership(logcheck.MembershipOptions{})
+	if res.Total == 0 {
+		t.Fatal("without coordinator_inc the two views 2.5 should disagree")
 	}
 }
