@@ -37,3 +37,8 @@ bench:
 # run one node with a readable log
 run *args:
     go run ./cmd/huddle run --log-format console {{args}}
+
+# the virtual-LAN benchmarks, as root: reliable multicast against raw UDP, and membership
+lab-bench count="3":
+    go test -run '^$' -bench LAN -benchtime {{count}}x ./internal/bench
+    go test -run '^$' -bench Membership -benchtime {{count}}x ./internal/bench
