@@ -25,7 +25,7 @@ func (m *Machine) fits(members []wire.Member, priors int) bool {
 		cut = append(cut, wire.Cut{ID: x.ID, Seq: bound(x)})
 	}
 	for range max(priors, 1) {
-		c.Cuts = append(c.Cuts, wire.ViewCut{View: wire.ViewID{Epoch: m.maxEpoch + 1, Coord: ^uint64(0)}, Cuts: cut})
+		c.Cuts = append(c.Cuts, wire.ViewCut{View: wire.ViewID{Epoch: m.maxEpoch + 1, Coord: ^uint64(0)}, Inc: ^uint64(0), Cuts: cut})
 	}
 	env := wire.Envelope{Header: wire.Header{Group: ^uint32(0), From: m.self, Inc: m.inc, Kind: wire.KindView,
 		View: wire.ViewID{Epoch: m.maxEpoch + 1, Coord: m.self}}, Commit: c}
@@ -151,7 +151,9 @@ func (m *Machine) mergeable(now time.Time) []uint64 {
 	var ids []uint64
 	for _, id := range sortedKeys(m.heard) {
 		h := m.heard[id]
-		if m.view.Has(id) || h.view == m.view.ID || !fresh(h) || now.Before(m.mergeOff[id]) {
+		// A node that is not a member but claims this view's ID is in
+		// another view of the same ID: a restarted coordinator's.
+		if m.view.HasInc(id, h.inc) || !fresh(h) || now.Before(m.mergeOff[id]) {
 			delete(m.foreign, id)
 			continue
 		}
@@ -398,8 +400,11 @@ func (m *Machine) onEngineEvent(now time.Time, ev multicast.Event) {
 		// went on without this node. (Losses before the member's start
 		// in the view are not the view's.)
 		if start, ok := m.starts[ev.Peer]; ok && m.view.HasInc(ev.Peer, ev.Inc) && ev.From+ev.Skipped > start {
-			m.emit(Event{Kind: Excluded, Member: ev.Peer, View: m.view.clone()})
-			m.secede(now)
+			m.broken[ev.Peer] = true
+			if m.st == member {
+				m.emit(Event{Kind: Excluded, Member: ev.Peer, View: m.view.clone()})
+				m.secede(now)
+			}
 		}
 	case multicast.PeerConflict:
 		if ev.Inc < m.inc && m.st != gone {

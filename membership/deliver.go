@@ -36,6 +36,10 @@ func (m *Machine) inView(d Delivery) {
 		m.stats.WrongView++ // no member sent it: it cannot be of this view
 		return
 	}
+	if m.broken[d.Source] {
+		m.stats.BeyondCut++ // its stream lost messages in this view: delivering more would leave a gap
+		return
+	}
 	if p := m.part; p != nil && p.reported {
 		if p.hasCut && d.End <= seqOf(p.cut, d.Source) {
 			m.hand(d)

@@ -13,6 +13,7 @@ type participation struct {
 	id       flushID
 	members  []wire.Member // the proposed view
 	prior    wire.ViewID   // this node's view when it joined the flush
+	priorInc uint64        // and its coordinator's incarnation
 	report   wire.FlushOK  // what it reported, resent when asked again
 	reported bool
 	hasCut   bool
@@ -151,7 +152,7 @@ func (m *Machine) onFlush(now time.Time, from uint64, fromView wire.ViewID, f *w
 	if m.changeFrom.IsZero() {
 		m.changeFrom = now
 	}
-	m.part = &participation{id: id, members: slices.Clone(f.Members), prior: m.view.ID, heardAt: now}
+	m.part = &participation{id: id, members: slices.Clone(f.Members), prior: m.view.ID, priorInc: m.coordInc(), heardAt: now}
 	m.sendReport()
 	if f.Phase == wire.FlushCut {
 		m.takeCut(now, f.Cuts)
@@ -191,7 +192,7 @@ func (m *Machine) sendReport() {
 	p := m.part
 	sent := m.mc.Received(m.self, m.inc)
 	ok := wire.FlushOK{Epoch: p.id.Epoch, Attempt: p.id.Attempt, Initiator: p.id.Initiator,
-		Phase: wire.FlushState, Prior: m.view.ID, Settings: m.settings, Sent: sent}
+		Phase: wire.FlushState, Prior: m.view.ID, PriorInc: p.priorInc, Settings: m.settings, Sent: sent}
 	for _, x := range m.view.Members {
 		ok.Has = append(ok.Has, wire.Cut{ID: x.ID, Seq: m.mc.Received(x.ID, x.Inc)})
 	}
@@ -203,7 +204,7 @@ func (m *Machine) sendReport() {
 // misses up to it, from whoever holds it.
 func (m *Machine) takeCut(now time.Time, cuts []wire.ViewCut) {
 	p := m.part
-	c, _ := cutOf(cuts, p.prior)
+	c, _ := cutOf(cuts, p.prior, p.priorInc)
 	p.cut, p.hasCut = slices.Clone(c), true
 	m.releaseCut()
 	m.fetch(now)
@@ -223,7 +224,7 @@ func (m *Machine) fetch(now time.Time) bool {
 func (m *Machine) sendDone(now time.Time) {
 	p := m.part
 	ok := wire.FlushOK{Epoch: p.id.Epoch, Attempt: p.id.Attempt, Initiator: p.id.Initiator,
-		Phase: wire.FlushCut, Prior: m.view.ID, Settings: m.settings, Sent: p.report.Sent}
+		Phase: wire.FlushCut, Prior: m.view.ID, PriorInc: p.priorInc, Settings: m.settings, Sent: p.report.Sent}
 	m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindFlushOK}, FlushOK: ok})
 	p.resendAt = now.Add(m.retry())
 }
@@ -306,15 +307,22 @@ func (m *Machine) fixCut(now time.Time) {
 		m.restart(now, odd)
 		return
 	}
-	byView := map[wire.ViewID]map[uint64]uint64{}
+	// Prior views are told apart by their coordinator's incarnation too:
+	// a coordinator that restarted counts epochs afresh.
+	type priorView struct {
+		id  wire.ViewID
+		inc uint64
+	}
+	byView := map[priorView]map[uint64]uint64{}
 	for _, s := range r.states {
 		if s.Prior == (wire.ViewID{}) {
 			continue // a joiner: it had no view to flush
 		}
-		cut := byView[s.Prior]
+		k := priorView{s.Prior, s.PriorInc}
+		cut := byView[k]
 		if cut == nil {
 			cut = map[uint64]uint64{}
-			byView[s.Prior] = cut
+			byView[k] = cut
 		}
 		for _, h := range s.Has {
 			cut[h.ID] = max(cut[h.ID], h.Seq)
@@ -322,7 +330,7 @@ func (m *Machine) fixCut(now time.Time) {
 	}
 	r.cuts = r.cuts[:0]
 	for v, cut := range byView {
-		vc := wire.ViewCut{View: v}
+		vc := wire.ViewCut{View: v.id, Inc: v.inc}
 		for id, seq := range cut {
 			vc.Cuts = append(vc.Cuts, wire.Cut{ID: id, Seq: seq})
 		}
@@ -330,10 +338,13 @@ func (m *Machine) fixCut(now time.Time) {
 		r.cuts = append(r.cuts, vc)
 	}
 	slices.SortFunc(r.cuts, func(a, b wire.ViewCut) int {
-		if a.View.Less(b.View) {
+		switch {
+		case a.View.Less(b.View):
 			return -1
+		case b.View.Less(a.View):
+			return 1
 		}
-		return 1
+		return cmp.Compare(a.Inc, b.Inc)
 	})
 	r.phase, r.phaseAt = wire.FlushCut, now
 	m.sendFlush(now)
@@ -489,6 +500,7 @@ func (m *Machine) setView(now time.Time, v View, starts []wire.ViewMember, prior
 	}
 	m.mc.SetMembers(others)
 	clear(m.starts)
+	clear(m.broken)
 	for _, x := range starts {
 		m.starts[x.ID] = x.Next
 	}

@@ -123,6 +123,7 @@ type Machine struct {
 	view        View
 	starts      map[uint64]uint64 // where each member's stream begins in the view
 	viewAt      time.Time         // when the view was installed
+	broken      map[uint64]bool   // members whose stream lost messages in this view: nothing more of them is delivered in it
 	startedAt   time.Time         // of this node: the join timeout runs from here
 	joinAt      time.Time         // next join request
 	maxEpoch    uint64            // highest epoch heard of anywhere
@@ -180,7 +181,7 @@ func New(opt Options, now time.Time) *Machine {
 		opt: opt, self: eo.Self, inc: eo.Inc,
 		mc:        multicast.New(eo, now),
 		startedAt: now, joinAt: now.Add(eo.Heartbeat),
-		heard: map[uint64]heard{}, starts: map[uint64]uint64{},
+		heard: map[uint64]heard{}, starts: map[uint64]uint64{}, broken: map[uint64]bool{},
 		suspects: map[uint64]uint64{},
 		joiners:  map[uint64]uint64{}, leavers: map[uint64]uint64{}, excluded: map[uint64]uint64{},
 		mergeOff: map[uint64]time.Time{}, foreign: map[uint64]time.Time{},
@@ -199,6 +200,14 @@ func hashSettings(ss []Setting) uint32 {
 		h.Write([]byte{0})
 	}
 	return h.Sum32()
+}
+
+// coordInc is the incarnation of the view's coordinator, 0 without a view.
+func (m *Machine) coordInc() uint64 {
+	if len(m.view.Members) == 0 {
+		return 0
+	}
+	return m.view.Members[0].Inc
 }
 
 // Engine returns the multicast engine underneath (for its counters).

@@ -96,10 +96,11 @@ func (f flushID) String() string {
 	return strconv.FormatUint(f.Epoch, 10) + "/" + strconv.FormatUint(f.Attempt, 10) + "@" + strconv.FormatUint(f.Initiator, 10)
 }
 
-// cutOf returns the cut the list gives for view v, and whether it has one.
-func cutOf(cuts []wire.ViewCut, v wire.ViewID) ([]wire.Cut, bool) {
+// cutOf returns the cut the list gives for view v of the coordinator
+// incarnation inc, and whether it has one.
+func cutOf(cuts []wire.ViewCut, v wire.ViewID, inc uint64) ([]wire.Cut, bool) {
 	for _, c := range cuts {
-		if c.View == v {
+		if c.View == v && c.Inc == inc {
 			return c.Cuts, true
 		}
 	}

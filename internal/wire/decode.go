@@ -351,6 +351,9 @@ func (d *Decoder) flushOK(m *FlushOK) (err error) {
 	if err = d.view(&m.Prior); err != nil {
 		return err
 	}
+	if m.PriorInc, err = d.uint(); err != nil {
+		return err
+	}
 	h, err := d.uintMax(math.MaxUint32)
 	if err != nil {
 		return err
@@ -481,6 +484,10 @@ func (d *Decoder) viewCuts(vs *[]ViewCut) error {
 			return err
 		}
 		if err := d.view(&v.View); err != nil {
+			return err
+		}
+		var err error
+		if v.Inc, err = d.uint(); err != nil {
 			return err
 		}
 		if err := d.cuts(&v.Cuts); err != nil {

@@ -85,7 +85,7 @@ func bodyFields(env *Envelope) (int, error) {
 	case KindFlush, KindView, KindRefuse:
 		return 5, nil
 	case KindFlushOK:
-		return 9, nil
+		return 10, nil
 	}
 	return 0, fmt.Errorf("%w: %v has no codec in this version", ErrUnknownKind, env.Kind)
 }
@@ -133,7 +133,7 @@ func (e *Encoder) membership(env *Envelope) {
 		e.viewCuts(f.Cuts)
 	case KindFlushOK:
 		f := &env.FlushOK
-		e.uints(f.Epoch, f.Attempt, f.Initiator, uint64(f.Phase), f.Prior.Epoch, f.Prior.Coord, uint64(f.Settings), f.Sent)
+		e.uints(f.Epoch, f.Attempt, f.Initiator, uint64(f.Phase), f.Prior.Epoch, f.Prior.Coord, f.PriorInc, uint64(f.Settings), f.Sent)
 		e.cuts(f.Has)
 	case KindView:
 		e.commit(&env.Commit)
@@ -179,7 +179,7 @@ func (e *Encoder) viewCuts(vs []ViewCut) {
 	e.array(len(vs))
 	for _, v := range vs {
 		e.array(viewCutFields)
-		e.uints(v.View.Epoch, v.View.Coord)
+		e.uints(v.View.Epoch, v.View.Coord, v.Inc)
 		e.cuts(v.Cuts)
 	}
 }

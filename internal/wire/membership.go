@@ -19,13 +19,16 @@ type Cut struct{ ID, Seq uint64 }
 
 const cutFields = 2
 
-// ViewCut is the cut of one prior view: [view epoch, view coordinator, [cut, ...]].
+// ViewCut is the cut of one prior view: [view epoch, view coordinator,
+// coordinator incarnation, [cut, ...]]. A coordinator that restarts counts
+// epochs afresh: its incarnation tells its views from its earlier life's.
 type ViewCut struct {
 	View ViewID
+	Inc  uint64 // the view's coordinator's incarnation
 	Cuts []Cut
 }
 
-const viewCutFields = 3
+const viewCutFields = 4
 
 // Setting is one protocol-relevant setting a joiner declares: [name, value].
 // Name and Value alias the datagram after Decode.
@@ -73,13 +76,15 @@ type Flush struct {
 }
 
 // FlushOK (KindFlushOK) is a participant's reply to a Flush:
-// [epoch, attempt, initiator, phase, prior epoch, prior coordinator, settings, sent, [cut, ...]].
+// [epoch, attempt, initiator, phase, prior epoch, prior coordinator,
+// prior coordinator incarnation, settings, sent, [cut, ...]].
 type FlushOK struct {
 	Epoch     uint64 // the Flush's epoch and attempt, echoed
 	Attempt   uint64
 	Initiator uint64 // the Flush's sender
 	Phase     FlushPhase
 	Prior     ViewID // the participant's view before this one
+	PriorInc  uint64 // the incarnation of that view's coordinator
 	Settings  uint32 // a 32-bit hash of the participant's protocol settings
 	Sent      uint64 // the participant's own highest sent seq
 	// Has is, in FlushState, the highest seq held in order of each sender of

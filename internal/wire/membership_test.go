@@ -14,7 +14,7 @@ func normalizeMembership(e *Envelope, out *Envelope) {
 	vcs := func(vs []ViewCut) []ViewCut {
 		out := []ViewCut{}
 		for _, v := range vs {
-			out = append(out, ViewCut{View: v.View, Cuts: append([]Cut{}, v.Cuts...)})
+			out = append(out, ViewCut{View: v.View, Inc: v.Inc, Cuts: append([]Cut{}, v.Cuts...)})
 		}
 		return out
 	}
@@ -64,9 +64,9 @@ func edgeSamples() []*Envelope {
 	l := mk(KindLeave)
 	l.Leave = Leave{Member: max, MemberInc: max, Reason: LeaveLagging}
 	f0, f1 := mk(KindFlush), mk(KindFlush)
-	f1.Flush = Flush{Epoch: max, Attempt: max, Phase: FlushCut, Members: []Member{{max, max}}, Cuts: []ViewCut{{View: ViewID{max, max}}, {Cuts: []Cut{{max, MaxSeq - 1}}}}}
+	f1.Flush = Flush{Epoch: max, Attempt: max, Phase: FlushCut, Members: []Member{{max, max}}, Cuts: []ViewCut{{View: ViewID{max, max}, Inc: max}, {Cuts: []Cut{{max, MaxSeq - 1}}}}}
 	ok0, ok1 := mk(KindFlushOK), mk(KindFlushOK)
-	ok1.FlushOK = FlushOK{Epoch: max, Attempt: max, Initiator: max, Phase: FlushCut, Prior: ViewID{max, max}, Settings: math.MaxUint32, Sent: MaxSeq - 1}
+	ok1.FlushOK = FlushOK{Epoch: max, Attempt: max, Initiator: max, Phase: FlushCut, Prior: ViewID{max, max}, PriorInc: max, Settings: math.MaxUint32, Sent: MaxSeq - 1}
 	v0, v1 := mk(KindView), mk(KindView)
 	v1.Commit = ViewCommit{Members: []ViewMember{{max, max, MaxSeq - 1}}, Left: []uint64{0, max}, Cuts: []ViewCut{{}}}
 	r0 := mk(KindRefuse)
@@ -261,8 +261,8 @@ func TestMembershipShapes(t *testing.T) {
 		}, func(e *Encoder) {
 			e.array(2)
 			for range 2 {
-				e.array(3)
-				e.uints(0, 0)
+				e.array(4)
+				e.uints(0, 0, 0)
 				e.array(0)
 			}
 		}),
@@ -288,7 +288,7 @@ func TestListElementSizes(t *testing.T) {
 		{"view member", viewMembersSize([]ViewMember{{max, max, MaxSeq - 1}}) - 1, MaxViewMemberBytes},
 		{"cut", cutsSize([]Cut{{max, MaxSeq - 1}}) - 1, MaxCutBytes},
 		{"left", uintSize(max), MaxLeftBytes},
-		{"view cut", viewCutsSize([]ViewCut{{View: ViewID{max, max}, Cuts: many}}) - 1 - cutsSize(many) + arraySize(len(many)), MaxViewCutExtra},
+		{"view cut", viewCutsSize([]ViewCut{{View: ViewID{max, max}, Inc: max, Cuts: many}}) - 1 - cutsSize(many) + arraySize(len(many)), MaxViewCutExtra},
 		{"list header", arraySize(math.MaxUint16 + 1), MaxListHeader},
 	} {
 		if c.got != c.want {

@@ -93,7 +93,7 @@ const (
 	MaxLeftBytes       = 9 // one left ID, a bare int
 	// MaxViewCutExtra is what a view cut takes besides its cuts: its
 	// array header, the view, and its cuts' array header.
-	MaxViewCutExtra = 1 + 2*9 + 5
+	MaxViewCutExtra = 1 + 3*9 + 5
 	// MaxListHeader bounds the array header of any list.
 	MaxListHeader = 5
 )
@@ -154,7 +154,7 @@ func membershipSize(env *Envelope) int {
 		return uintsSize(f.Epoch, f.Attempt, uint64(f.Phase)) + membersSize(f.Members) + viewCutsSize(f.Cuts)
 	case KindFlushOK:
 		f := &env.FlushOK
-		return uintsSize(f.Epoch, f.Attempt, f.Initiator, uint64(f.Phase), f.Prior.Epoch, f.Prior.Coord, uint64(f.Settings), f.Sent) +
+		return uintsSize(f.Epoch, f.Attempt, f.Initiator, uint64(f.Phase), f.Prior.Epoch, f.Prior.Coord, f.PriorInc, uint64(f.Settings), f.Sent) +
 			cutsSize(f.Has)
 	case KindView:
 		c := &env.Commit
@@ -194,7 +194,7 @@ func viewMembersSize(ms []ViewMember) int {
 func viewCutsSize(vs []ViewCut) int {
 	n := arraySize(len(vs))
 	for _, v := range vs {
-		n += arraySize(viewCutFields) + uintsSize(v.View.Epoch, v.View.Coord) + cutsSize(v.Cuts)
+		n += arraySize(viewCutFields) + uintsSize(v.View.Epoch, v.View.Coord, v.Inc) + cutsSize(v.Cuts)
 	}
 	return n
 }

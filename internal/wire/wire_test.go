@@ -31,7 +31,7 @@ func samples() []*Envelope {
 
 // membershipSamples are the membership kinds' samples, filled like samples'.
 func membershipSamples(mk func(Kind) *Envelope) []*Envelope {
-	cuts := []ViewCut{{View: ViewID{6, 2}, Cuts: []Cut{{2, 17}, {4, 9}}}, {View: ViewID{5, 2}, Cuts: []Cut{{3, 1 << 40}}}}
+	cuts := []ViewCut{{View: ViewID{6, 2}, Inc: 1 << 61, Cuts: []Cut{{2, 17}, {4, 9}}}, {View: ViewID{5, 2}, Inc: 3, Cuts: []Cut{{3, 1 << 40}}}}
 	j := mk(KindJoin)
 	j.Join = Join{Settings: []Setting{{Name: []byte("datagram"), Value: []byte("1400")}, {Name: []byte("order"), Value: []byte("total")}}}
 	l := mk(KindLeave)
@@ -39,7 +39,7 @@ func membershipSamples(mk func(Kind) *Envelope) []*Envelope {
 	f := mk(KindFlush)
 	f.Flush = Flush{Epoch: 8, Attempt: 2, Phase: FlushCut, Members: []Member{{2, 99}, {3, 1}, {4, 77}}, Cuts: cuts}
 	ok := mk(KindFlushOK)
-	ok.FlushOK = FlushOK{Epoch: 8, Attempt: 2, Initiator: 3, Phase: FlushState, Prior: ViewID{7, 5}, Settings: 0xdeadbeef, Sent: 1 << 40, Has: []Cut{{2, 17}, {4, 9}}}
+	ok.FlushOK = FlushOK{Epoch: 8, Attempt: 2, Initiator: 3, Phase: FlushState, Prior: ViewID{7, 5}, PriorInc: 1 << 62, Settings: 0xdeadbeef, Sent: 1 << 40, Has: []Cut{{2, 17}, {4, 9}}}
 	v := mk(KindView)
 	v.Commit = ViewCommit{Epoch: 8, Attempt: 2, Members: []ViewMember{{2, 99, 18}, {3, 1, 1 << 40}}, Left: []uint64{4, 1 << 33}, Cuts: cuts}
 	rf := mk(KindRefuse)
