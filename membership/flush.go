@@ -35,6 +35,7 @@ type initiation struct {
 	cuts     []wire.ViewCut
 	phaseAt  time.Time
 	resendAt time.Time
+	cutFails map[uint64]int // attempts in which a member did not confirm the cut
 }
 
 // retry is the interval at which flush messages, join requests and
@@ -73,7 +74,7 @@ func (m *Machine) flushDeadline() time.Time {
 // startFlush begins a view change as its initiator.
 func (m *Machine) startFlush(now time.Time, members []wire.Member, left []uint64) {
 	epoch := max(m.maxEpoch, m.view.ID.Epoch) + 1
-	m.run = &initiation{id: flushID{Epoch: epoch, Attempt: 1, Initiator: m.self}, members: members, left: left}
+	m.run = &initiation{id: flushID{Epoch: epoch, Attempt: 1, Initiator: m.self}, members: members, left: left, cutFails: map[uint64]int{}}
 	m.beginAttempt(now)
 }
 
@@ -532,8 +533,16 @@ func (m *Machine) tickFlush(now time.Time) {
 			// Members that do not confirm the cut may be alive but unable
 			// to get it: its only holder may have crashed since. A new
 			// attempt asks everyone again; the new cut is what those alive
-			// hold, and whoever does not answer that is excluded.
-			m.restart(now, nil)
+			// hold, and whoever does not answer that is excluded. A member
+			// that fails to confirm twice is excluded too: the flush must
+			// end.
+			var again []uint64
+			for _, id := range silent {
+				if r.cutFails[id]++; r.cutFails[id] >= 2 {
+					again = append(again, id)
+				}
+			}
+			m.restart(now, again)
 		case !now.Before(r.resendAt):
 			m.sendFlush(now)
 		}

@@ -63,6 +63,7 @@ type Engine struct {
 	batchBuf    []wire.Data       // backing array of the batches packed from sendq
 	view        wire.ViewID       // this node's view, stamped on what it sends
 	members     map[uint64]uint64 // the view's members and their incarnations; nil: every live peer counts for stability
+	absent      map[uint64]*peer  // members lost but not yet excluded: their last reports still count for stability
 	out         []wire.Envelope
 	events      []Event
 	deliveries  []Delivery
@@ -113,7 +114,7 @@ type Delivery struct {
 // New returns an Engine that sends its first session message at now.
 func New(opt Options, now time.Time) *Engine {
 	opt = withDefaults(opt)
-	e := &Engine{opt: opt, peers: make(map[uint64]*peer), streams: make(map[uint64]*stream), nextSession: now}
+	e := &Engine{opt: opt, peers: make(map[uint64]*peer), streams: make(map[uint64]*stream), absent: make(map[uint64]*peer), nextSession: now}
 	e.own = newStream(opt.Self, opt.Inc, 1, e.ringSize())
 	return e
 }

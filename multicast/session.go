@@ -35,6 +35,7 @@ func (e *Engine) hear(now time.Time, src netip.AddrPort, h *wire.Header) (*peer,
 		e.stats.StaleInc++
 		return nil, false
 	}
+	delete(e.absent, h.From)
 	p := e.peers[h.From]
 	switch {
 	case p == nil:
@@ -193,6 +194,13 @@ func (e *Engine) refreshOwn() { e.advanceStable(e.own, e.minReport(e.own, true))
 
 func (e *Engine) minReport(st *stream, strict bool) uint64 {
 	m := st.received()
+	for _, p := range e.absent {
+		if r, ok := p.reports[st.src]; ok && r.inc == st.inc && p.id != st.src {
+			m = min(m, r.seq)
+		} else if strict && p.id != st.src {
+			return st.stable
+		}
+	}
 	for _, p := range e.peers {
 		if p.id == st.src || !e.receiver(p.id) {
 			continue
@@ -231,6 +239,12 @@ func (e *Engine) expirePeers(now time.Time) {
 		p := e.peers[id]
 		if silent := now.Sub(p.lastHeard); silent >= e.opt.SuspectTimeout {
 			delete(e.peers, id)
+			if e.members != nil && e.members[id] == p.inc {
+				// Still a member until a view excludes it: what it
+				// reported still holds back stability, or a flush could
+				// find what it lacks dropped everywhere.
+				e.absent[id] = p
+			}
 			lost = true
 			e.events = append(e.events, Event{Kind: PeerLost, Peer: id, Inc: p.inc, Addr: p.addr, Silent: silent})
 			if st := e.streams[id]; st != nil {

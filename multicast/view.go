@@ -31,11 +31,17 @@ func (e *Engine) View() wire.ViewID { return e.view }
 func (e *Engine) SetMembers(members []wire.Member) {
 	if members == nil {
 		e.members = nil
+		clear(e.absent)
 		return
 	}
 	e.members = make(map[uint64]uint64, len(members))
 	for _, x := range members {
 		e.members[x.ID] = x.Inc
+	}
+	for id, p := range e.absent {
+		if e.members[id] != p.inc {
+			delete(e.absent, id) // excluded: it holds nothing back any more
+		}
 	}
 }
 
