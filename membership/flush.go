@@ -139,7 +139,9 @@ func (m *Machine) onFlush(now time.Time, from uint64, fromView wire.ViewID, f *w
 	m.maxEpoch = max(m.maxEpoch, f.Epoch)
 	p := m.part
 	switch {
-	case p != nil && id.less(p.id):
+	case p != nil && id.less(p.id), m.dropped != nil && !m.dropped.less(id):
+		// An older flush, or one this node gave up: it may have sent and
+		// delivered since its report, which that flush still counts on.
 		m.stats.StaleMembership++
 		return
 	case p != nil && id == p.id:
@@ -580,6 +582,7 @@ func (m *Machine) silent() []uint64 {
 func (m *Machine) abandon() {
 	p := m.part
 	m.part = nil
+	m.dropped = &p.id
 	if m.run != nil && m.run.id == p.id {
 		m.run = nil
 	}

@@ -143,8 +143,9 @@ type Machine struct {
 	foreign  map[uint64]time.Time // nodes of other views, since when this coordinator has heard them
 	changeAt time.Time            // when to start the flush for pending changes; zero = none pending
 
-	run  *initiation    // the flush this node initiates, if any
-	part *participation // the flush this node takes part in, if any
+	run     *initiation    // the flush this node initiates, if any
+	part    *participation // the flush this node takes part in, if any
+	dropped *flushID       // the last flush this node gave up: it takes no part in it, or older ones, again
 
 	lastCommit *wire.Envelope // resent to members that missed it
 	commitAt   time.Time      // when lastCommit was sent (a participant's flush_ms)

@@ -188,8 +188,9 @@ func (l *vsLedger) synchrony(lf *life, pv, nv membership.View) error {
 	}
 	if !slices.Equal(got, first) {
 		other := l.transBy[step]
-		return fmt.Errorf("virtual synchrony: nodes %d and %d both went from %v to %v but delivered different messages in %v:\n  %d: %s\n  %d: %s",
-			lf.id, other.id, prev, next, prev, lf.id, keys(got), other.id, keys(first))
+		return fmt.Errorf("virtual synchrony: nodes %d and %d both went from %v to %v but delivered different messages in %v:\n  %d: %s\n  %d: %s\n  only at %d: %s\n  only at %d: %s",
+			lf.id, other.id, prev, next, prev, lf.id, keys(got), other.id, keys(first),
+			lf.id, keys(minus(got, first)), other.id, keys(minus(first, got)))
 	}
 	return nil
 }
@@ -224,4 +225,19 @@ func keys(ks []msgKey) string {
 		b.WriteString(k.String())
 	}
 	return b.String()
+}
+
+// minus returns the keys of a that b lacks.
+func minus(a, b []msgKey) []msgKey {
+	in := map[msgKey]bool{}
+	for _, k := range b {
+		in[k] = true
+	}
+	var out []msgKey
+	for _, k := range a {
+		if !in[k] {
+			out = append(out, k)
+		}
+	}
+	return out
 }
