@@ -98,12 +98,17 @@ func (m *Machine) proposal(now time.Time) (members []wire.Member, left []uint64,
 	}
 	priors := map[wire.ViewID]bool{m.view.ID: true}
 	for _, id := range m.mergeable(now) {
-		x := wire.Member{ID: id, Inc: m.heard[id].inc}
-		if p := m.heard[id].view; !m.fits(append(members, x), len(priors)+b2i(!priors[p])) {
+		h := m.heard[id]
+		x := wire.Member{ID: id, Inc: h.inc}
+		was := priors[h.view]
+		priors[h.view] = true
+		if !m.fits(append(members, x), len(priors)) {
+			if !was {
+				delete(priors, h.view)
+			}
 			break
 		}
 		members = append(members, x)
-		priors[m.heard[id].view] = true
 		changed = true
 	}
 	for _, id := range sortedKeys(m.joiners) {
@@ -120,13 +125,6 @@ func (m *Machine) proposal(now time.Time) (members []wire.Member, left []uint64,
 		changed = true
 	}
 	return members, left, changed
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // mergeable lists the nodes this coordinator should merge into its view:

@@ -119,21 +119,20 @@ type Machine struct {
 	inc  uint64
 	mc   *multicast.Engine
 
-	st          state
-	view        View
-	starts      map[uint64]uint64 // where each member's stream begins in the view
-	viewAt      time.Time         // when the view was installed
-	broken      map[uint64]bool   // members whose stream lost messages in this view: nothing more of them is delivered in it
-	startedAt   time.Time         // of this node: the join timeout runs from here
-	joinAt      time.Time         // next join request
-	maxEpoch    uint64            // highest epoch heard of anywhere
-	heard       map[uint64]heard
-	suspects    map[uint64]uint64 // members of the view suspected: id → the incarnation suspected
-	reportAt    time.Time         // next time suspicions are reported to the coordinator
-	leaveAt     time.Time         // leaving: when to resend the request
-	leaveBy     time.Time         // leaving: when to give up waiting
-	settings    uint32            // hash of opt.Settings
-	blockedMsgs uint64
+	st        state
+	view      View
+	starts    map[uint64]uint64 // where each member's stream begins in the view
+	viewAt    time.Time         // when the view was installed
+	broken    map[uint64]bool   // members whose stream lost messages in this view: nothing more of them is delivered in it
+	startedAt time.Time         // of this node: the join timeout runs from here
+	joinAt    time.Time         // next join request
+	maxEpoch  uint64            // highest epoch heard of anywhere
+	heard     map[uint64]heard
+	suspects  map[uint64]uint64 // members of the view suspected: id → the incarnation suspected
+	reportAt  time.Time         // next time suspicions are reported to the coordinator
+	leaveAt   time.Time         // leaving: when to resend the request
+	leaveBy   time.Time         // leaving: when to give up waiting
+	settings  uint32            // hash of opt.Settings
 
 	// Coordinator's pending changes.
 	joiners  map[uint64]uint64 // id → incarnation asking to join
@@ -234,7 +233,6 @@ func (m *Machine) Multicast(service, payload []byte, order wire.Order, dest uint
 	case m.st == joining:
 		return 0, ErrNotInView
 	case m.part != nil:
-		m.blockedMsgs++
 		return 0, ErrBlocked
 	}
 	seq, err := m.mc.Multicast(service, payload, order, dest)
