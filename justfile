@@ -28,7 +28,7 @@ soak:
 fuzz time="2m":
     go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime {{time}} ./internal/wire
     go test -run '^$' -fuzz '^FuzzEngine$' -fuzztime {{time}} ./multicast
-    go test -run '^$' -fuzz '^FuzzMachine$' -fuzztime {{time}} ./membership
+    go test -run '^$' -fuzz '^FuzzMachine$' -fuzztime {{time}} ./membership/vsync
 
 # wire codec benchmarks
 bench:

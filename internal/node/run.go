@@ -13,7 +13,7 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/wire"
-	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle/membership/vsync"
 	"github.com/huddle-lan/huddle/multicast"
 )
 
@@ -154,7 +154,7 @@ var errDuration = errors.New("duration elapsed")
 
 // ErrRefused is returned by Run when the group refused this node: another
 // live node has its ID, or its protocol settings differ from the group's.
-var ErrRefused = membership.ErrRefused
+var ErrRefused = vsync.ErrRefused
 
 // leave runs the loop through a graceful leave: the node asks to be
 // excluded and waits, at most a suspect timeout and a little, until a view
@@ -324,7 +324,7 @@ func (r *Node) pump(now time.Time) {
 		p := r.work.payload()
 		view := r.core.View().ID
 		seq, err := r.core.Multicast(nil, p, wire.FIFO, 0)
-		if errors.Is(err, membership.ErrBlocked) || errors.Is(err, membership.ErrNotInView) {
+		if errors.Is(err, vsync.ErrBlocked) || errors.Is(err, vsync.ErrNotInView) {
 			r.blocked = true // the next view wakes it
 			return
 		}
@@ -428,7 +428,7 @@ func (r *Node) report() {
 	}
 }
 
-func (r *Node) logDelivery(d *membership.Delivery) {
+func (r *Node) logDelivery(d *vsync.Delivery) {
 	if r.o.Config.TraceDeliveries {
 		r.log.Info().Str("event", "deliver").Str("view", d.View.String()).Uint64("from", d.Source).
 			Uint64("inc", d.Inc).Uint64("seq", d.Seq).
@@ -436,37 +436,37 @@ func (r *Node) logDelivery(d *membership.Delivery) {
 	}
 }
 
-func (r *Node) logEvent(ev membership.Event) {
+func (r *Node) logEvent(ev vsync.Event) {
 	switch ev.Kind {
-	case membership.Engine:
+	case vsync.Engine:
 		r.logEngineEvent(ev.Multicast)
-	case membership.ViewInstalled:
+	case vsync.ViewInstalled:
 		r.log.Info().Str("event", "view.installed").Str("view", ev.View.ID.String()).
 			Uint64("coordinator_inc", ev.View.Members[0].Inc).
 			Uints64("members", ev.View.IDs()).Uints64("joined", orEmpty(ev.Joined)).
 			Uints64("left", orEmpty(ev.Left)).Uints64("crashed", orEmpty(ev.Crashed)).
 			Int64("flush_ms", ev.Flush.Milliseconds()).Str("prior", ev.Prior.String()).
 			Msgf("view %s installed", ev.View)
-	case membership.FlushStarted:
+	case vsync.FlushStarted:
 		r.log.Info().Str("event", "view.flush.started").Str("view", ev.View.ID.String()).
 			Uint64("epoch", ev.Epoch).Uint64("attempt", ev.Attempt).Uints64("proposed", ev.Proposed).
 			Msg("view change started")
-	case membership.Suspected:
+	case vsync.Suspected:
 		r.log.Info().Str("event", "member.suspected").Str("view", ev.View.ID.String()).Uint64("member", ev.Member).
 			Int64("silent_ms", ev.Silent.Milliseconds()).Msg("member suspected")
-	case membership.Excluded:
+	case vsync.Excluded:
 		r.log.Warn().Str("event", "member.excluded").Str("view", ev.View.ID.String()).Uint64("by", ev.Member).
 			Msg("the group installed a view without this node; it will be merged back in")
-	case membership.LeaveDone:
+	case vsync.LeaveDone:
 		r.log.Info().Str("event", "member.left").Str("view", ev.View.ID.String()).Msg("left the group")
-	case membership.Refused:
+	case vsync.Refused:
 		r.logRefused(ev)
 	}
 }
 
 // logRefused logs a refusal: of this node (it stops), or of a joiner by
 // this node as coordinator.
-func (r *Node) logRefused(ev membership.Event) {
+func (r *Node) logRefused(ev vsync.Event) {
 	e := r.log.Error().Str("event", "member.refused").Uint64("member", ev.Member).Str("setting", ev.Setting).
 		Str("ours", ev.Ours).Str("theirs", ev.Theirs)
 	switch {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/wire"
-	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle/membership/vsync"
 )
 
 // msgKey names one message: its sender's life and first sequence number.
@@ -19,7 +19,7 @@ func (k msgKey) String() string { return fmt.Sprintf("%d.%d/%d", k.from, k.inc, 
 // life is what one incarnation of a node installed and delivered.
 type life struct {
 	id, inc   uint64
-	views     []membership.View
+	views     []vsync.View
 	delivered map[wire.ViewID][]msgKey // in delivery order
 	seen      map[msgKey]bool
 	lastSeq   map[[2]uint64]uint64 // (sender, inc) → last seq delivered
@@ -40,7 +40,7 @@ type vsLedger struct {
 	members map[viewKey][]wire.Member
 	trans   map[[2]viewKey][]msgKey // (V, V') → what the first life to make that step delivered in V
 	transBy map[[2]viewKey]*life
-	onEvent func(id uint64, ev membership.Event) // sees every event the check drains
+	onEvent func(id uint64, ev vsync.Event) // sees every event the check drains
 }
 
 // viewKey identifies a view: its ID and its coordinator's incarnation. A
@@ -52,7 +52,7 @@ type viewKey struct {
 	inc uint64
 }
 
-func keyOf(v membership.View) viewKey { return viewKey{v.ID, v.Members[0].Inc} }
+func keyOf(v vsync.View) viewKey { return viewKey{v.ID, v.Members[0].Inc} }
 
 type sentMsg struct {
 	crc  uint32
@@ -107,7 +107,7 @@ func (l *vsLedger) check(w *sim.World) error {
 			if l.onEvent != nil {
 				l.onEvent(id, ev)
 			}
-			if ev.Kind == membership.ViewInstalled {
+			if ev.Kind == vsync.ViewInstalled {
 				if err := l.install(lf, ev.View); err != nil {
 					return err
 				}
@@ -117,7 +117,7 @@ func (l *vsLedger) check(w *sim.World) error {
 	return nil
 }
 
-func (l *vsLedger) deliver(lf *life, d membership.Delivery) error {
+func (l *vsLedger) deliver(lf *life, d vsync.Delivery) error {
 	k := msgKey{d.Source, d.Inc, d.Seq}
 	s, ok := l.sent[k]
 	switch {
@@ -153,7 +153,7 @@ func (l *vsLedger) nextSent(src [2]uint64, seq uint64) uint64 {
 	return o[i+1]
 }
 
-func (l *vsLedger) install(lf *life, v membership.View) error {
+func (l *vsLedger) install(lf *life, v vsync.View) error {
 	if !v.HasInc(lf.id, lf.inc) {
 		return fmt.Errorf("node %d installed %v without itself", lf.id, v)
 	}
@@ -176,7 +176,7 @@ func (l *vsLedger) install(lf *life, v membership.View) error {
 
 // synchrony compares what lf delivered in prev with what the first life
 // that also went from prev to next delivered there.
-func (l *vsLedger) synchrony(lf *life, pv, nv membership.View) error {
+func (l *vsLedger) synchrony(lf *life, pv, nv vsync.View) error {
 	prev, next := pv.ID, nv.ID
 	step := [2]viewKey{keyOf(pv), keyOf(nv)}
 	got := slices.Clone(lf.delivered[prev])

@@ -1,13 +1,14 @@
-// Package membership is huddle's view-synchronous group membership: join,
-// graceful leave, failure detection, flush, coordinator take-over, merge
-// of partitions, restarts and refusals (DESIGN.md, section "membership").
-// Total and safe delivery and the Group API (named services, contexts,
-// an events channel) come next.
+// Package vsync is the state machine under huddle's group membership:
+// views, join, graceful leave, failure detection, flush, coordinator
+// take-over, merge of partitions, restarts and refusals, and FIFO, total
+// and safe delivery (DESIGN.md, section "membership"). Applications use
+// it through the Group API of package membership, which runs it in a
+// node's loop.
 //
 // A Machine is a deterministic state machine that owns the reliable
 // multicast engine beneath it. The node loop (or the simulator) drives it:
 //
-//	m := membership.New(opt, now)
+//	m := vsync.New(opt, now)
 //	for {
 //		// a datagram arrived, decoded into env:
 //		m.Step(now, src, env)
@@ -28,4 +29,4 @@
 // misses up to the cut and confirms; the coordinator commits. Every member
 // delivers exactly the cut in the old view before it installs the new one,
 // which is virtual synchrony.
-package membership
+package vsync
