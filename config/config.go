@@ -120,6 +120,12 @@ type Config struct {
 	// (no limit).
 	SendCount int `toml:"send_count"`
 
+	// SendOrder is the delivery order of those messages: "fifo" (each
+	// sender's order), "total" (one order for every member, through the
+	// view's coordinator as sequencer) or "safe" (total, and delivered only
+	// once every member holds the message). Default "fifo".
+	SendOrder string `toml:"send_order"`
+
 	// Duration stops the node (as SIGTERM would) after this long. Default
 	// 0 (run until stopped).
 	Duration Duration `toml:"duration"`
@@ -129,6 +135,13 @@ type Config struct {
 	// that a run can be checked from its logs alone. Default false: at
 	// high rates it dominates the log.
 	TraceDeliveries bool `toml:"trace_deliveries"`
+
+	// ControlSocket is the path of the node's control socket, a Unix
+	// socket through which `huddle status` and `huddle send` talk to the
+	// running node. Default empty: $XDG_RUNTIME_DIR/huddle/<group>-<id>.sock,
+	// or /tmp/huddle-<uid>/<group>-<id>.sock without XDG_RUNTIME_DIR. "off"
+	// disables it. The socket is created with permission 0600.
+	ControlSocket string `toml:"control_socket"`
 
 	// SRM holds the request and repair timer constants (Floyd et al. 1997).
 	SRM SRM `toml:"srm"`
@@ -265,6 +278,7 @@ func LAN() Config {
 		SendWindow:     4096,
 		MaxMessageSize: 1 << 20,
 		SendSize:       1000,
+		SendOrder:      "fifo",
 		SRM:            SRM{C1: 1, C2: 3, D1: 1, D2: 1, MinDelay: Duration(500 * time.Microsecond)},
 		Log:            Log{Level: "info", Format: "json"},
 		Election:       Election{Algorithm: "ring"},

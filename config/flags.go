@@ -53,6 +53,8 @@ var usage = map[string]string{
 	"send_rate":          "experiment workload: multicast this many `messages` per second; 0 is none",
 	"send_size":          "experiment workload: payload `bytes` of each message, 8 to max_message_size",
 	"send_count":         "experiment workload: stop sending after this many `messages`; 0 is no limit",
+	"send_order":         "experiment workload: delivery `order` of each message: fifo, total or safe",
+	"control_socket":     "`path` of the control socket for huddle status/send; empty picks one per group and ID, off disables it",
 	"duration":           "stop the node after this `time`, as SIGTERM would; 0 runs until stopped",
 	"trace_deliveries":   "log every delivered message as an info event \"deliver\" with from, seq, len, crc",
 	"srm.min_delay":      "SRM floor on the one-way `delay` the timers scale with, 0 to 100ms",

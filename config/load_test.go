@@ -268,6 +268,8 @@ func everything() Config {
 		SendRate:        2000,
 		SendSize:        100,
 		SendCount:       5000,
+		SendOrder:       "safe",
+		ControlSocket:   "/run/huddle/team.sock",
 		Duration:        ms(60000),
 		TraceDeliveries: true,
 		SRM:             SRM{C1: 1.5, C2: 2.5, D1: 0.5, D2: 2.25, MinDelay: ms(2)},

@@ -57,6 +57,7 @@ func TestValidate(t *testing.T) {
 		{"srm.c2", func(c *Config) { c.SRM.C2 = 0 }, `config: srm.c2: 0 is out of range (above 0, up to 100)`},
 		{"srm.d1", func(c *Config) { c.SRM.D1 = math.NaN() }, `config: srm.d1: NaN is out of range (0 to 100)`},
 		{"srm.d2", func(c *Config) { c.SRM.D2 = 100.5 }, `config: srm.d2: 100.5 is out of range (above 0, up to 100)`},
+		{"send_order", func(c *Config) { c.SendOrder = "agreed" }, `config: send_order: "agreed" is not a delivery order (fifo, total, safe)`},
 		{"log.level", func(c *Config) { c.Log.Level = "trace" }, `config: log.level: "trace" is not a log level (debug, info, warn, error)`},
 		{"log.format", func(c *Config) { c.Log.Format = "text" }, `config: log.format: "text" is not a log format (json, console)`},
 		{"election.algorithm", func(c *Config) { c.Election.Algorithm = "raft" }, `config: election.algorithm: "raft" is not an election algorithm (ring, bully)`},

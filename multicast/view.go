@@ -112,3 +112,34 @@ func (e *Engine) pinned(id, inc uint64) bool {
 	old, ok := e.members[id]
 	return ok && old < inc
 }
+
+// Holds returns how far member id last reported holding source src's
+// incarnation inc in order (its session messages say): what safe delivery
+// waits for. A source holds its own stream; a member never heard, lost, or
+// reporting another incarnation of src holds nothing.
+func (e *Engine) Holds(id, src, inc uint64) uint64 {
+	if id == e.opt.Self {
+		return e.Received(src, inc)
+	}
+	p := e.peers[id]
+	if p == nil {
+		return 0
+	}
+	if id == src {
+		if p.inc != inc {
+			return 0
+		}
+		return MaxHeld
+	}
+	if r, ok := p.reports[src]; ok && r.inc == inc {
+		return r.seq
+	}
+	return 0
+}
+
+// MaxHeld is what Holds reports for a source's own stream.
+const MaxHeld = ^uint64(0)
+
+// Report sends a session message now, besides the periodic ones: members
+// waiting to deliver a safe message learn at once that this node holds it.
+func (e *Engine) Report(now time.Time) { e.sendSession(now) }

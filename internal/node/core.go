@@ -29,7 +29,7 @@ type CoreOptions struct {
 	MinDelay       time.Duration
 	JoinTimeout    time.Duration
 	Settings       []vsync.Setting // protocol settings every member must share
-	Seed           uint64               // seeds the protocol's randomness (timer jitter)
+	Seed           uint64          // seeds the protocol's randomness (timer jitter)
 }
 
 // CoreOptionsFrom takes a Core's options from a node's configuration.

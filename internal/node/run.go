@@ -34,6 +34,13 @@ type Options struct {
 	Log          zerolog.Logger // already carries the node field
 	Inc          uint64         // this start's incarnation (NewIncarnation)
 	Seed         uint64         // protocol randomness; 0 = derived from Inc
+	// Handle, when set, is called in the loop with every delivery and
+	// every event, in the order they happened (an event's Delivered
+	// field is 0 here). Deliveries' bytes are valid only during the call.
+	// It may block, which stops the node: the Group API blocks while an
+	// application does not read its events, and a node stopped for a
+	// suspect timeout is excluded.
+	Handle func(d *vsync.Delivery, ev *vsync.Event)
 }
 
 // NewIncarnation returns a fresh incarnation number: the start time in
@@ -60,10 +67,12 @@ type rxBatch struct {
 type Node struct {
 	o       Options
 	sendc   chan *sendReq
-	stopped chan struct{} // closed when Run returns
+	calls   chan func(*Core) // Do
+	stopped chan struct{}    // closed when Run returns
 
 	// Owned by the loop.
 	core        *Core
+	order       wire.Order // the workload's
 	log         zerolog.Logger
 	work        *workload
 	pending     []*sendReq // Multicast calls waiting for the send window
@@ -95,8 +104,8 @@ func New(o Options) *Node {
 	}
 	cfg, now := o.Config, time.Now()
 	return &Node{
-		o: o, log: o.Log, warned: map[string]bool{},
-		sendc: make(chan *sendReq), stopped: make(chan struct{}),
+		o: o, log: o.Log, warned: map[string]bool{}, order: ParseOrder(cfg.SendOrder),
+		sendc: make(chan *sendReq), calls: make(chan func(*Core)), stopped: make(chan struct{}),
 		core: NewCore(CoreOptionsFrom(cfg, o.Inc, seed), now),
 		work: newWorkload(cfg.SendRate, cfg.SendSize, cfg.SendCount, now.Add(cfg.JoinTimeout.D())),
 	}
@@ -151,6 +160,18 @@ func (r *Node) Run(ctx context.Context) error {
 }
 
 var errDuration = errors.New("duration elapsed")
+
+// ParseOrder returns the order a configuration names (fifo, total, safe);
+// FIFO for anything else.
+func ParseOrder(s string) wire.Order {
+	switch s {
+	case "total":
+		return wire.Total
+	case "safe":
+		return wire.Safe
+	}
+	return wire.FIFO
+}
 
 // ErrRefused is returned by Run when the group refused this node: another
 // live node has its ID, or its protocol settings differ from the group's.
@@ -249,6 +270,8 @@ func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 		case req := <-r.sendc:
 			r.pending = append(r.pending, req)
 			r.takeSends() // callers of this turn share its datagrams
+		case f := <-r.calls:
+			f(r.core)
 		case <-timer.C():
 			pending = false
 			r.checkPause(&due)
@@ -323,7 +346,7 @@ func (r *Node) pump(now time.Time) {
 	for n := min(r.work.due(now), limit); n > 0; n-- {
 		p := r.work.payload()
 		view := r.core.View().ID
-		seq, err := r.core.Multicast(nil, p, wire.FIFO, 0)
+		seq, err := r.core.Multicast(nil, p, r.order, 0)
 		if errors.Is(err, vsync.ErrBlocked) || errors.Is(err, vsync.ErrNotInView) {
 			r.blocked = true // the next view wakes it
 			return
@@ -342,7 +365,7 @@ func (r *Node) pump(now time.Time) {
 		}
 		r.work.sent++
 		if r.o.Config.TraceDeliveries {
-			r.log.Info().Str("event", "send").Str("view", view.String()).Uint64("seq", seq).Int("len", len(p)).
+			r.log.Info().Str("event", "send").Str("view", view.String()).Uint64("seq", seq).Str("order", r.order.String()).Int("len", len(p)).
 				Uint32("crc", crc32.ChecksumIEEE(p)).Msg("sent")
 		}
 	}
@@ -417,22 +440,52 @@ func (r *Node) afterStep() {
 func (r *Node) report() {
 	ds, evs := r.core.TakeDeliveries(), r.core.TakeEvents()
 	next := 0
-	for _, ev := range evs {
-		for ; next < ev.Delivered && next < len(ds); next++ {
-			r.logDelivery(&ds[next])
+	for i := range evs {
+		for ; next < evs[i].Delivered && next < len(ds); next++ {
+			r.delivered(&ds[next])
 		}
-		r.logEvent(ev)
+		r.logEvent(evs[i])
+		if r.o.Handle != nil {
+			evs[i].Delivered = 0
+			r.o.Handle(nil, &evs[i])
+		}
 	}
 	for ; next < len(ds); next++ {
-		r.logDelivery(&ds[next])
+		r.delivered(&ds[next])
 	}
+}
+
+func (r *Node) delivered(d *vsync.Delivery) {
+	r.logDelivery(d)
+	if r.o.Handle != nil {
+		r.o.Handle(d, nil)
+	}
+}
+
+// Do runs f in the node's loop, with its Core, and returns once f has
+// run; or ctx's error, or ErrStopped, if it could not run. f must not
+// block.
+func (r *Node) Do(ctx context.Context, f func(*Core)) error {
+	done := make(chan struct{})
+	select {
+	case r.calls <- func(c *Core) { f(c); close(done) }:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.stopped:
+		return ErrStopped
+	}
+	<-done
+	return nil
 }
 
 func (r *Node) logDelivery(d *vsync.Delivery) {
 	if r.o.Config.TraceDeliveries {
-		r.log.Info().Str("event", "deliver").Str("view", d.View.String()).Uint64("from", d.Source).
-			Uint64("inc", d.Inc).Uint64("seq", d.Seq).
-			Int("len", len(d.Payload)).Uint32("crc", crc32.ChecksumIEEE(d.Payload)).Msg("delivered")
+		e := r.log.Info().Str("event", "deliver").Str("view", d.View.String()).Uint64("from", d.Source).
+			Uint64("inc", d.Inc).Uint64("seq", d.Seq).Str("order", d.Order.String())
+		if d.GSeq != 0 {
+			e = e.Uint64("gseq", d.GSeq)
+		}
+		e.Int("len", len(d.Payload)).Uint32("crc", crc32.ChecksumIEEE(d.Payload)).Msg("delivered")
 	}
 }
 

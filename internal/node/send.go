@@ -18,6 +18,7 @@ type sendReq struct {
 	service []byte
 	payload []byte
 	order   wire.Order
+	dest    uint64
 	state   atomic.Int32 // reqWaiting, then reqTaken (loop) or reqWithdrawn (caller)
 	done    chan sendResult
 }
@@ -40,7 +41,14 @@ type sendResult struct {
 // sent. Memory does not grow with the backlog: each blocked caller holds
 // only its own message. The payload is copied before Multicast returns.
 func (r *Node) Multicast(ctx context.Context, service, payload []byte, order wire.Order) (uint64, error) {
-	req := &sendReq{service: service, payload: payload, order: order, done: make(chan sendResult, 1)}
+	return r.Send(ctx, service, payload, order, 0)
+}
+
+// Send is Multicast addressed to one member, dest, when dest is not 0:
+// the others' nodes receive it (it is part of the sender's stream) but do
+// not deliver it. Addressed messages are FIFO only (vsync.ErrOrder).
+func (r *Node) Send(ctx context.Context, service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
+	req := &sendReq{service: service, payload: payload, order: order, dest: dest, done: make(chan sendResult, 1)}
 	select {
 	case r.sendc <- req:
 	case <-ctx.Done():
@@ -96,7 +104,7 @@ func (r *Node) sendPending() {
 		if !req.state.CompareAndSwap(reqWaiting, reqTaken) {
 			continue
 		}
-		seq, err := r.core.Multicast(req.service, req.payload, req.order, 0)
+		seq, err := r.core.Multicast(req.service, req.payload, req.order, req.dest)
 		req.done <- sendResult{seq, err}
 	}
 }

@@ -144,7 +144,7 @@ func (d *Decoder) dataFields(m *Data) (err error) {
 	if m.Seq, err = d.seq(); err != nil {
 		return err
 	}
-	o, err := d.uintMax(uint64(Safe))
+	o, err := d.uintMax(uint64(Record))
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ const MagicVersion = 0x48<<8 | Version
 
 // Version is the wire format version. It changes when an existing kind's
 // fields change; new kinds only append to the Kind list.
-const Version = 2
+const Version = 3
 
 // MaxSeq bounds sequence numbers: a datagram carrying one at or above it is
 // malformed. No sender sends 2^62 messages, and the bound leaves room for
@@ -109,7 +109,26 @@ const (
 	FIFO  Order = 0 // per-sender order
 	Total Order = 1 // one order for all members, also FIFO
 	Safe  Order = 2 // total, and only once every member has it
+	// Record marks an order record: the view's sequencer assigning total
+	// order to messages. Its payload is an OrderRecord. Membership sends
+	// and consumes these itself; applications never see one.
+	Record Order = 3
 )
+
+// String names the order as logs and flags spell it.
+func (o Order) String() string {
+	switch o {
+	case FIFO:
+		return "fifo"
+	case Total:
+		return "total"
+	case Safe:
+		return "safe"
+	case Record:
+		return "record"
+	}
+	return "order(" + itoa(uint64(o)) + ")"
+}
 
 // Data is one message in its source's reliable stream:
 // [seq, order, dest, service, frag index, frag count, payload].

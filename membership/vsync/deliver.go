@@ -57,15 +57,6 @@ func (m *Machine) expects(src uint64) bool {
 	return m.view.Has(src) || m.part != nil && containsMember(m.part.members, src)
 }
 
-// hand delivers d to the layer above, if it is addressed to everyone or
-// to this node.
-func (m *Machine) hand(d Delivery) {
-	if d.Dest != 0 && d.Dest != m.self {
-		return
-	}
-	m.deliver = append(m.deliver, d)
-}
-
 // releaseCut delivers the held messages the cut now covers, in the order
 // they arrived (each source's order).
 func (m *Machine) releaseCut() {

@@ -488,6 +488,7 @@ func (m *Machine) install(now time.Time, c *wire.ViewCommit, coord uint64) {
 
 // setView makes v this node's view, here and in the engine.
 func (m *Machine) setView(now time.Time, v View, starts []wire.ViewMember, prior View) {
+	m.endOrder() // the old view ends here
 	m.view, m.viewAt = v, now
 	m.maxEpoch = max(m.maxEpoch, v.ID.Epoch)
 	if m.st == joining {

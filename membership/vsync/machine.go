@@ -32,6 +32,7 @@ var (
 	ErrBlocked   = errors.New("membership: sending is blocked while the view changes")
 	ErrLeft      = errors.New("membership: left the group")
 	ErrRefused   = errors.New("membership: refused by the group")
+	ErrOrder     = errors.New("membership: the order must be FIFO, Total or Safe, and FIFO for an addressed message")
 )
 
 // EventKind says what happened.
@@ -76,6 +77,7 @@ type Event struct {
 // Delivery is a message delivered in a view.
 type Delivery struct {
 	multicast.Delivery
+	GSeq uint64 // total and safe messages: the position in the view's total order, from 1
 }
 
 // state is where this node stands in the group.
@@ -150,6 +152,7 @@ type Machine struct {
 	commitAt   time.Time      // when lastCommit was sent (a participant's flush_ms)
 	changeFrom time.Time      // when the current view change began here
 
+	ord     orderer    // total and safe delivery in the installed view
 	pending []Delivery // deliveries of this view held during a flush: the cut decides
 	future  []Delivery // deliveries of a view not installed yet
 	deliver []Delivery
@@ -161,16 +164,22 @@ type Machine struct {
 
 // Stats counts the membership layer's work.
 type Stats struct {
-	ViewsInstalled  uint64
-	FlushesStarted  uint64 // as initiator, counting restarts
-	FlushRestarts   uint64 // flushes restarted without members that did not answer
-	Suspicions      uint64
-	WrongView       uint64 // messages of another view, not delivered
-	FutureDropped   uint64 // messages of a later view dropped: the buffer was full, or that view never came
-	BeyondCut       uint64 // messages past a flush's cut, never delivered
-	JoinsRefused    uint64
-	MembershipMsgs  uint64 // membership datagrams received
-	StaleMembership uint64 // membership datagrams of old flushes or incarnations
+	ViewsInstalled   uint64
+	FlushesStarted   uint64 // as initiator, counting restarts
+	FlushRestarts    uint64 // flushes restarted without members that did not answer
+	Suspicions       uint64
+	WrongView        uint64 // messages of another view, not delivered
+	FutureDropped    uint64 // messages of a later view dropped: the buffer was full, or that view never came
+	BeyondCut        uint64 // messages past a flush's cut, never delivered
+	JoinsRefused     uint64
+	MembershipMsgs   uint64 // membership datagrams received
+	StaleMembership  uint64 // membership datagrams of old flushes or incarnations
+	RecordsSent      uint64 // order records sent as the sequencer
+	RecordsReceived  uint64 // order records taken (the sequencer's own included)
+	BadRecords       uint64 // order records not from the view's sequencer, out of turn, or malformed
+	OrderedDelivered uint64 // total and safe messages delivered
+	Unrecorded       uint64 // of those, delivered at a view's end without a record, by (source, seq)
+	Unheld           uint64 // recorded messages past a view's cut, which no member delivers
 }
 
 // New returns a joining Machine: it asks to be admitted at once, after it
@@ -186,6 +195,7 @@ func New(opt Options, now time.Time) *Machine {
 		joiners:  map[uint64]uint64{}, leavers: map[uint64]uint64{}, excluded: map[uint64]uint64{},
 		mergeOff: map[uint64]time.Time{}, foreign: map[uint64]time.Time{},
 		settings: hashSettings(opt.Settings),
+		ord:      newOrderer(),
 	}
 	m.mc.SetMembers([]wire.Member{}) // nobody counts for stability before a view
 	return m
@@ -222,11 +232,20 @@ func (m *Machine) Left() bool { return m.st == gone }
 // Stats returns the membership counters.
 func (m *Machine) Stats() Stats { return m.stats }
 
-// Multicast sends a message to the view. It fails with ErrNotInView before
-// the first view, ErrBlocked while a view change is flushing (the caller
-// waits and tries again, as for multicast.ErrWindowFull), and ErrLeft once
-// the node left.
+// Multicast sends a message to the view, in the order asked for; dest,
+// when not 0, addresses it to one member (FIFO only). It fails with
+// ErrNotInView before the first view, ErrBlocked while a view change is
+// flushing (the caller waits and tries again, as for
+// multicast.ErrWindowFull), ErrLeft once the node left, and ErrOrder for
+// an order it cannot send.
 func (m *Machine) Multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
+	if order > wire.Safe || dest != 0 && order != wire.FIFO {
+		return 0, ErrOrder
+	}
+	return m.multicast(service, payload, order, dest)
+}
+
+func (m *Machine) multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
 	switch {
 	case m.st == gone || m.st == leaving:
 		return 0, ErrLeft
@@ -242,7 +261,7 @@ func (m *Machine) Multicast(service, payload []byte, order wire.Order, dest uint
 	// A member delivers its own messages too, in the view it sent them in
 	// and in its own order: within the view's cut (its report covers all
 	// it sent), so virtual synchrony holds for them as for any other.
-	d := Delivery{multicast.Delivery{Source: m.self, Inc: m.inc, Seq: seq, End: m.mc.Received(m.self, m.inc),
+	d := Delivery{Delivery: multicast.Delivery{Source: m.self, Inc: m.inc, Seq: seq, End: m.mc.Received(m.self, m.inc),
 		View: m.view.ID, Order: order, Dest: dest, Service: service, Payload: payload}}
 	if svc, p, ok := m.mc.Own(seq); ok {
 		d.Service, d.Payload = svc, p // the engine's copy: no other
@@ -342,7 +361,7 @@ func (m *Machine) NextDeadline() time.Time {
 		return time.Time{} // silent for good: no deadline
 	}
 	d := m.mc.NextDeadline()
-	for _, t := range []time.Time{m.joinAt, m.leaveAt, m.reportAt, m.changeAt, m.flushDeadline()} {
+	for _, t := range []time.Time{m.joinAt, m.leaveAt, m.reportAt, m.changeAt, m.flushDeadline(), m.safeDeadline()} {
 		if !t.IsZero() && t.Before(d) {
 			d = t
 		}
@@ -357,6 +376,7 @@ func (m *Machine) Paused(now time.Time, d time.Duration) { m.mc.Paused(now, d) }
 // TakeOutput returns the envelopes to multicast: the membership layer's,
 // then the engine's.
 func (m *Machine) TakeOutput() []wire.Envelope {
+	m.sendRecords() // one record for what this turn brought the sequencer
 	out := append(m.out, m.mc.TakeOutput()...)
 	m.out = m.out[:0]
 	return out
@@ -398,6 +418,8 @@ func (m *Machine) afterStep(now time.Time) {
 			m.progress(now)
 		}
 		if len(m.selfq) == 0 {
+			m.advance(false) // reports may have made a safe message deliverable
+			m.reportSafe(now)
 			return
 		}
 		q := m.selfq
@@ -416,7 +438,7 @@ func (m *Machine) takeEngine(now time.Time) {
 		m.onEngineEvent(now, ev)
 	}
 	for _, d := range m.mc.TakeDeliveries() {
-		m.fromEngine(Delivery{d})
+		m.fromEngine(Delivery{Delivery: d})
 	}
 }
 
