@@ -7,19 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"syscall"
 
-	"github.com/rs/zerolog"
-
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/logx"
 	"github.com/huddle-lan/huddle/internal/node"
-	"github.com/huddle-lan/huddle/multicast"
 )
 
 // Exit codes.
@@ -33,7 +29,10 @@ const (
 const usage = `huddle: a group-communication node for LANs (reliable, view-synchronous IP multicast)
 
 Usage:
+  huddle demo [flags]    watch a small group on a private virtual LAN: loss, a crash, ordered delivery
   huddle run [flags]     run a node on this machine (huddle run --help lists the flags)
+  huddle status          print a running node's view, members and counters (--json)
+  huddle send TEXT       multicast TEXT through the running node (--order fifo|total|safe)
   huddle version         print the version
   huddle help            print this help
 
@@ -59,6 +58,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return cmdRun(args[1:], stdout, stderr)
+	case "status":
+		return cmdStatus(args[1:], stdout, stderr)
+	case "send":
+		return cmdSend(args[1:], stdout, stderr)
+	case "demo":
+		return cmdDemo(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "huddle", version)
 		return exitOK
@@ -157,7 +162,7 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 
-	conn, ctl, err := openSockets(cfg, log)
+	conn, ctl, err := node.OpenSockets(cfg, log)
 	if err != nil {
 		log.Error().Str("event", "node.failed").Err(err).Msg("cannot open the group socket")
 		fmt.Fprintln(stderr, "huddle:", err)
@@ -171,24 +176,6 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 		return exitFailure
 	}
 	return exitOK
-}
-
-// openSockets opens the group's data socket on its port and the repair
-// socket on the next port (see node.Options.Control).
-func openSockets(cfg config.Config, log zerolog.Logger) (data, ctl *multicast.Conn, err error) {
-	o := multicast.SocketOptions{Group: cfg.GroupAddr(), Iface: cfg.Iface, TTL: cfg.TTL,
-		Loopback: cfg.Loopback, RecvBuffer: cfg.RecvBuffer, SendBuffer: 4 << 20}
-	if data, err = multicast.Open(o, log); err != nil {
-		return nil, nil, err
-	}
-	// Repair traffic is small and rare: a modest buffer will do.
-	o.Group = netip.AddrPortFrom(o.Group.Addr(), o.Group.Port()+1)
-	o.RecvBuffer = min(o.RecvBuffer, 1<<20)
-	if ctl, err = multicast.Open(o, log); err != nil {
-		data.Close()
-		return nil, nil, err
-	}
-	return data, ctl, nil
 }
 
 // signalContext is cancelled by the first SIGINT or SIGTERM, with the signal
