@@ -290,7 +290,7 @@ func TestFrozenMemberIsExcludedAndMergedBack(t *testing.T) {
 			w.Do(1, func(m sim.Machine) {
 				for n := 0; n < 64; n++ {
 					binary.BigEndian.PutUint64(payload, uint64(sent))
-					if l.multicast(m.(*Core), 1, 1, payload) != nil {
+					if _, err := l.multicast(m.(*Core), 1, 1, payload, wire.FIFO); err != nil {
 						return
 					}
 					sent++

@@ -3,7 +3,6 @@ package node
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
-	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership/vsync"
 	"github.com/huddle-lan/huddle/multicast"
 )
@@ -97,7 +95,7 @@ func (s *schedule) traffic() {
 			for n := 1 + s.r.IntN(3); n > 0; n-- {
 				p := make([]byte, 8+s.r.IntN(100))
 				binary.BigEndian.PutUint64(p, s.r.Uint64())
-				if s.l.multicast(c, id, c.opt.Inc, p) != nil {
+				if _, err := s.l.multicast(c, id, c.opt.Inc, p, orders[s.r.IntN(len(orders))]); err != nil {
 					return
 				}
 			}
@@ -253,17 +251,14 @@ func (s *schedule) liveness(live []uint64) {
 			w.Do(id, func(m sim.Machine) {
 				c := m.(*Core)
 				for left[id] > 0 {
-					view, p := c.View().ID, []byte(fmt.Sprintf("final %d from %d", left[id], id))
-					seq, err := c.Multicast(nil, p, wire.FIFO, 0)
+					p := []byte(fmt.Sprintf("final %d from %d", left[id], id))
+					k, err := s.l.multicast(c, id, c.opt.Inc, p, orders[left[id]%len(orders)])
 					if err == multicast.ErrWindowFull {
 						return
 					}
 					if err != nil {
 						s.fail(fmt.Errorf("node %d cannot send in the final view %v: %v", id, c.View(), err))
 					}
-					k := msgKey{id, c.opt.Inc, seq}
-					s.l.sent[k] = sentMsg{crc32.ChecksumIEEE(p), view}
-					s.l.order[[2]uint64{id, c.opt.Inc}] = append(s.l.order[[2]uint64{id, c.opt.Inc}], seq)
 					sent = append(sent, k)
 					left[id]--
 				}

@@ -23,6 +23,14 @@ type life struct {
 	delivered map[wire.ViewID][]msgKey // in delivery order
 	seen      map[msgKey]bool
 	lastSeq   map[[2]uint64]uint64 // (sender, inc) → last seq delivered
+	ordered   map[viewKey][]ordDel // total and safe deliveries per view, in delivery order
+}
+
+// ordDel is one total or safe delivery: its place in the view's order.
+type ordDel struct {
+	gseq  uint64
+	k     msgKey
+	final bool
 }
 
 // vsLedger checks DESIGN.md's membership guarantees 1–4 after every
@@ -32,13 +40,23 @@ type life struct {
 //  2. every view a node installs contains it; one view ID, one member list;
 //  3. integrity: a message is delivered at most once, only if it was sent,
 //     with its bytes, and in the view it was sent in;
-//  4. FIFO per sender.
+//  4. FIFO per sender;
+//  5. total order: a view's total and safe messages delivered by their
+//     order record have one number (gseq) everywhere, each member delivers
+//     them in increasing gseq, and members that go from V to the same V'
+//     deliver V's ordered messages in one sequence (those the flush
+//     delivers at V's end included);
+//  6. safe delivery: when a member delivers a safe message by its record,
+//     every member still in the view holds it.
 type vsLedger struct {
 	sent    map[msgKey]sentMsg
+	gseqs   map[viewKey]map[uint64]msgKey // ordered deliveries by record: gseq → message
+	w       *sim.World
 	order   map[[2]uint64][]uint64 // (sender, inc) → seqs in send order
 	lives   map[[2]uint64]*life
 	members map[viewKey][]wire.Member
 	trans   map[[2]viewKey][]msgKey // (V, V') → what the first life to make that step delivered in V
+	transO  map[[2]viewKey][]ordDel // (V, V') → its ordered deliveries in V
 	transBy map[[2]viewKey]*life
 	onEvent func(id uint64, ev vsync.Event) // sees every event the check drains
 }
@@ -55,27 +73,32 @@ type viewKey struct {
 func keyOf(v vsync.View) viewKey { return viewKey{v.ID, v.Members[0].Inc} }
 
 type sentMsg struct {
-	crc  uint32
-	view wire.ViewID
+	crc   uint32
+	view  wire.ViewID
+	order wire.Order
 }
 
 func newVSLedger() *vsLedger {
 	return &vsLedger{sent: map[msgKey]sentMsg{}, order: map[[2]uint64][]uint64{}, lives: map[[2]uint64]*life{},
-		members: map[viewKey][]wire.Member{}, trans: map[[2]viewKey][]msgKey{}, transBy: map[[2]viewKey]*life{}}
+		members: map[viewKey][]wire.Member{}, trans: map[[2]viewKey][]msgKey{}, transBy: map[[2]viewKey]*life{},
+		transO: map[[2]viewKey][]ordDel{}, gseqs: map[viewKey]map[uint64]msgKey{}}
 }
+
+// orders is what the schedules send: every order, alike.
+var orders = []wire.Order{wire.FIFO, wire.Total, wire.Safe}
 
 // multicast sends a message from node id's core and records it; it returns
 // the core's error (window full, no view, blocked).
-func (l *vsLedger) multicast(c *Core, id, inc uint64, payload []byte) error {
+func (l *vsLedger) multicast(c *Core, id, inc uint64, payload []byte, order wire.Order) (msgKey, error) {
 	view := c.View().ID
-	seq, err := c.Multicast(nil, payload, wire.FIFO, 0)
+	seq, err := c.Multicast(nil, payload, order, 0)
 	if err != nil {
-		return err
+		return msgKey{}, err
 	}
 	k := msgKey{id, inc, seq}
-	l.sent[k] = sentMsg{crc32.ChecksumIEEE(payload), view}
+	l.sent[k] = sentMsg{crc32.ChecksumIEEE(payload), view, order}
 	l.order[[2]uint64{id, inc}] = append(l.order[[2]uint64{id, inc}], seq)
-	return nil
+	return k, nil
 }
 
 func (l *vsLedger) life(id, inc uint64) *life {
@@ -83,7 +106,8 @@ func (l *vsLedger) life(id, inc uint64) *life {
 	if lf := l.lives[k]; lf != nil {
 		return lf
 	}
-	lf := &life{id: id, inc: inc, delivered: map[wire.ViewID][]msgKey{}, seen: map[msgKey]bool{}, lastSeq: map[[2]uint64]uint64{}}
+	lf := &life{id: id, inc: inc, delivered: map[wire.ViewID][]msgKey{}, seen: map[msgKey]bool{}, lastSeq: map[[2]uint64]uint64{},
+		ordered: map[viewKey][]ordDel{}}
 	l.lives[k] = lf
 	return lf
 }
@@ -96,14 +120,15 @@ func (l *vsLedger) check(w *sim.World) error {
 		}
 		c := core(w, id)
 		lf := l.life(id, c.opt.Inc)
-		// Deliveries first: those of a step belong to views installed in
-		// it or before, and each names its view.
-		for _, d := range c.TakeDeliveries() {
-			if err := l.deliver(lf, d); err != nil {
-				return err
-			}
-		}
+		// In the order they happened: Event.Delivered places each event
+		// among the deliveries.
+		ds, next := c.TakeDeliveries(), 0
 		for _, ev := range c.TakeEvents() {
+			for ; next < ev.Delivered; next++ {
+				if err := l.deliver(w, lf, ds[next]); err != nil {
+					return err
+				}
+			}
 			if l.onEvent != nil {
 				l.onEvent(id, ev)
 			}
@@ -113,11 +138,16 @@ func (l *vsLedger) check(w *sim.World) error {
 				}
 			}
 		}
+		for ; next < len(ds); next++ {
+			if err := l.deliver(w, lf, ds[next]); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
-func (l *vsLedger) deliver(lf *life, d vsync.Delivery) error {
+func (l *vsLedger) deliver(w *sim.World, lf *life, d vsync.Delivery) error {
 	k := msgKey{d.Source, d.Inc, d.Seq}
 	s, ok := l.sent[k]
 	switch {
@@ -127,8 +157,19 @@ func (l *vsLedger) deliver(lf *life, d vsync.Delivery) error {
 		return fmt.Errorf("node %d delivered %v with other bytes than were sent", lf.id, k)
 	case d.View != s.view:
 		return fmt.Errorf("node %d delivered %v in view %v; it was sent in %v", lf.id, k, d.View, s.view)
+	case len(lf.views) == 0 || lf.views[len(lf.views)-1].ID != d.View:
+		return fmt.Errorf("node %d delivered %v of view %v outside that view", lf.id, k, d.View)
 	case lf.seen[k]:
 		return fmt.Errorf("node %d delivered %v twice", lf.id, k)
+	case d.Order != s.order:
+		return fmt.Errorf("node %d delivered %v as %v; it was sent %v", lf.id, k, d.Order, s.order)
+	case (d.GSeq != 0) != (d.Order != wire.FIFO):
+		return fmt.Errorf("node %d delivered %v message %v with gseq %d", lf.id, d.Order, k, d.GSeq)
+	}
+	if d.Order != wire.FIFO {
+		if err := l.ordered(w, lf, d, k); err != nil {
+			return err
+		}
 	}
 	src := [2]uint64{d.Source, d.Inc}
 	if last := lf.lastSeq[src]; d.Seq < last {
@@ -140,6 +181,45 @@ func (l *vsLedger) deliver(lf *life, d vsync.Delivery) error {
 	lf.seen[k] = true
 	lf.lastSeq[src] = d.Seq
 	lf.delivered[d.View] = append(lf.delivered[d.View], k)
+	return nil
+}
+
+// ordered checks a total or safe delivery (guarantees 5 and 6).
+func (l *vsLedger) ordered(w *sim.World, lf *life, d vsync.Delivery, k msgKey) error {
+	v := lf.views[len(lf.views)-1]
+	vk := keyOf(v)
+	od := ordDel{d.GSeq, k, d.Final}
+	if prev := lf.ordered[vk]; len(prev) > 0 && prev[len(prev)-1].gseq >= d.GSeq {
+		return fmt.Errorf("total order: node %d delivered %v as gseq %d of %v after gseq %d", lf.id, k, d.GSeq, v.ID, prev[len(prev)-1].gseq)
+	}
+	lf.ordered[vk] = append(lf.ordered[vk], od)
+	if d.Final {
+		return nil // the same sequence as the others that go to the same next view: install checks
+	}
+	g := l.gseqs[vk]
+	if g == nil {
+		g = map[uint64]msgKey{}
+		l.gseqs[vk] = g
+	}
+	if other, ok := g[d.GSeq]; ok && other != k {
+		return fmt.Errorf("total order: node %d delivered %v as gseq %d of %v; elsewhere gseq %d is %v", lf.id, k, d.GSeq, v.ID, d.GSeq, other)
+	}
+	g[d.GSeq] = k
+	if d.Order != wire.Safe {
+		return nil
+	}
+	for _, x := range v.Members {
+		if x.ID == lf.id || x.ID == d.Source || !w.Alive(x.ID) {
+			continue
+		}
+		c := core(w, x.ID)
+		if c.opt.Inc != x.Inc || c.View().ID != v.ID {
+			continue // gone on, or not there yet: its holdings are another view's
+		}
+		if got := c.mc.Received(d.Source, d.Inc); got < d.End {
+			return fmt.Errorf("safe delivery: node %d delivered %v (up to seq %d) while member %d holds that sender only to %d", lf.id, k, d.End, x.ID, got)
+		}
+	}
 	return nil
 }
 
@@ -183,8 +263,17 @@ func (l *vsLedger) synchrony(lf *life, pv, nv vsync.View) error {
 	slices.SortFunc(got, cmpKey)
 	first, ok := l.trans[step]
 	if !ok {
-		l.trans[step], l.transBy[step] = got, lf
+		l.trans[step], l.transBy[step], l.transO[step] = got, lf, lf.ordered[keyOf(pv)]
 		return nil
+	}
+	same := func(a, b ordDel) bool { return a.gseq == b.gseq && a.k == b.k } // final or not may differ
+	if a, b := lf.ordered[keyOf(pv)], l.transO[step]; slices.Equal(got, first) && !slices.EqualFunc(a, b, same) {
+		i := 0
+		for i < min(len(a), len(b)) && same(a[i], b[i]) {
+			i++
+		}
+		return fmt.Errorf("total order: nodes %d and %d both went from %v to %v but delivered its ordered messages differently, from the %dth on:\n  %d: %v\n  %d: %v",
+			lf.id, l.transBy[step].id, prev, next, i+1, lf.id, a[i:min(len(a), i+5)], l.transBy[step].id, b[i:min(len(b), i+5)])
 	}
 	if !slices.Equal(got, first) {
 		other := l.transBy[step]

@@ -78,6 +78,12 @@ type Event struct {
 type Delivery struct {
 	multicast.Delivery
 	GSeq uint64 // total and safe messages: the position in the view's total order, from 1
+	// Final marks a delivery at the view's end, by the flush, rather than
+	// by its order record (total, safe) or on arrival (FIFO): ordered
+	// messages the sequencer did not record, safe messages not yet known
+	// to be held everywhere, and what waited behind them. Members that
+	// install the same next view deliver them alike.
+	Final bool
 }
 
 // state is where this node stands in the group.

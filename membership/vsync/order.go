@@ -16,16 +16,24 @@ import (
 // every source's messages stay in its order whatever their kind.
 //
 // At the end of the view, what the records order is delivered first, then
-// what they do not order, by (source, seq). Every member that installs the
-// same next view holds the same messages of this view (the flush's cut)
-// and the same records (they are part of the sequencer's stream, inside
-// the cut), so every one of them ends the view in the same order.
+// what they do not order, by (source, seq), numbered on from the last
+// record. Every member that installs the same next view holds the same
+// messages of this view (the flush's cut) and the same records (they are
+// part of the sequencer's stream, inside the cut), so every one of them
+// ends the view in the same order. These deliveries are marked Final.
+//
+// The limit of a sequencer: when a partition splits the view, the side
+// without the sequencer orders what it never saw recorded by (source,
+// seq), and the sequencer's side by its records, so the two sides may
+// order those messages differently, as they may deliver different sets.
+// Everything delivered before the view's end (by record) is in one order
+// everywhere, and so is everything delivered by members that install the
+// same next view, which covers a sequencer crash.
 type orderer struct {
 	held     map[uint64][]Delivery // per source: messages waiting, in stream order; the head is ordered
-	runs     []wire.OrderRun       // recorded, not yet delivered; runs[0] is next
+	runs     []run                 // recorded, not yet delivered; runs[0] is next
 	started  bool                  // runs[0]'s first message was delivered: its Seq is behind us
 	numbered uint64                // messages the records received so far have numbered
-	gseq     uint64                // ordered messages delivered in the view
 
 	// As the sequencer.
 	toOrder  []wire.OrderRun // ordered messages handed to the sequencer, not recorded yet
@@ -38,6 +46,12 @@ type orderer struct {
 	enc *wire.Encoder
 	rec wire.OrderRecord
 	buf []byte
+}
+
+// run is a recorded run with the total-order number of its next message.
+type run struct {
+	wire.OrderRun
+	gseq uint64
 }
 
 // maxRuns bounds the runs this node holds for delivery: far more than the
@@ -120,8 +134,8 @@ func (m *Machine) onRecord(d *Delivery) {
 	}
 	m.stats.RecordsReceived++
 	for _, r := range o.rec.Runs {
+		o.runs = append(o.runs, run{r, o.numbered + 1})
 		o.numbered += r.Count
-		o.runs = append(o.runs, r)
 	}
 	m.advance(false)
 }
@@ -147,26 +161,27 @@ func (m *Machine) advance(final bool) {
 		if q[0].Order == wire.Safe && !final && !m.safe(&q[0]) {
 			return
 		}
-		m.deliverHead(r.Source)
+		m.deliverHead(r.Source, r.gseq, final)
 		o.started = true
+		r.gseq++
 		if r.Count--; r.Count == 0 {
 			o.runs, o.started = o.runs[1:], false
 		}
 	}
 }
 
-// deliverHead delivers src's first waiting message, which is ordered, with
-// the next total-order number, and the FIFO messages behind it.
-func (m *Machine) deliverHead(src uint64) {
+// deliverHead delivers src's first waiting message, which is ordered, as
+// number gseq of the view's total order, and the FIFO messages behind it.
+func (m *Machine) deliverHead(src, gseq uint64, final bool) {
 	o := &m.ord
 	q := o.held[src]
-	o.gseq++
-	q[0].GSeq = o.gseq
+	q[0].GSeq, q[0].Final = gseq, final
 	m.give(q[0])
 	m.stats.OrderedDelivered++
 	q[0] = Delivery{}
 	q = q[1:]
 	for len(q) > 0 && !ordered(q[0].Order) {
+		q[0].Final = final
 		m.give(q[0])
 		q[0] = Delivery{}
 		q = q[1:]
@@ -202,7 +217,8 @@ func (m *Machine) endOrder() {
 	for _, src := range srcs {
 		for len(o.held[src]) > 0 {
 			m.stats.Unrecorded++
-			m.deliverHead(src)
+			o.numbered++
+			m.deliverHead(src, o.numbered, true)
 		}
 	}
 	dec, enc, buf := o.dec, o.enc, o.buf
