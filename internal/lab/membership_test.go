@@ -176,7 +176,7 @@ func (g *cluster) stop(hosts []int) {
 	stopNodes(g.t, g.live(hosts)...)
 }
 
-// check runs CheckMembership (and CheckLiveness when liveness) over every
+// check runs CheckMembership, CheckOrder (and CheckLiveness when liveness) over every
 // node's log, logs each node's views, and fails on any violation.
 func (g *cluster) check(liveness bool) *logcheck.Run {
 	g.t.Helper()
@@ -198,6 +198,9 @@ func (g *cluster) check(liveness bool) *logcheck.Run {
 	g.t.Log(res)
 	if err := res.Err(); err != nil {
 		g.t.Errorf("membership check: %v\n%s", err, g.trail())
+	}
+	if res := r.CheckOrder(o); !res.OK() {
+		g.t.Errorf("order check: %v\n%s", res, g.trail())
 	}
 	if liveness {
 		res := r.CheckLiveness(o)

@@ -56,9 +56,10 @@ type Send struct {
 	Seq  uint64
 	Len  int64
 	CRC  uint32
-	View string // the view it was sent in; "" until sends carry their view
-	Time time.Time
-	Line int
+	View  string // the view it was sent in; "" until sends carry their view
+	Order string // "fifo", "total" or "safe"; "" before sends carried it
+	Time  time.Time
+	Line  int
 }
 
 // Deliver is a "deliver" event: the node delivered message Seq of From.
@@ -72,6 +73,9 @@ type Deliver struct {
 	Len     int64
 	CRC     uint32
 	View    string // "" until deliveries carry their view
+	Order   string // "fifo", "total" or "safe"; "" before deliveries carried it
+	GSeq    uint64 // total and safe: the message's number in the view's total order
+	Final   bool   // delivered at the view's end by the flush, not by its order record
 	Time    time.Time
 	Line    int
 }
@@ -270,6 +274,10 @@ func (fs *fileState) event(l *lifeState, name string, t time.Time, n int) {
 		v, _ := m.uints()
 		return v
 	}
+	boolean := func(key string) bool {
+		m, _ := lookup(ms, key)
+		return string(m.val) == "true"
+	}
 	float := func(key string) float64 {
 		m, _ := lookup(ms, key)
 		v, _ := m.float()
@@ -283,7 +291,7 @@ func (fs *fileState) event(l *lifeState, name string, t time.Time, n int) {
 		l.Stopped, l.StopReason = t, str("reason")
 	case "send":
 		l.Sends = append(l.Sends, Send{Seq: get("seq"), Len: int64(get("len")), CRC: uint32(get("crc")),
-			View: str("view"), Time: t, Line: n})
+			View: str("view"), Order: str("order"), Time: t, Line: n})
 	case "deliver":
 		from := get("from")
 		inc := get("inc")
@@ -291,7 +299,8 @@ func (fs *fileState) event(l *lifeState, name string, t time.Time, n int) {
 			inc = l.peerInc[from]
 		}
 		l.Delivers = append(l.Delivers, Deliver{From: from, FromInc: inc, Seq: get("seq"),
-			Len: int64(get("len")), CRC: uint32(get("crc")), View: str("view"), Time: t, Line: n})
+			Len: int64(get("len")), CRC: uint32(get("crc")), View: str("view"), Order: str("order"), GSeq: get("gseq"),
+			Final: boolean("final"), Time: t, Line: n})
 	case "peer.seen", "peer.lost":
 		p := PeerEvent{Event: name, Peer: get("peer"), Inc: get("incarnation"), Time: t, Line: n}
 		if name == "peer.seen" {

@@ -53,6 +53,19 @@ const (
 	ViewOrder Kind = "view-order"
 )
 
+// Kinds of violation of ordered delivery found by CheckOrder (DESIGN.md,
+// "membership" guarantees 5 and 6).
+const (
+	// TotalOrder: ordered messages of a view delivered in another order
+	// than elsewhere: one gseq for two messages, gseqs not increasing, or
+	// two lives that went from V to the same V' with different ordered
+	// sequences in V; or a message delivered in another order than sent.
+	TotalOrder Kind = "total-order"
+	// SafeDelivery: a safe message delivered by its record in view V that
+	// a life which installed V and then a next view never delivered in V.
+	SafeDelivery Kind = "safe-delivery"
+)
+
 // ErrViolations is wrapped by Result.Err when a check found violations.
 var ErrViolations = errors.New("logcheck: guarantees violated")
 
