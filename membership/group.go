@@ -1,0 +1,394 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+
+	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/membership/vsync"
+	"github.com/huddle-lan/huddle/multicast"
+)
+
+// Order is how a message is delivered.
+type Order = wire.Order
+
+// Delivery orders (DESIGN.md, "membership" guarantees 4 to 6).
+const (
+	// FIFO delivers each sender's messages in the order it sent them.
+	FIFO = wire.FIFO
+	// Total delivers one order to every member of the view, through the
+	// view's coordinator as sequencer; it respects FIFO too.
+	Total = wire.Total
+	// Safe is Total, and delivers a message only once every member of
+	// the view holds it.
+	Safe = wire.Safe
+)
+
+// View is a group view: its ID (epoch, coordinator) and its members,
+// oldest first; the first is the coordinator (and total order's
+// sequencer).
+type View = vsync.View
+
+// ViewID identifies a view.
+type ViewID = wire.ViewID
+
+// Member is a member of a view: a node ID and the incarnation (start) of
+// that node.
+type Member = wire.Member
+
+// Errors of the Group API.
+var (
+	// ErrNotInView: the node has no view (it has not joined yet, or it
+	// left).
+	ErrNotInView = vsync.ErrNotInView
+	// ErrTooLarge: the payload exceeds max_message_size.
+	ErrTooLarge = errors.New("membership: payload too large")
+	// ErrClosed: the group was left, or the node stopped (refused by the
+	// group, or its socket failed: see Group.Err).
+	ErrClosed = errors.New("membership: group closed")
+	// ErrNotMember: Send to a node that is not a member of the view.
+	ErrNotMember = errors.New("membership: not a member of the view")
+	// ErrRefused: the group refused this node (its ID is taken, or its
+	// settings differ from the group's; the log says which).
+	ErrRefused = vsync.ErrRefused
+)
+
+// EventKind says what an Event is.
+type EventKind uint8
+
+// Event kinds.
+const (
+	// ViewChanged: a new view is installed. Every message delivered
+	// before it was sent in the view before; every message after it, up
+	// to the next ViewChanged, in this one.
+	ViewChanged EventKind = iota + 1
+	// Delivered: a message of the service.
+	Delivered
+)
+
+// Event is what a service's Events channel carries: a view change or a
+// message, in the order the node delivered them.
+type Event struct {
+	Kind    EventKind
+	View    View    // ViewChanged: the new view
+	Message Message // Delivered
+}
+
+// Message is a delivered message.
+type Message struct {
+	From    Member // the sender
+	Seq     uint64 // in the sender's stream
+	View    ViewID // the view it was sent and delivered in
+	Order   Order
+	GSeq    uint64 // Total and Safe: its number in the view's total order, from 1
+	To      uint64 // the addressee of Send; 0 for Multicast
+	Payload []byte // the message's own copy
+}
+
+// EventBuffer is how many events a service's channel holds. When an
+// application does not read them, the node waits for it and stops
+// hearing the group; after the suspect timeout the group excludes it,
+// and merges it back once it reads again. Memory stays bounded either
+// way.
+const EventBuffer = 1024
+
+// MaxServiceName is the longest service name, in bytes.
+const MaxServiceName = 64
+
+// Group is this node's membership of a group, with the node that runs
+// it. Make one with Join, or with Network.Join in one process. Its
+// methods are safe for concurrent use.
+type Group struct {
+	n      *node.Node
+	cfg    config.Config
+	self   Member
+	cancel context.CancelCauseFunc
+	stop   chan struct{} // closed when the node is asked to stop: events are dropped from then on
+	once   sync.Once
+	done   chan struct{} // closed when the node stopped
+	err    error         // why, set before done closes
+
+	first     chan struct{} // closed at the first view
+	firstOnce sync.Once
+
+	mu       sync.Mutex
+	view     View
+	services map[string]*Service
+
+	undeliverable atomic.Uint64
+}
+
+// Service is a named channel of a group: its messages go only to the
+// same service on the other members, so that applications, the election
+// and the mutex share one group without seeing each other's messages.
+type Service struct {
+	g      *Group
+	name   string
+	events chan Event
+}
+
+// errLeft is the cause of the node's context when Leave is called.
+var errLeft = errors.New("left the group")
+
+// Join starts a node with cfg (validated and resolved: an ID from the
+// interface's address when cfg.ID is 0) on the group's multicast address
+// and returns once it is in a view. That first view may hold this node
+// alone: members that join together, and groups that find each other,
+// merge into one view a moment later (a ViewChanged event). The node logs
+// to log as `huddle run` does. It stops when ctx ends or on Leave; the
+// workload settings (send_rate...) are ignored.
+func Join(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Resolve(); err != nil {
+		return nil, err
+	}
+	log = log.With().Uint64("node", cfg.ID).Logger()
+	data, ctl, err := node.OpenSockets(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return start(ctx, cfg, log, node.Options{Transport: data, Control: ctl, PreciseTimer: true})
+}
+
+func start(ctx context.Context, cfg config.Config, log zerolog.Logger, o node.Options) (*Group, error) {
+	cfg.SendRate, cfg.SendCount, cfg.Duration = 0, 0, 0
+	inc := node.NewIncarnation()
+	g := &Group{cfg: cfg, self: Member{ID: cfg.ID, Inc: inc}, stop: make(chan struct{}), done: make(chan struct{}), first: make(chan struct{}),
+		services: map[string]*Service{}}
+	o.Config, o.Log, o.Inc, o.Handle = cfg, log, inc, g.handle
+	g.n = node.New(o)
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	g.cancel = func(cause error) {
+		g.once.Do(func() { close(g.stop) })
+		cancel(cause)
+	}
+	stop := context.AfterFunc(ctx, func() { g.cancel(context.Cause(ctx)) })
+	go func() {
+		err := g.n.Run(runCtx)
+		stop()
+		if err == nil {
+			err = ErrClosed
+		}
+		g.err = err
+		close(g.done)
+	}()
+	select {
+	case <-g.first:
+		return g, nil
+	case <-g.done:
+		return nil, g.err
+	case <-ctx.Done():
+		<-g.done
+		return nil, ctx.Err()
+	}
+}
+
+// handle runs in the node's loop with each delivery and event.
+func (g *Group) handle(d *vsync.Delivery, ev *vsync.Event) {
+	if ev != nil {
+		if ev.Kind != vsync.ViewInstalled {
+			return
+		}
+		g.mu.Lock()
+		g.view = ev.View
+		svcs := make([]*Service, 0, len(g.services))
+		for _, s := range g.services {
+			svcs = append(svcs, s)
+		}
+		g.mu.Unlock()
+		g.firstOnce.Do(func() { close(g.first) })
+		for _, s := range svcs {
+			s.put(Event{Kind: ViewChanged, View: ev.View})
+		}
+		return
+	}
+	g.mu.Lock()
+	s := g.services[string(d.Service)]
+	g.mu.Unlock()
+	if s == nil {
+		g.undeliverable.Add(1) // no such service here (yet)
+		return
+	}
+	s.put(Event{Kind: Delivered, Message: Message{From: Member{ID: d.Source, Inc: d.Inc}, Seq: d.Seq, View: d.View,
+		Order: d.Order, GSeq: d.GSeq, To: d.Dest, Payload: append([]byte(nil), d.Payload...)}})
+}
+
+// put hands ev to the application, waiting while its channel is full,
+// unless the node is stopping.
+func (s *Service) put(ev Event) {
+	select {
+	case s.events <- ev:
+	case <-s.g.stop:
+	}
+}
+
+// Service returns the named service of the group (the same one for the
+// same name). Its Events start with the view installed when it was made.
+// Messages for a service that this node has not opened are dropped (and
+// counted as undeliverable): open services before their traffic starts,
+// or expect to miss its beginning. Election and mutex use "election" and
+// "mutex"; "" is the default application service. It panics on a name
+// longer than MaxServiceName bytes.
+func (g *Group) Service(name string) *Service {
+	if len(name) > MaxServiceName {
+		panic(fmt.Sprintf("membership: service name of %d bytes (at most %d)", len(name), MaxServiceName))
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s := g.services[name]; s != nil {
+		return s
+	}
+	s := &Service{g: g, name: name, events: make(chan Event, EventBuffer)}
+	if len(g.view.Members) > 0 {
+		s.events <- Event{Kind: ViewChanged, View: g.view}
+	}
+	g.services[name] = s
+	return s
+}
+
+// Name returns the service's name.
+func (s *Service) Name() string { return s.name }
+
+// Events returns the service's events: views and its messages, in order.
+// The channel is closed when the node stops.
+func (s *Service) Events() <-chan Event { return s.events }
+
+// Multicast sends payload to every member of the view, this node
+// included, delivered in the given order. It returns the message's
+// sequence number once the node has sent it. While the send window is
+// full, or a view change holds sends, it waits, until ctx ends. It fails
+// with ErrTooLarge, ErrNotInView or ErrClosed. The payload is copied.
+func (s *Service) Multicast(ctx context.Context, payload []byte, order Order) (uint64, error) {
+	return s.send(ctx, payload, order, 0)
+}
+
+// Send sends payload to one member of the view, reliably and in FIFO
+// order with this node's other messages (the other members receive it as
+// part of the stream but do not deliver it). It fails like Multicast, and
+// with ErrNotMember when to is not in the view.
+func (s *Service) Send(ctx context.Context, to uint64, payload []byte) (uint64, error) {
+	if !s.g.View().Has(to) {
+		return 0, fmt.Errorf("%w: node %d", ErrNotMember, to)
+	}
+	return s.send(ctx, payload, FIFO, to)
+}
+
+func (s *Service) send(ctx context.Context, payload []byte, order Order, to uint64) (uint64, error) {
+	g := s.g
+	switch {
+	case len(payload) > g.cfg.MaxMessageSize:
+		return 0, fmt.Errorf("%w: %d bytes (max_message_size is %d)", ErrTooLarge, len(payload), g.cfg.MaxMessageSize)
+	case order > Safe:
+		return 0, vsync.ErrOrder
+	}
+	select {
+	case <-g.done:
+		return 0, ErrClosed
+	default:
+	}
+	if len(g.View().Members) == 0 {
+		return 0, ErrNotInView
+	}
+	seq, err := g.n.Send(ctx, []byte(s.name), payload, order, to)
+	switch {
+	case errors.Is(err, node.ErrStopped), errors.Is(err, vsync.ErrLeft):
+		return 0, ErrClosed
+	case errors.Is(err, multicast.ErrTooLarge):
+		return 0, fmt.Errorf("%w: %v", ErrTooLarge, err)
+	}
+	return seq, err
+}
+
+// View returns the installed view.
+func (g *Group) View() View {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return View{ID: g.view.ID, Members: append([]Member(nil), g.view.Members...)}
+}
+
+// Self returns this node: its ID and incarnation.
+func (g *Group) Self() Member { return g.self }
+
+// Undeliverable counts the messages dropped because this node had not
+// opened their service.
+func (g *Group) Undeliverable() uint64 { return g.undeliverable.Load() }
+
+// Leave leaves the group gracefully: the node asks to be excluded and
+// waits (at most about a suspect timeout) for the view without it, then
+// stops. It returns once the node stopped, or with ctx's error. The
+// services' channels are closed then.
+func (g *Group) Leave(ctx context.Context) error {
+	g.cancel(errLeft)
+	select {
+	case <-g.done:
+		g.closeServices()
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Done is closed when the node has stopped: after Leave, when the
+// context given to Join ended, or when it failed (see Err).
+func (g *Group) Done() <-chan struct{} { return g.done }
+
+// Err returns why the node stopped once Done is closed: ErrClosed after a
+// Leave or the end of Join's context, ErrRefused if the group refused
+// it, or its socket's error.
+func (g *Group) Err() error {
+	select {
+	case <-g.done:
+		return g.err
+	default:
+		return nil
+	}
+}
+
+func (g *Group) closeServices() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for name, s := range g.services {
+		close(s.events)
+		delete(g.services, name)
+	}
+}
+
+// Network is an in-process network: groups joined on it exchange their
+// datagrams in memory, with optional loss, and never touch a socket. It
+// is for tests, examples and demos (JGroups calls this SHARED_LOOPBACK).
+type Network struct {
+	data, ctl *sim.Net // the group's port and the repair port
+	hosts     atomic.Uint32
+}
+
+// NewNetwork returns an in-process network that drops each datagram
+// copy with probability loss.
+func NewNetwork(loss float64) *Network {
+	return &Network{data: sim.NewNet(sim.Options{Loss: loss}), ctl: sim.NewNet(sim.Options{Seed: 1, Loss: loss})}
+}
+
+// Join is membership.Join on the in-process network: cfg's address and
+// interface are not used, and cfg.ID must be set.
+func (n *Network) Join(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, error) {
+	if cfg.ID == 0 {
+		return nil, errors.New("membership: an in-process node needs an ID (cfg.ID)")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	h := n.hosts.Add(1) // a host of its own, as another machine would be
+	a := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(h >> 16), byte(h >> 8), byte(h)}), 7468)
+	data, ctl := n.data.Endpoint(a), n.ctl.Endpoint(a)
+	return start(ctx, cfg, log.With().Uint64("node", cfg.ID).Logger(), node.Options{Transport: data, Control: ctl})
+}
