@@ -1,7 +1,356 @@
 package main
 
-import "io"
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
 
-// Placeholder: the control socket's commands (being written).
-func cmdStatus(args []string, stdout, stderr io.Writer) int { return exitUsage }
-func cmdSend(args []string, stdout, stderr io.Writer) int   { return exitUsage }
+	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/internal/control"
+	"github.com/huddle-lan/huddle/internal/node"
+)
+
+// controlFlags are the flags of the commands that talk to a running node:
+// every configuration flag of huddle run (they say where its socket is),
+// and the command's own.
+type controlFlags struct {
+	fs      *flag.FlagSet
+	cfg     *config.Flags
+	timeout *time.Duration
+	json    *bool
+	out     bytes.Buffer // the flag package's output, held until Parse says whether help was asked for
+}
+
+// shownFlags are the configuration flags a control command's help lists:
+// those that find the node's socket. The others are accepted too.
+var shownFlags = []string{"config", "group", "id", "iface", "control-socket", "timeout", "json", "order"}
+
+func newControlFlags(name, synopsis, about string) *controlFlags {
+	f := &controlFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	f.fs.SetOutput(&f.out)
+	f.cfg = config.AddFlags(f.fs)
+	f.timeout = f.fs.Duration("timeout", control.DefaultTimeout, "how long to wait for the node's answer")
+	f.json = f.fs.Bool("json", false, "print the answer as one JSON object")
+	f.fs.Usage = func() {
+		fmt.Fprintf(f.fs.Output(), "Usage: %s\n\n%s\n\nFlags:\n\n", synopsis, about)
+		printFlags(f.fs, shownFlags)
+		fmt.Fprint(f.fs.Output(), `
+The node's socket is found as huddle run places it: --control-socket (or
+control_socket in the --config file, or HUDDLE_CONTROL_SOCKET), else
+$XDG_RUNTIME_DIR/huddle/<group>-<id>.sock (/tmp/huddle-<uid>/... without
+XDG_RUNTIME_DIR), with the ID derived from the interface when --id is not
+given. When no node has that ID, the only node of the group running on
+this host is used. Every flag of huddle run is accepted.
+`)
+	}
+	return f
+}
+
+// printFlags prints the help of the flags of fs named in names, as
+// flag.PrintDefaults does.
+func printFlags(fs *flag.FlagSet, names []string) {
+	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	shown.SetOutput(fs.Output())
+	fs.VisitAll(func(fl *flag.Flag) {
+		if slices.Contains(names, fl.Name) {
+			shown.Var(fl.Value, fl.Name, fl.Usage)
+		}
+	})
+	shown.PrintDefaults()
+}
+
+// parse parses args, which may mix flags and arguments (huddle send TEXT
+// --order total); "--" ends the flags. It returns the arguments, or an
+// exit code when parsing ends the command.
+func (f *controlFlags) parse(args []string, stdout, stderr io.Writer) ([]string, int, bool) {
+	var pos []string
+	for {
+		err := f.fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			stdout.Write(f.out.Bytes())
+			return nil, exitOK, false
+		}
+		if err != nil {
+			stderr.Write(f.out.Bytes())
+			return nil, exitUsage, false
+		}
+		rest := f.fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+	if *f.timeout <= 0 {
+		fmt.Fprintf(stderr, "%s: --timeout must be above 0\n", f.fs.Name())
+		return nil, exitUsage, false
+	}
+	return pos, 0, true
+}
+
+// target is the socket of the node a command talks to.
+type target struct {
+	path string
+	cfg  config.Config
+	// fallback: the ID was not given, so the only node of the group on
+	// this host will do when no node has the derived ID.
+	fallback bool
+}
+
+// findTarget loads the configuration as huddle run does and says where
+// that node's socket is.
+func (f *controlFlags) findTarget() (target, error) {
+	cfg, err := config.Load(f.fs, f.cfg, os.Environ())
+	if err != nil {
+		return target{}, err
+	}
+	t := target{cfg: cfg}
+	switch {
+	case cfg.ControlSocket == control.Off:
+		return t, errors.New("config: control_socket: is off, so there is no socket to reach the node by; set --control-socket to the node's socket")
+	case cfg.ControlSocket != "":
+		t.path = cfg.ControlSocket
+	case cfg.ID != 0:
+		t.path = control.DefaultPath(cfg.Group, cfg.ID)
+	default:
+		// Derive the ID as the node does; if that fails, the fallback
+		// may still find the node.
+		t.fallback = true
+		if cfg.Resolve() == nil {
+			t.path = control.DefaultPath(cfg.Group, cfg.ID)
+		}
+	}
+	return t, nil
+}
+
+// call runs cmd at the target's node, falling back to the only node of
+// the group on this host when allowed. It returns the path it reached.
+func (t target) call(timeout time.Duration, cmd string, args any) (json.RawMessage, string, error) {
+	ctx := context.Background()
+	if t.path != "" {
+		res, err := control.Call(ctx, t.path, timeout, cmd, args)
+		if !errors.Is(err, control.ErrNoNode) || !t.fallback {
+			return res, t.path, t.explain(err)
+		}
+	}
+	live, stale := liveSockets(control.DefaultDir())
+	var mine []control.Candidate
+	for _, c := range live {
+		if c.Group == t.cfg.Group {
+			mine = append(mine, c)
+		}
+	}
+	if len(mine) != 1 {
+		return nil, "", t.noNode(live, stale, len(mine))
+	}
+	res, err := control.Call(ctx, mine[0].Path, timeout, cmd, args)
+	return res, mine[0].Path, t.explain(err)
+}
+
+// explain adds to a failure to reach the node how to reach one.
+func (t target) explain(err error) error {
+	if !errors.Is(err, control.ErrNoNode) {
+		return err
+	}
+	live, stale := liveSockets(control.DefaultDir())
+	return t.noNode(live, stale, 0)
+}
+
+// noNode is the error for no node at the target: what was tried, how to
+// start a node, and the nodes that do run here; several is the number of
+// nodes of the group the fallback could not choose from.
+func (t target) noNode(live, stale []control.Candidate, several int) error {
+	var b strings.Builder
+	switch {
+	case several > 1 && t.path != "":
+		fmt.Fprintf(&b, "no node is running at %s (ID %d, derived from interface %s), and %d nodes of group %q run on this host: choose one with --id",
+			t.path, t.cfg.ID, t.cfg.Iface, several, t.cfg.Group)
+	case several > 1:
+		fmt.Fprintf(&b, "%d nodes of group %q run on this host: choose one with --id", several, t.cfg.Group)
+	case t.path != "":
+		fmt.Fprintf(&b, "no node is running at %s", t.path)
+	default:
+		fmt.Fprintf(&b, "no node of group %q is running on this host (its ID could not be derived: set --id)", t.cfg.Group)
+	}
+	if slices.ContainsFunc(stale, func(c control.Candidate) bool { return c.Path == t.path }) {
+		b.WriteString(" (a stale socket: the node that made it is gone)")
+	}
+	b.WriteString(".\nStart one with `huddle run` (with the same --group and --id), or name the node to talk to with --id and --group, or its socket with --control-socket.")
+	switch {
+	case len(live) > 0:
+		b.WriteString("\nNodes running on this host:")
+		for _, c := range live {
+			fmt.Fprintf(&b, "\n  %s  (%s)", c.Path, c.Flags())
+		}
+	case t.cfg.ControlSocket == "":
+		fmt.Fprintf(&b, "\nNo node runs with a default socket in %s.", control.DefaultDir())
+	}
+	return fmt.Errorf("%w: %s", control.ErrNoNode, b.String())
+}
+
+// liveSockets sorts the default sockets in dir into those a node answers
+// at and stale ones.
+func liveSockets(dir string) (live, stale []control.Candidate) {
+	cands, _ := control.Candidates(dir)
+	for _, c := range cands {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := control.Call(ctx, c.Path, time.Second, "status", nil)
+		cancel()
+		if errors.Is(err, control.ErrNoNode) {
+			stale = append(stale, c)
+		} else {
+			live = append(live, c)
+		}
+	}
+	return live, stale
+}
+
+// fail prints a command's error and returns its exit code: 2 for the
+// command line or the configuration, 1 for everything else.
+func fail(stderr io.Writer, name string, err error, usage bool) int {
+	var e *control.Error
+	msg := err.Error()
+	switch {
+	case errors.As(err, &e):
+		msg = e.Message
+	case errors.Is(err, control.ErrNoNode):
+		msg = strings.TrimPrefix(msg, control.ErrNoNode.Error()+": ")
+	}
+	if usage {
+		fmt.Fprintln(stderr, msg)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", name, msg)
+	return exitFailure
+}
+
+func cmdStatus(args []string, stdout, stderr io.Writer) int {
+	f := newControlFlags("huddle status", "huddle status [flags]",
+		"Prints a running node's view (ID, coordinator, members with their incarnations),\n"+
+			"its identity and its counters (those of node.stats). --json prints one JSON object.")
+	rest, code, ok := f.parse(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(stderr, "huddle status: unexpected argument %q\n", rest[0])
+		return exitUsage
+	}
+	t, err := f.findTarget()
+	if err != nil {
+		return fail(stderr, "huddle status", err, true)
+	}
+	res, path, err := t.call(*f.timeout, "status", nil)
+	if err != nil {
+		return fail(stderr, "huddle status", err, false)
+	}
+	if *f.json {
+		stdout.Write(append(bytes.TrimSpace(res), '\n'))
+		return exitOK
+	}
+	var st node.Status
+	if err := json.Unmarshal(res, &st); err != nil {
+		return fail(stderr, "huddle status", fmt.Errorf("the node's answer is malformed: %w", err), false)
+	}
+	printStatus(stdout, st, path)
+	return exitOK
+}
+
+// printStatus writes a node's status for people.
+func printStatus(w io.Writer, st node.Status, path string) {
+	fmt.Fprintf(w, "node %d (incarnation %d), group %q\n", st.ID, st.Incarnation, st.Group)
+	fmt.Fprintf(w, "address %s on %s, sending from %s\n", st.Addr, st.Iface, st.Src)
+	fmt.Fprintf(w, "control socket %s\n", path)
+	if st.State == node.StateJoining {
+		fmt.Fprintf(w, "\nno view yet: joining the group\n")
+	} else {
+		fmt.Fprintf(w, "\nview %s (%s), coordinator %d, %d member%s, oldest first:\n", st.View, st.State, st.Coordinator,
+			len(st.Members), map[bool]string{true: "s"}[len(st.Members) != 1])
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for i, m := range st.Members {
+			var notes []string
+			if i == 0 {
+				notes = append(notes, "coordinator")
+			}
+			if m.ID == st.ID {
+				notes = append(notes, "this node")
+			}
+			fmt.Fprintf(tw, "  %d\tincarnation %d", m.ID, m.Incarnation)
+			if len(notes) > 0 {
+				fmt.Fprintf(tw, "\t%s", strings.Join(notes, ", "))
+			}
+			fmt.Fprintln(tw)
+		}
+		tw.Flush()
+	}
+	peers := make([]string, len(st.Peers))
+	for i, p := range st.Peers {
+		peers[i] = fmt.Sprint(p)
+	}
+	fmt.Fprintf(w, "live peers: %s\n\ncounters:\n", cmp.Or(strings.Join(peers, " "), "none"))
+	// Names to the left, numbers to the right.
+	names, values := 0, 0
+	for _, c := range st.Counters {
+		names, values = max(names, len(c.Name)), max(values, len(fmt.Sprint(c.Value)))
+	}
+	for _, c := range st.Counters {
+		fmt.Fprintf(w, "  %-*s  %*v\n", names, c.Name, values, c.Value)
+	}
+}
+
+func cmdSend(args []string, stdout, stderr io.Writer) int {
+	f := newControlFlags("huddle send", "huddle send [flags] TEXT",
+		"Multicasts TEXT to the group through the running node, and prints the sequence\n"+
+			"number it got (the seq of its deliver events). It waits while the node's send\n"+
+			"window is full or a view change holds sends, up to --timeout; a message that\n"+
+			"times out is not sent. Flags may follow TEXT; -- ends them.")
+	order := f.fs.String("order", "fifo", "delivery `order`: fifo, total or safe")
+	rest, code, ok := f.parse(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	switch {
+	case len(rest) != 1:
+		fmt.Fprintf(stderr, "huddle send: want one TEXT argument (quote it), got %d\nUsage: huddle send [flags] TEXT (huddle send --help)\n", len(rest))
+		return exitUsage
+	case !slices.Contains(control.Orders, *order):
+		fmt.Fprintf(stderr, "huddle send: --order %q is not fifo, total or safe\n", *order)
+		return exitUsage
+	}
+	a := control.SendArgs{Text: rest[0], Order: *order}
+	if !utf8.ValidString(a.Text) {
+		a.Text, a.Payload = "", []byte(rest[0]) // JSON strings are UTF-8: send the bytes as they are
+	}
+	t, err := f.findTarget()
+	if err != nil {
+		return fail(stderr, "huddle send", err, true)
+	}
+	res, _, err := t.call(*f.timeout, "send", a)
+	if err != nil {
+		return fail(stderr, "huddle send", err, false)
+	}
+	if *f.json {
+		stdout.Write(append(bytes.TrimSpace(res), '\n'))
+		return exitOK
+	}
+	var r control.SendResult
+	if err := json.Unmarshal(res, &r); err != nil {
+		return fail(stderr, "huddle send", fmt.Errorf("the node's answer is malformed: %w", err), false)
+	}
+	fmt.Fprintf(stdout, "sent: seq %d, order %s\n", r.Seq, r.Order)
+	return exitOK
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/internal/control"
 	"github.com/huddle-lan/huddle/internal/logx"
 	"github.com/huddle-lan/huddle/internal/node"
 )
@@ -168,7 +170,26 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "huddle:", err)
 		return exitFailure
 	}
-	if err := node.Run(ctx, node.Options{Config: cfg, Transport: conn, Control: ctl, Log: log, Inc: node.NewIncarnation(), PreciseTimer: true}); err != nil {
+	path := control.Path(cfg)
+	cfg.ControlSocket = cmp.Or(path, control.Off) // node.started logs where it is
+	n := node.New(node.Options{Config: cfg, Transport: conn, Control: ctl, Log: log, Inc: node.NewIncarnation(), PreciseTimer: true})
+	if path != "" {
+		srv, err := control.Listen(path, control.Commands(n), log)
+		if err != nil {
+			conn.Close()
+			ctl.Close()
+			log.Error().Str("event", "node.failed").Err(err).Msg("cannot open the control socket")
+			fmt.Fprintln(stderr, "huddle:", err)
+			return exitFailure
+		}
+		defer srv.Close()
+		go func() {
+			if err := srv.Serve(); err != nil {
+				log.Warn().Str("event", "control.error").Err(err).Msg("the control socket stopped answering")
+			}
+		}()
+	}
+	if err := n.Run(ctx); err != nil {
 		fmt.Fprintln(stderr, "huddle:", err)
 		if errors.Is(err, node.ErrRefused) {
 			return exitRefused

@@ -55,6 +55,7 @@ func TestProcess(t *testing.T) {
 	if bin == "" {
 		t.Fatalf("%s is not set", binEnv)
 	}
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir()) // the nodes' control sockets
 
 	for name, sig := range map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT} {
 		t.Run(name, func(t *testing.T) {
@@ -97,7 +98,8 @@ func TestProcess(t *testing.T) {
 		n1.waitEvent(t, 5*time.Second, "view.installed", nil)
 		// A second live node with ID 1 is refused, naming the first one's
 		// address; so is a node whose heartbeat differs from the group's.
-		twin := startProc(t, bin, 1)
+		// Its own socket (off): the group, not the control socket, must refuse it.
+		twin := startProc(t, bin, 1, "--control-socket", "off")
 		odd := startProc(t, bin, 2, "--heartbeat", "40ms")
 		for _, c := range []struct {
 			p    *proc

@@ -122,7 +122,7 @@ func (e *env) runGroup(b *testing.B, l *lab.LAN, spec groupSpec) *groupRun {
 		n := &node{host: host, logPath: filepath.Join(l.LogDir(), name+".json"), inDrops: -1, inDropsTx: -1, ruleDrops: -1}
 		// One node per host, as on a LAN: no multicast loopback, which
 		// would hand the sender a copy of everything it sends.
-		argv := []string{bin, "run", "--profile", "local", "--id", strconv.Itoa(host), "--iface", lab.Iface,
+		argv := []string{bin, "run", "--control-socket", "off", "--profile", "local", "--id", strconv.Itoa(host), "--iface", lab.Iface,
 			"--addr", addr, "--stats-interval", "100ms", "--log-format", "json", "--log-file", n.logPath,
 			"--loopback=false"}
 		if spec.datagramSize > 0 {

@@ -237,7 +237,7 @@ func (g *mgroup) start(host int) *mnode {
 	name := fmt.Sprintf("%s-h%d", g.name, host)
 	n := &mnode{host: host, log: filepath.Join(g.l.LogDir(), name+".json")}
 	bin := g.e.huddle(g.b)
-	argv := []string{bin, "run", "--profile", "lan", "--id", strconv.Itoa(host), "--iface", lab.Iface,
+	argv := []string{bin, "run", "--control-socket", "off", "--profile", "lan", "--id", strconv.Itoa(host), "--iface", lab.Iface,
 		"--addr", g.addr, "--log-format", "json", "--log-file", n.log, "--loopback=false",
 		"--send-rate", strconv.Itoa(g.rate), "--send-size", "1000"}
 	argv = append(argv, strings.Fields(os.Getenv(extraArgsEnv))...)

@@ -20,7 +20,7 @@ func TestHuddleThreeNodes(t *testing.T) {
 	bin := buildHuddle(t)
 	var procs []*lab.Proc
 	for i := 1; i <= l.Hosts(); i++ {
-		argv := []string{bin, "run", "--profile", "local", "--id", strconv.Itoa(i),
+		argv := []string{bin, "run", "--control-socket", "off", "--profile", "local", "--id", strconv.Itoa(i),
 			"--iface", lab.Iface, "--addr", group, "--log-format", "json", "--log-file", nodeLog(l, i)}
 		p, err := l.Start(i, fmt.Sprintf("huddle%d", i), argv)
 		if err != nil {

@@ -32,7 +32,7 @@ func keepLogs(t *testing.T, opts lab.Options) lab.Options {
 // profile, a JSON log in nodeLog(l, host), and extra flags.
 func startNode(t *testing.T, l *lab.LAN, bin string, host int, extra ...string) *lab.Proc {
 	t.Helper()
-	argv := []string{bin, "run", "--profile", "local", "--id", strconv.Itoa(host),
+	argv := []string{bin, "run", "--control-socket", "off", "--profile", "local", "--id", strconv.Itoa(host),
 		"--iface", lab.Iface, "--addr", group, "--log-format", "json", "--log-file", nodeLog(l, host),
 		"--loopback=false"}
 	p, err := l.Start(host, fmt.Sprintf("huddle%d", host), append(argv, extra...))

@@ -53,9 +53,9 @@ type Life struct {
 
 // Send is a "send" event: the node multicast its message Seq.
 type Send struct {
-	Seq  uint64
-	Len  int64
-	CRC  uint32
+	Seq   uint64
+	Len   int64
+	CRC   uint32
 	View  string // the view it was sent in; "" until sends carry their view
 	Order string // "fifo", "total" or "safe"; "" before sends carried it
 	Time  time.Time

@@ -485,6 +485,9 @@ func (r *Node) logDelivery(d *vsync.Delivery) {
 		if d.GSeq != 0 {
 			e = e.Uint64("gseq", d.GSeq)
 		}
+		if d.Final {
+			e = e.Bool("final", true)
+		}
 		e.Int("len", len(d.Payload)).Uint32("crc", crc32.ChecksumIEEE(d.Payload)).Msg("delivered")
 	}
 }
@@ -596,39 +599,13 @@ func (r *Node) logStarted() {
 		Str("src", r.o.Transport.LocalAddr().String()).Str("profile", c.Profile).
 		Int64("heartbeat_ms", c.Heartbeat.D().Milliseconds()).Int64("suspect_ms", c.SuspectTimeout.D().Milliseconds()).
 		Int("datagram_size", c.DatagramSize).Int("ttl", c.TTL).Bool("loopback", c.Loopback).
-		Msg("node started")
+		Str("control_socket", c.ControlSocket).Msg("node started")
 }
 
 func (r *Node) logStats(why string) {
-	cs, ms := r.core.Stats()
-	gs := r.core.MembershipStats()
-	r.log.Info().Str("event", "node.stats").Str("why", why).Str("view", r.core.View().ID.String()).
-		Int("members", len(r.core.View().Members)).Uint64("views_installed", gs.ViewsInstalled).
-		Uint64("flushes_started", gs.FlushesStarted).Uint64("flush_restarts", gs.FlushRestarts).
-		Uint64("suspicions", gs.Suspicions).Uint64("joins_refused", gs.JoinsRefused).
-		Uint64("membership_msgs", gs.MembershipMsgs).Uint64("stale_membership", gs.StaleMembership).
-		Uint64("wrong_view", gs.WrongView).Uint64("future_dropped", gs.FutureDropped).Uint64("beyond_cut", gs.BeyondCut).
-		Uint64("datagrams_in", cs.DatagramsIn).Uint64("datagrams_out", cs.DatagramsOut).
-		Uint64("bytes_in", cs.BytesIn).Uint64("bytes_out", cs.BytesOut).
-		Uint64("malformed", cs.Malformed).Uint64("not_huddle", cs.NotHuddle).Uint64("unknown_kind", cs.UnknownKind).
-		Uint64("foreign_group", cs.ForeignGroup).Uint64("own_echo", cs.OwnEcho).Uint64("truncated", r.truncated).
-		Uint64("send_errors", r.sendErrors).Uint64("encode_errors", cs.EncodeErrors).
-		Uint64("sessions_sent", ms.SessionsSent).Uint64("sessions_recv", ms.SessionsRecv).
-		Uint64("stale_incarnation", ms.StaleInc).Uint64("unhandled", ms.Unhandled).Int("peers", ms.Peers).
-		Uint64("msgs_sent", ms.MsgsSent).Uint64("bytes_sent", ms.BytesSent).Uint64("data_datagrams", ms.DataDatagrams).
-		Uint64("msgs_delivered", ms.MsgsDelivered).Uint64("bytes_delivered", ms.BytesDelivered).
-		Uint64("duplicates", ms.Duplicates).Uint64("gaps_detected", ms.GapsDetected).Uint64("gaps_recovered", ms.GapsRecovered).
-		Uint64("nacks_sent", ms.NacksSent).Uint64("nacked_seqs", ms.NackedSeqs).Uint64("nacks_suppressed", ms.NacksSuppressed).
-		Uint64("nacks_recv", ms.NacksRecv).Uint64("nacks_unanswerable", ms.NacksUnanswerable).
-		Uint64("repairs_sent", ms.RepairsSent).Uint64("repairs_suppressed", ms.RepairsSuppressed).Uint64("repairs_recv", ms.RepairsRecv).
-		Uint64("skipped", ms.Skipped).Uint64("overrun", ms.Overrun).Uint64("bad_fragments", ms.BadFragments).Uint64("too_large", ms.TooLarge).
-		Int("buffered", ms.Buffered).Int("buffer_bytes", ms.BufferBytes).Int("unstable", ms.Unstable).
-		Uint64("window_full", r.windowFull).Uint64("pauses", r.pauses).
-		Int64("recovery_p50_us", ms.Recovery.Quantile(0.5).Microseconds()).
-		Int64("recovery_p99_us", ms.Recovery.Quantile(0.99).Microseconds()).
-		Int64("recovery_max_us", ms.Recovery.Max().Microseconds()).
-		Float64("srm_spread", ms.Spread).
-		Msg("stats")
+	v := r.core.View()
+	e := r.log.Info().Str("event", "node.stats").Str("why", why).Str("view", v.ID.String()).Int("members", len(v.Members))
+	r.counters().addTo(e).Msg("stats")
 }
 
 func causeText(ctx context.Context) string {

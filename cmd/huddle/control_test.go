@@ -1,0 +1,349 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/huddle-lan/huddle/internal/control"
+	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/internal/testutil"
+	"github.com/huddle-lan/huddle/internal/wire"
+)
+
+// fakeNode answers the control commands in-process, so that the
+// commands' parsing, socket finding and output can be tested without a
+// network.
+type fakeNode struct {
+	id      uint64
+	group   string
+	joining bool
+	mu      sync.Mutex
+	sent    []string // "payload/order"
+}
+
+func (f *fakeNode) Status(context.Context) (node.Status, error) {
+	st := node.Status{ID: f.id, Incarnation: 100 + f.id, Group: f.group, Addr: "239.192.72.68:7468", Iface: "lo",
+		Src: "127.0.0.1:7468", State: node.StateMember, View: fmt.Sprintf("4.%d", f.id), Coordinator: f.id,
+		Members: []node.Member{{ID: f.id, Incarnation: 100 + f.id}, {ID: 77, Incarnation: 177}}, Peers: []uint64{77},
+		Counters: node.Counters{{Name: "msgs_sent", Value: uint64(12345)}, {Name: "srm_spread", Value: 1.5}}}
+	if f.joining {
+		st.State, st.View, st.Coordinator, st.Members, st.Peers = node.StateJoining, "0.0", 0, []node.Member{}, []uint64{}
+	}
+	return st, nil
+}
+
+func (f *fakeNode) Multicast(_ context.Context, _, payload []byte, order wire.Order) (uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = append(f.sent, string(payload)+"/"+order.String())
+	return uint64(len(f.sent)), nil
+}
+
+// serveFake serves a fake node at path until the test ends.
+func serveFake(t *testing.T, path string, f *fakeNode) {
+	t.Helper()
+	s, err := control.Listen(path, control.Commands(f), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	t.Cleanup(func() { s.Close() })
+}
+
+// staleSocket leaves a socket file at path that nobody answers at, as a
+// crashed node does.
+func staleSocket(t *testing.T, path string) {
+	t.Helper()
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+}
+
+// TestControlCommands runs huddle status and huddle send in-process against
+// fake nodes with default sockets in a private XDG_RUNTIME_DIR.
+func TestControlCommands(t *testing.T) {
+	clearHuddleEnv(t)
+	xdg := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", xdg)
+	dir := filepath.Join(xdg, "huddle")
+	os.Mkdir(dir, 0o700)
+	one := &fakeNode{id: 1, group: "huddle"}
+	serveFake(t, control.DefaultPath("huddle", 1), one)
+	serveFake(t, control.DefaultPath("lab", 2), &fakeNode{id: 2, group: "lab"})
+	serveFake(t, control.DefaultPath("lab", 3), &fakeNode{id: 3, group: "lab", joining: true})
+	staleSocket(t, control.DefaultPath("huddle", 5))
+	explicit := filepath.Join(t.TempDir(), "n.sock")
+	serveFake(t, explicit, &fakeNode{id: 9, group: "huddle"})
+	p1 := control.DefaultPath("huddle", 1)
+
+	for _, c := range []struct {
+		name   string
+		env    []string
+		args   []string
+		code   int
+		stdout []string // each in stdout
+		stderr []string // each in stderr
+		sent   string   // the messages node 1 got
+	}{
+		{name: "status", args: []string{"status", "--id", "1"}, stdout: []string{
+			`node 1 (incarnation 101), group "huddle"`, "address 239.192.72.68:7468 on lo, sending from 127.0.0.1:7468",
+			"control socket " + p1, "view 4.1 (member), coordinator 1, 2 members, oldest first:",
+			"  1   incarnation 101  coordinator, this node\n  77  incarnation 177\n", "live peers: 77",
+			"  msgs_sent   12345\n  srm_spread    1.5\n"}},
+		{name: "status json", args: []string{"status", "--json", "--id=1"}, stdout: []string{`{"id":1,"incarnation":101,"group":"huddle",`,
+			`"view":"4.1","coordinator":1,"members":[{"id":1,"incarnation":101},{"id":77,"incarnation":177}],"peers":[77],"counters":{"msgs_sent":12345,"srm_spread":1.5}}` + "\n"}},
+		{name: "the only node of the group", args: []string{"status", "--json"}, stdout: []string{`{"id":1,`}},
+		{name: "two nodes of the group", env: []string{"HUDDLE_GROUP=lab"}, args: []string{"status"}, code: 1,
+			stderr: []string{`2 nodes of group "lab" run on this host: choose one with --id`, "Nodes running on this host:", "lab-2.sock  (--group lab --id 2)", "lab-3.sock  (--group lab --id 3)", "huddle-1.sock  (--group huddle --id 1)"}},
+		{name: "ID from the environment", env: []string{"HUDDLE_ID=2", "HUDDLE_GROUP=lab"}, args: []string{"status"}, stdout: []string{"node 2 (incarnation 102), group \"lab\""}},
+		{name: "explicit socket", args: []string{"status", "--control-socket", explicit}, stdout: []string{"node 9 ", "control socket " + explicit}},
+		{name: "joining", args: []string{"status", "--group", "lab", "--id", "3"}, stdout: []string{"no view yet: joining the group", "live peers: none"}},
+		{name: "no such node", args: []string{"status", "--id", "4"}, code: 1, stderr: []string{
+			"huddle status: no node is running at " + control.DefaultPath("huddle", 4) + ".\nStart one with `huddle run`",
+			"--control-socket", "huddle-1.sock  (--group huddle --id 1)"}},
+		{name: "stale socket", args: []string{"status", "--id", "5"}, code: 1, stderr: []string{"huddle-5.sock (a stale socket: the node that made it is gone)."}},
+		{name: "no socket at the path given", args: []string{"status", "--control-socket", filepath.Join(xdg, "none.sock")}, code: 1,
+			stderr: []string{"no node is running at " + filepath.Join(xdg, "none.sock")}},
+		{name: "socket off", args: []string{"status", "--control-socket", "off"}, code: 2, stderr: []string{"config: control_socket: is off"}},
+		{name: "bad config", args: []string{"status", "--id", "x"}, code: 2, stderr: []string{`config: id: "x" is not a number`}},
+		{name: "bad environment", env: []string{"HUDDLE_BOGUS=1"}, args: []string{"status"}, code: 2, stderr: []string{"HUDDLE_BOGUS: unknown environment variable"}},
+		{name: "status argument", args: []string{"status", "extra"}, code: 2, stderr: []string{`unexpected argument "extra"`}},
+		{name: "status help", args: []string{"status", "--help"}, stdout: []string{"Usage: huddle status [flags]", "-control-socket path", "-timeout duration", "-json", "Every flag of huddle run is accepted"}},
+
+		{name: "send", args: []string{"send", "--id", "1", "hello"}, stdout: []string{"sent: seq 1, order fifo\n"}, sent: "hello/fifo"},
+		{name: "send flags after the text", args: []string{"send", "hello world", "--order", "total", "--id", "1"}, stdout: []string{"sent: seq 1, order total\n"}, sent: "hello world/total"},
+		{name: "send json", args: []string{"send", "--json", "--order=safe", "x"}, stdout: []string{`{"seq":1,"order":"safe"}` + "\n"}, sent: "x/safe"},
+		{name: "send a text like a flag", args: []string{"send", "--id", "1", "--", "--order"}, stdout: []string{"seq 1"}, sent: "--order/fifo"},
+		{name: "send bytes", args: []string{"send", "--id", "1", "\xff\x00"}, stdout: []string{"seq 1"}, sent: "\xff\x00/fifo"},
+		{name: "send empty", args: []string{"send", "--id", "1", ""}, stdout: []string{"seq 1"}, sent: "/fifo"},
+		{name: "send while joining", args: []string{"send", "--group", "lab", "--id", "3", "x"}, code: 1,
+			stderr: []string{`huddle send: node 3 is not in a view yet: it is still joining group "lab"; try again in a moment` + "\n"}},
+		{name: "send no text", args: []string{"send", "--id", "1"}, code: 2, stderr: []string{"want one TEXT argument (quote it), got 0"}},
+		{name: "send two texts", args: []string{"send", "a", "b"}, code: 2, stderr: []string{"want one TEXT argument (quote it), got 2"}},
+		{name: "send bad order", args: []string{"send", "--order", "random", "a"}, code: 2, stderr: []string{`--order "random" is not fifo, total or safe`}},
+		{name: "send bad timeout", args: []string{"send", "--timeout", "0s", "a"}, code: 2, stderr: []string{"--timeout must be above 0"}},
+		{name: "send unknown flag", args: []string{"send", "a", "--bogus"}, code: 2, stderr: []string{"flag provided but not defined: -bogus"}},
+		{name: "send to no node", args: []string{"send", "--id", "4", "a"}, code: 1, stderr: []string{"huddle send: no node is running at"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, kv := range c.env {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, v)
+			}
+			one.mu.Lock()
+			one.sent = nil
+			one.mu.Unlock()
+			var stdout, stderr bytes.Buffer
+			code := run(c.args, &stdout, &stderr)
+			if code != c.code {
+				t.Errorf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, c.code, &stdout, &stderr)
+			}
+			for _, want := range c.stdout {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("stdout does not contain %q:\n%s", want, &stdout)
+				}
+			}
+			for _, want := range c.stderr {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr does not contain %q:\n%s", want, &stderr)
+				}
+			}
+			if c.code == 0 && stderr.Len() > 0 || c.code != 0 && stdout.Len() > 0 {
+				t.Errorf("exit %d with stdout %q and stderr %q", code, &stdout, &stderr)
+			}
+			one.mu.Lock()
+			sent := strings.Join(one.sent, " ")
+			one.mu.Unlock()
+			if sent != c.sent {
+				t.Errorf("node 1 got %q, want %q", sent, c.sent)
+			}
+		})
+	}
+}
+
+// TestControlProcess runs a real node in a private network namespace and
+// talks to it with huddle status and huddle send, as a user would.
+func TestControlProcess(t *testing.T) {
+	if os.Getenv(testutil.NetnsEnv) == "" {
+		t.Setenv(binEnv, buildHuddle(t))
+	}
+	if !testutil.PrivateNetwork(t) {
+		return
+	}
+	bin := os.Getenv(binEnv)
+	if bin == "" {
+		t.Fatalf("%s is not set", binEnv)
+	}
+	// The nodes and the commands find their sockets here.
+	xdg := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", xdg)
+	sock := func(id int) string { return filepath.Join(xdg, "huddle", fmt.Sprintf("huddle-%d.sock", id)) }
+
+	t.Run("status and send", func(t *testing.T) {
+		n := startProc(t, bin, 1, "--trace-deliveries")
+		started := n.waitEvent(t, 5*time.Second, "node.started", nil)
+		if started["control_socket"] != sock(1) {
+			t.Errorf("node.started: control_socket %v, want %s", started["control_socket"], sock(1))
+		}
+		if fi, err := os.Stat(sock(1)); err != nil || fi.Mode() != os.ModeSocket|0o600 {
+			t.Errorf("the socket: %v, %v; want a socket with permission 0600", fi, err)
+		}
+		view := n.waitEvent(t, 5*time.Second, "view.installed", nil)
+
+		code, out := runBinary(t, bin, "status", "--json", "--id", "1")
+		if code != exitOK {
+			t.Fatalf("huddle status --json: exit %d\n%s", code, out)
+		}
+		st := parseStatus(t, out)
+		inc := fmt.Sprint(started["incarnation"])
+		if fmt.Sprint(st["id"]) != "1" || fmt.Sprint(st["incarnation"]) != inc || st["group"] != "huddle" || st["iface"] != "lo" ||
+			st["state"] != "member" || st["view"] != view["view"] || fmt.Sprint(st["coordinator"]) != "1" ||
+			fmt.Sprint(st["members"]) != fmt.Sprintf("[map[id:1 incarnation:%s]]", inc) {
+			t.Errorf("huddle status --json: %s\nwant node 1 of incarnation %s, alone in view %v", out, inc, view["view"])
+		}
+		counters, _ := st["counters"].(map[string]any)
+		if num(counters["sessions_sent"]) <= 0 || num(counters["views_installed"]) != 1 {
+			t.Errorf("counters: %v", counters)
+		}
+
+		// No --id: the ID derived from lo (127.0.0.1) has no node, and
+		// the only node of the group on this host is used.
+		code, out = runBinary(t, bin, "send", "--order", "total", "hello")
+		m := regexp.MustCompile(`^sent: seq (\d+), order total\n$`).FindStringSubmatch(out)
+		if code != exitOK || m == nil {
+			t.Fatalf("huddle send --order total hello: exit %d, %q", code, out)
+		}
+		n.waitEvent(t, 5*time.Second, "deliver", func(l logLine) bool {
+			return l["order"] == "total" && fmt.Sprint(l["seq"]) == m[1] && num(l["from"]) == 1 && num(l["len"]) == 5 &&
+				num(l["crc"]) == int64(crc32.ChecksumIEEE([]byte("hello"))) && num(l["gseq"]) > 0
+		})
+		code, out = runBinary(t, bin, "send", "hello, safely", "--json", "--order", "safe", "--id", "1")
+		var sent control.SendResult
+		if code != exitOK || json.Unmarshal([]byte(out), &sent) != nil || sent.Order != "safe" {
+			t.Fatalf("huddle send ... --json --order safe: exit %d, %q", code, out)
+		}
+		n.waitEvent(t, 5*time.Second, "deliver", func(l logLine) bool {
+			return l["order"] == "safe" && num(l["seq"]) == int64(sent.Seq) && num(l["crc"]) == int64(crc32.ChecksumIEEE([]byte("hello, safely")))
+		})
+		code, out = runBinary(t, bin, "status", "--id", "1")
+		if code != exitOK || !strings.Contains(out, "node 1 (incarnation "+inc+`), group "huddle"`) ||
+			!strings.Contains(out, "coordinator, this node") || !regexp.MustCompile(`(?m)^  msgs_sent +[1-9]`).MatchString(out) {
+			t.Errorf("huddle status: exit %d\n%s", code, out)
+		}
+
+		// A second node with the same ID on this host finds the socket in
+		// use, and says so before it joins.
+		log := filepath.Join(t.TempDir(), "twin.log")
+		code, out = runBinary(t, bin, "run", "--profile", "local", "--iface", "lo", "--id", "1", "--log-file", log, "--duration", "5s")
+		if code != exitFailure || !strings.Contains(out, "socket "+sock(1)+" is in use: another node answers there (node 1 of group \"huddle\")") {
+			t.Errorf("a second node 1: exit %d, %q; want %d and the socket in use", code, out, exitFailure)
+		}
+
+		n.stop(t, syscall.SIGTERM)
+		if _, err := os.Lstat(sock(1)); !os.IsNotExist(err) {
+			t.Errorf("the socket is still there after the node stopped: %v", err)
+		}
+		// node.stats (in the log) and huddle status show the same counters.
+		stats := lastEvent(t, checkJSONLog(t, n.log, 1), "node.stats")
+		var logged []string
+		for k := range stats {
+			if !slices.Contains([]string{"time", "level", "node", "event", "message", "why", "view", "members"}, k) {
+				logged = append(logged, k)
+			}
+		}
+		var shown []string
+		for k := range counters {
+			shown = append(shown, k)
+		}
+		slices.Sort(logged)
+		slices.Sort(shown)
+		if !slices.Equal(logged, shown) {
+			t.Errorf("node.stats logs %v\nhuddle status shows %v", logged, shown)
+		}
+
+		code, out = runBinary(t, bin, "status", "--id", "1")
+		if code != exitFailure || !strings.Contains(out, "no node is running at "+sock(1)) || !strings.Contains(out, "huddle run") {
+			t.Errorf("huddle status with no node: exit %d, %q", code, out)
+		}
+	})
+
+	t.Run("not in a view yet", func(t *testing.T) {
+		n := startProc(t, bin, 2, "--join-timeout", "1m")
+		n.waitEvent(t, 5*time.Second, "node.started", nil)
+		code, out := runBinary(t, bin, "send", "--id", "2", "early")
+		if code != exitFailure || !strings.Contains(out, "node 2 is not in a view yet") {
+			t.Errorf("huddle send before a view: exit %d, %q", code, out)
+		}
+		code, out = runBinary(t, bin, "status", "--id", "2")
+		if code != exitOK || !strings.Contains(out, "no view yet") {
+			t.Errorf("huddle status before a view: exit %d, %q", code, out)
+		}
+		n.stop(t, syscall.SIGTERM)
+	})
+
+	t.Run("stale socket", func(t *testing.T) {
+		os.MkdirAll(filepath.Dir(sock(3)), 0o700)
+		staleSocket(t, sock(3))
+		n := startProc(t, bin, 3)
+		n.waitEvent(t, 5*time.Second, "node.started", nil)
+		if code, out := runBinary(t, bin, "status", "--id", "3"); code != exitOK || !strings.Contains(out, "node 3 ") {
+			t.Errorf("huddle status at a node that replaced a stale socket: exit %d, %q", code, out)
+		}
+		n.stop(t, syscall.SIGTERM)
+		if _, err := os.Lstat(sock(3)); !os.IsNotExist(err) {
+			t.Errorf("the socket is still there after the node stopped: %v", err)
+		}
+	})
+
+	t.Run("off", func(t *testing.T) {
+		n := startProc(t, bin, 4, "--control-socket", "off")
+		started := n.waitEvent(t, 5*time.Second, "node.started", nil)
+		if started["control_socket"] != "off" {
+			t.Errorf("node.started: control_socket %v, want off", started["control_socket"])
+		}
+		if _, err := os.Lstat(sock(4)); !os.IsNotExist(err) {
+			t.Errorf("a node with control_socket off made a socket: %v", err)
+		}
+		n.stop(t, syscall.SIGTERM)
+	})
+}
+
+// parseStatus decodes huddle status --json, numbers as json.Number.
+func parseStatus(t *testing.T, out string) map[string]any {
+	t.Helper()
+	if strings.Count(out, "\n") != 1 || !strings.HasSuffix(out, "\n") {
+		t.Errorf("huddle status --json printed %d lines, want one:\n%s", strings.Count(out, "\n"), out)
+	}
+	d := json.NewDecoder(strings.NewReader(out))
+	d.UseNumber()
+	var st map[string]any
+	if err := d.Decode(&st); err != nil {
+		t.Fatalf("huddle status --json: %v\n%s", err, out)
+	}
+	for _, k := range []string{"id", "incarnation", "group", "addr", "iface", "src", "state", "view", "coordinator", "members", "peers", "counters"} {
+		if _, ok := st[k]; !ok {
+			t.Errorf("huddle status --json has no %q: %s", k, out)
+		}
+	}
+	return st
+}

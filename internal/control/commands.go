@@ -1,0 +1,129 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/internal/wire"
+)
+
+// Node is what the commands need of a running node.
+type Node interface {
+	Status(ctx context.Context) (node.Status, error)
+	Multicast(ctx context.Context, service, payload []byte, order wire.Order) (uint64, error)
+}
+
+var _ Node = (*node.Node)(nil)
+
+// Commands returns the commands a node serves, by name. A new command is
+// one more Handler here.
+func Commands(n Node) map[string]Handler {
+	return map[string]Handler{
+		"status": statusCommand(n),
+		"send":   sendCommand(n),
+	}
+}
+
+// statusCommand returns the node's node.Status; it takes no arguments.
+func statusCommand(n Node) Handler {
+	return func(ctx context.Context, args json.RawMessage) (any, error) {
+		if err := decodeArgs(args, &struct{}{}); err != nil {
+			return nil, err
+		}
+		st, err := n.Status(ctx)
+		if err != nil {
+			return nil, nodeError(err, "reading the node's status", "its loop did not answer")
+		}
+		return st, nil
+	}
+}
+
+// SendArgs are the arguments of send: the message, as Text or as Payload
+// (raw bytes, base64 in JSON), and its order.
+type SendArgs struct {
+	Text    string `json:"text,omitempty"`
+	Payload []byte `json:"payload,omitempty"`
+	Order   string `json:"order,omitempty"` // fifo (the default), total or safe
+}
+
+// SendResult is send's result: the message's sequence number among this
+// node's messages (the seq of its deliver events) and its order.
+type SendResult struct {
+	Seq   uint64 `json:"seq"`
+	Order string `json:"order"`
+}
+
+// Orders are the names send accepts for an order.
+var Orders = []string{"fifo", "total", "safe"}
+
+// sendCommand multicasts a message from the node, on the application's
+// channel (no service, like the workload's messages). It waits while the
+// send window is full or a view change holds sends, up to the request's
+// timeout; a message that times out is not sent.
+func sendCommand(n Node) Handler {
+	return func(ctx context.Context, args json.RawMessage) (any, error) {
+		var a SendArgs
+		if err := decodeArgs(args, &a); err != nil {
+			return nil, err
+		}
+		payload := []byte(a.Text)
+		switch {
+		case a.Text != "" && a.Payload != nil:
+			return nil, errorf(ErrBadRequest, "send: give text or payload, not both")
+		case a.Payload != nil:
+			payload = a.Payload
+		}
+		if a.Order == "" {
+			a.Order = "fifo"
+		}
+		order := node.ParseOrder(a.Order)
+		if order.String() != a.Order {
+			return nil, errorf(ErrBadRequest, fmt.Sprintf("send: order %q is not fifo, total or safe", a.Order))
+		}
+		st, err := n.Status(ctx)
+		if err != nil {
+			return nil, nodeError(err, "reading the node's status", "its loop did not answer; the message was not sent")
+		}
+		if st.State == node.StateJoining {
+			return nil, errorf(ErrNotInView, fmt.Sprintf("node %d is not in a view yet: it is still joining group %q; try again in a moment", st.ID, st.Group))
+		}
+		seq, err := n.Multicast(ctx, nil, payload, order)
+		if err != nil {
+			return nil, nodeError(err, "sending", "the send window stayed full, or a view change held sends; the message was not sent")
+		}
+		return SendResult{Seq: seq, Order: order.String()}, nil
+	}
+}
+
+// decodeArgs decodes a command's arguments strictly into v; no arguments
+// leave v as it is.
+func decodeArgs(args json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(args))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return errorf(ErrBadRequest, "malformed arguments: "+err.Error())
+	}
+	return nil
+}
+
+// nodeError turns a node's error into a reply's; why explains a timeout.
+func nodeError(err error, doing, why string) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return errorf(ErrTimeout, fmt.Sprintf("timed out %s: %s", doing, why))
+	case errors.Is(err, node.ErrStopped), errors.Is(err, context.Canceled):
+		return errorf(ErrStopped, "the node is stopping")
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return errorf(ErrFailed, fmt.Sprintf("%s: %v", doing, err))
+}

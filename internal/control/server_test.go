@@ -1,0 +1,448 @@
+package control
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/internal/wire"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeNode stands in for a running node.
+type fakeNode struct {
+	mu      sync.Mutex
+	state   string
+	stopped bool          // every call fails with node.ErrStopped
+	block   bool          // Multicast waits for its context
+	entered chan struct{} // if set, gets a value when a blocking Multicast starts waiting
+	sent    []sentMsg
+}
+
+type sentMsg struct {
+	payload string
+	order   wire.Order
+}
+
+func (f *fakeNode) Status(ctx context.Context) (node.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return node.Status{}, node.ErrStopped
+	}
+	return node.Status{ID: 1, Group: "g", State: f.state, View: "2.1", Coordinator: 1,
+		Members:  []node.Member{{ID: 1, Incarnation: 10}, {ID: 2, Incarnation: 20}},
+		Counters: node.Counters{{Name: "msgs_sent", Value: uint64(len(f.sent))}, {Name: "srm_spread", Value: 2.5}}}, nil
+}
+
+func (f *fakeNode) Multicast(ctx context.Context, service, payload []byte, order wire.Order) (uint64, error) {
+	f.mu.Lock()
+	block := f.block
+	f.mu.Unlock()
+	if block {
+		if f.entered != nil {
+			f.entered <- struct{}{}
+		}
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = append(f.sent, sentMsg{string(payload), order})
+	return uint64(len(f.sent)), nil
+}
+
+// serve starts a server for cmds on a socket in a fresh directory; the
+// test's cleanup closes it.
+func serve(t *testing.T, cmds map[string]Handler) *Server {
+	t.Helper()
+	return serveWith(t, cmds, func(*Server) {})
+}
+
+// serveWith is serve with a chance to set the server's fields first.
+func serveWith(t *testing.T, cmds map[string]Handler, set func(*Server)) *Server {
+	t.Helper()
+	s, err := Listen(filepath.Join(t.TempDir(), "c.sock"), cmds, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(s)
+	done := make(chan error, 1)
+	go func() { done <- s.Serve() }()
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return s
+}
+
+// rawCall writes raw to the socket (a newline is not added) and returns
+// the reply line, or "" if the server closed without one.
+func rawCall(t *testing.T, path, raw string, halfClose bool) string {
+	t.Helper()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if len(raw) > 1<<16 {
+		go c.Write([]byte(raw)) // it may not fit the socket's buffer: read the reply meanwhile
+	} else {
+		c.Write([]byte(raw))
+	}
+	if halfClose {
+		c.(*net.UnixConn).CloseWrite()
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil && line == "" {
+		return ""
+	}
+	return line
+}
+
+func TestRequests(t *testing.T) {
+	panicky := func(context.Context, json.RawMessage) (any, error) { panic("boom") }
+	for _, c := range []struct {
+		name    string
+		state   string // the fake's (default member)
+		stopped bool
+		block   bool
+		raw     string
+		half    bool   // shut down writing after the request instead of a newline
+		code    string // the error's; "" for ok
+		want    string // in the reply
+		sent    string // the message the fake got, with its order
+	}{
+		{name: "status", raw: `{"cmd":"status"}` + "\n", want: `"members":[{"id":1,"incarnation":10},{"id":2,"incarnation":20}]`},
+		{name: "status counters in order", raw: `{"cmd":"status","args":null}` + "\n", want: `"counters":{"msgs_sent":0,"srm_spread":2.5}`},
+		{name: "status without newline", raw: `{"cmd":"status"}`, half: true, want: `"view":"2.1"`},
+		{name: "status with CRLF", raw: `{"cmd":"status"}` + "\r\n", want: `"view":"2.1"`},
+		{name: "status with arguments", raw: `{"cmd":"status","args":{"x":1}}` + "\n", code: "bad_request", want: `unknown field \"x\"`},
+		{name: "send text", raw: `{"cmd":"send","args":{"text":"hi","order":"total"}}` + "\n", want: `{"seq":1,"order":"total"}`, sent: "hi/total"},
+		{name: "send payload", raw: `{"cmd":"send","args":{"payload":"/2hp"}}` + "\n", want: `"order":"fifo"`, sent: "\xffhi/fifo"},
+		{name: "send empty", raw: `{"cmd":"send","args":{"order":"safe"}}` + "\n", want: `"order":"safe"`, sent: "/safe"},
+		{name: "send text and payload", raw: `{"cmd":"send","args":{"text":"a","payload":"Yg=="}}` + "\n", code: "bad_request", want: "not both"},
+		{name: "send bad order", raw: `{"cmd":"send","args":{"text":"a","order":"record"}}` + "\n", code: "bad_request", want: `order \"record\" is not fifo, total or safe`},
+		{name: "send args not an object", raw: `{"cmd":"send","args":"a"}` + "\n", code: "bad_request", want: "malformed arguments"},
+		{name: "send while joining", state: node.StateJoining, raw: `{"cmd":"send","args":{"text":"a"}}` + "\n", code: "not_in_view", want: "not in a view yet"},
+		{name: "send times out", block: true, raw: `{"cmd":"send","args":{"text":"a"},"timeout_ms":30}` + "\n", code: "timeout", want: "was not sent"},
+		{name: "status of a stopping node", stopped: true, raw: `{"cmd":"status"}` + "\n", code: "stopped"},
+		{name: "unknown command", raw: `{"cmd":"elect"}` + "\n", code: "unknown_command", want: `unknown command \"elect\" (this node knows: panic, send, status)`},
+		{name: "panicking command", raw: `{"cmd":"panic"}` + "\n", code: "failed", want: "internal error: boom"},
+		{name: "not JSON", raw: "status\n", code: "bad_request", want: "malformed request"},
+		{name: "no cmd", raw: "{}\n", code: "bad_request", want: `no \"cmd\"`},
+		{name: "unknown field", raw: `{"cmd":"status","tiemout_ms":5}` + "\n", code: "bad_request", want: `unknown field \"tiemout_ms\"`},
+		{name: "two requests on a line", raw: `{"cmd":"status"} {"cmd":"status"}` + "\n", code: "bad_request", want: "more than one"},
+		{name: "array", raw: `["status"]` + "\n", code: "bad_request"},
+		{name: "cut short", raw: `{"cmd":"sta`, half: true, code: "bad_request"},
+		{name: "binary", raw: "\x00\xff\xfe\n", code: "bad_request"},
+		{name: "too large", raw: `{"cmd":"send","args":{"text":"` + strings.Repeat("a", MaxRequest) + `"}}` + "\n", code: "too_large", want: "longer than 1048576 bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fakeNode{state: cmpOr(c.state, node.StateMember), stopped: c.stopped, block: c.block}
+			cmds := Commands(f)
+			cmds["panic"] = panicky
+			s := serve(t, cmds)
+			line := rawCall(t, s.Path(), c.raw, c.half)
+			var rep Reply
+			if err := json.Unmarshal([]byte(line), &rep); err != nil {
+				t.Fatalf("reply %q: %v", line, err)
+			}
+			switch {
+			case c.code == "" && !rep.OK, c.code != "" && (rep.OK || rep.Error == nil || rep.Error.Code != c.code):
+				t.Errorf("reply %s, want code %q", line, c.code)
+			case !strings.Contains(line, c.want):
+				t.Errorf("reply %s, want it to contain %s", line, c.want)
+			}
+			var sent string
+			for _, m := range f.sent {
+				sent += m.payload + "/" + m.order.String()
+			}
+			if sent != c.sent {
+				t.Errorf("the node sent %q, want %q", sent, c.sent)
+			}
+			// Whatever came before, the server still answers.
+			if line := rawCall(t, s.Path(), `{"cmd":"status"}`+"\n", false); !strings.Contains(line, `"ok":`) {
+				t.Errorf("after that, a request got %q", line)
+			}
+		})
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a
+}
+
+// TestSilentClient: a client that connects and says nothing, or stops in
+// the middle of its request, loses its connection after the read timeout.
+func TestSilentClient(t *testing.T) {
+	s := serveWith(t, Commands(&fakeNode{state: node.StateMember}), func(s *Server) { s.readTimeout = 50 * time.Millisecond })
+	for _, c := range []struct{ raw, want string }{{"", ""}, {`{"cmd":`, "incomplete request: no newline before the read timeout"}} {
+		start := time.Now()
+		line := rawCall(t, s.Path(), c.raw, false)
+		if c.want == "" && line != "" || !strings.Contains(line, c.want) {
+			t.Errorf("after %q: reply %q, want one containing %q", c.raw, line, c.want)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("after %q: the connection lasted %v", c.raw, d)
+		}
+	}
+}
+
+// TestBusy: past MaxConns requests at once, the next gets a busy reply at
+// once, and once they are done requests are served again.
+func TestBusy(t *testing.T) {
+	started, release := make(chan struct{}, MaxConns), make(chan struct{})
+	s := serve(t, map[string]Handler{
+		"wait": func(ctx context.Context, _ json.RawMessage) (any, error) {
+			started <- struct{}{}
+			<-release
+			return "done", nil
+		},
+		"quick": func(context.Context, json.RawMessage) (any, error) { return "quick", nil },
+	})
+	replies := make(chan string, MaxConns)
+	for range MaxConns {
+		go func() { replies <- rawCallNoT(s.Path(), `{"cmd":"wait"}`+"\n") }()
+	}
+	for range MaxConns {
+		<-started
+	}
+	if line := rawCall(t, s.Path(), `{"cmd":"quick"}`+"\n", false); !strings.Contains(line, `"code":"busy"`) {
+		t.Errorf("request %d got %q, want busy", MaxConns+1, line)
+	}
+	close(release)
+	for range MaxConns {
+		if line := <-replies; !strings.Contains(line, `"result":"done"`) {
+			t.Errorf("a waiting request got %q", line)
+		}
+	}
+	if line := rawCall(t, s.Path(), `{"cmd":"quick"}`+"\n", false); !strings.Contains(line, `"result":"quick"`) {
+		t.Errorf("after the others finished: %q", line)
+	}
+}
+
+func rawCallNoT(path, raw string) string {
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		return err.Error()
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.Write([]byte(raw))
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	return line
+}
+
+// TestCloseCancels: Close ends requests in progress (their context is
+// cancelled) and waits for them.
+func TestCloseCancels(t *testing.T) {
+	f := &fakeNode{state: node.StateMember, block: true, entered: make(chan struct{}, 1)}
+	s, err := Listen(filepath.Join(t.TempDir(), "c.sock"), Commands(f), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	reply := make(chan error, 1)
+	go func() {
+		_, err := Call(context.Background(), s.Path(), time.Minute, "send", SendArgs{Text: "x"})
+		reply <- err
+	}()
+	<-f.entered // the send is blocked in the node
+	start := time.Now()
+	s.Close()
+	if err := <-reply; !errors.Is(err, ErrStopped) {
+		t.Errorf("a send in progress at Close got %v, want %v", err, ErrStopped)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+}
+
+func TestSocketFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	path := filepath.Join(dir, "n.sock")
+	s, err := Listen(path, nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{path: os.ModeSocket | 0o600, dir: os.ModeDir | 0o700, filepath.Dir(dir): os.ModeDir | 0o700} {
+		if fi, err := os.Lstat(p); err != nil || fi.Mode() != want {
+			t.Errorf("%s: mode %v (%v), want %v", p, fi.Mode(), err, want)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Errorf("the socket is still there after Close: %v", err)
+	}
+
+	// A server whose socket another one replaced leaves the newer socket.
+	s1, err := Listen(path, nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(path)
+	s2, err := Listen(path, nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1.Close()
+	if _, err := os.Lstat(path); err != nil {
+		t.Errorf("closing the replaced server removed the new socket: %v", err)
+	}
+	s2.Close()
+}
+
+func TestExistingSocket(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "stale.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: stale, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close() // a crashed node's socket: the file, and nobody answering
+	regular := filepath.Join(dir, "file")
+	os.WriteFile(regular, []byte("keep"), 0o600)
+
+	t.Run("stale", func(t *testing.T) {
+		if _, err := Call(context.Background(), stale, time.Second, "status", nil); !errors.Is(err, ErrNoNode) {
+			t.Errorf("Call at a stale socket: %v, want %v", err, ErrNoNode)
+		}
+		s2, err := Listen(stale, Commands(&fakeNode{state: node.StateMember}), zerolog.Nop())
+		if err != nil {
+			t.Fatalf("a stale socket was not replaced: %v", err)
+		}
+		go s2.Serve()
+		defer s2.Close()
+		if _, err := Call(context.Background(), stale, time.Second, "status", nil); err != nil {
+			t.Errorf("the new socket does not answer: %v", err)
+		}
+	})
+	t.Run("live", func(t *testing.T) {
+		s := serve(t, Commands(&fakeNode{state: node.StateMember}))
+		_, err := Listen(s.Path(), nil, zerolog.Nop())
+		want := fmt.Sprintf(`socket %s is in use: another node answers there (node 1 of group "g")`, s.Path())
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Listen on a live socket: %v, want %q", err, want)
+		}
+		if _, err := Call(context.Background(), s.Path(), time.Second, "status", nil); err != nil {
+			t.Errorf("the live node no longer answers: %v", err)
+		}
+	})
+	t.Run("not a socket", func(t *testing.T) {
+		_, err := Listen(regular, nil, zerolog.Nop())
+		if err == nil || !strings.Contains(err.Error(), "exists and is not a socket") {
+			t.Errorf("Listen on a regular file: %v", err)
+		}
+		if b, _ := os.ReadFile(regular); string(b) != "keep" {
+			t.Errorf("the file was touched: %q", b)
+		}
+	})
+	t.Run("path too long", func(t *testing.T) {
+		long := filepath.Join(dir, strings.Repeat("x", 110)+".sock")
+		if _, err := Listen(long, nil, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "at most 107") {
+			t.Errorf("Listen on a long path: %v", err)
+		}
+	})
+}
+
+// TestDefaultDirMustBePrivate: the default directory, which may sit in
+// /tmp, is refused when others may enter it.
+func TestDefaultDirMustBePrivate(t *testing.T) {
+	xdg := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", xdg)
+	dir := filepath.Join(xdg, "huddle")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755) // whatever the umask
+	_, err := Listen(DefaultPath("g", 1), nil, zerolog.Nop())
+	if want := "has permission 0755; it must be private"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Listen in a shared default directory: %v, want %q", err, want)
+	}
+	os.Chmod(dir, 0o700)
+	s, err := Listen(DefaultPath("g", 1), nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}
+
+func TestCallErrors(t *testing.T) {
+	s := serve(t, Commands(&fakeNode{state: node.StateJoining}))
+	ctx := context.Background()
+	_, err := Call(ctx, s.Path(), time.Second, "send", SendArgs{Text: "x"})
+	var e *Error
+	if !errors.Is(err, ErrNotInView) || !errors.As(err, &e) || !strings.Contains(e.Message, "node 1 is not in a view yet") {
+		t.Errorf("send while joining: %v, want %v", err, ErrNotInView)
+	}
+	missing := filepath.Join(t.TempDir(), "none.sock")
+	if _, err := Call(ctx, missing, time.Second, "status", nil); !errors.Is(err, ErrNoNode) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("Call at no socket: %v, want %v naming the path", err, ErrNoNode)
+	}
+	big := SendArgs{Text: strings.Repeat("a", MaxRequest)}
+	if _, err := Call(ctx, s.Path(), time.Second, "send", big); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Call with a huge request: %v, want %v", err, ErrTooLarge)
+	}
+	res, err := Call(ctx, s.Path(), time.Second, "status", nil)
+	var st node.Status
+	if err != nil || json.Unmarshal(res, &st) != nil || st.ID != 1 || len(st.Counters) != 2 || st.Counters[1].Name != "srm_spread" {
+		t.Errorf("status: %+v, %v", st, err)
+	}
+	if v, ok := st.Counters.Get("srm_spread"); !ok || v.(json.Number) != "2.5" {
+		t.Errorf("srm_spread decoded as %#v", v)
+	}
+}
+
+// TestCallTimeout: a node that does not answer in time makes Call give up
+// a little after its timeout.
+func TestCallTimeout(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	path := filepath.Join(t.TempDir(), "mute.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			<-hold // read nothing, answer nothing
+			c.Close()
+		}
+	}()
+	start := time.Now()
+	_, err = Call(context.Background(), path, 100*time.Millisecond, "status", nil)
+	if !errors.Is(err, ErrTimeout) {
+		t.Errorf("Call at a mute socket: %v, want %v", err, ErrTimeout)
+	}
+	if d := time.Since(start); d < 100*time.Millisecond || d > 100*time.Millisecond+replyGrace+time.Second {
+		t.Errorf("Call gave up after %v", d)
+	}
+}

@@ -1,0 +1,192 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/rs/zerolog"
+)
+
+// Status is what a running node reports about itself: who it is, the view
+// it has installed, and its counters (the same as node.stats logs).
+// `huddle status --json` prints it as JSON.
+type Status struct {
+	ID          uint64   `json:"id"`
+	Incarnation uint64   `json:"incarnation"`
+	Group       string   `json:"group"`
+	Addr        string   `json:"addr"`  // multicast group and port
+	Iface       string   `json:"iface"` // interface joined on
+	Src         string   `json:"src"`   // this node's own address
+	State       string   `json:"state"` // see State
+	View        string   `json:"view"`  // "epoch.coordinator"; "0.0" before the first view
+	Coordinator uint64   `json:"coordinator"`
+	Members     []Member `json:"members"` // oldest first; the first coordinates
+	Peers       []uint64 `json:"peers"`   // live peers heard, members or not
+	Counters    Counters `json:"counters"`
+}
+
+// The states of Status.State.
+const (
+	StateJoining  = "joining"  // no view installed yet
+	StateMember   = "member"   // in a view, sending
+	StateChanging = "changing" // in a view, sends held by a view change (flush) or a leave
+)
+
+// Member is one member of a view.
+type Member struct {
+	ID          uint64 `json:"id"`
+	Incarnation uint64 `json:"incarnation"`
+}
+
+// Status returns the node's status, read in its loop; ctx's error or
+// ErrStopped when the loop does not run it.
+func (r *Node) Status(ctx context.Context) (Status, error) {
+	var s Status
+	err := r.Do(ctx, func(*Core) { s = r.status() })
+	return s, err
+}
+
+// status reads the status; only the loop may call it.
+func (r *Node) status() Status {
+	c, v := r.o.Config, r.core.View()
+	s := Status{
+		ID: c.ID, Incarnation: r.o.Inc, Group: c.Group, Addr: c.Addr, Iface: c.Iface,
+		Src: r.o.Transport.LocalAddr().String(), State: StateMember, View: v.ID.String(),
+		Coordinator: v.Coordinator(), Members: make([]Member, len(v.Members)),
+		Peers: orEmpty(r.core.Peers()), Counters: r.counters(),
+	}
+	for i, m := range v.Members {
+		s.Members[i] = Member{m.ID, m.Inc}
+	}
+	switch {
+	case len(v.Members) == 0:
+		s.State = StateJoining
+	case !r.core.Sending():
+		s.State = StateChanging
+	}
+	return s
+}
+
+// A Counter is one named counter. Value is a uint64, int, int64 or
+// float64; decoded from JSON, a json.Number.
+type Counter struct {
+	Name  string
+	Value any
+}
+
+// Counters are a node's counters in the order node.stats logs them. As
+// JSON they are one object, in that order.
+type Counters []Counter
+
+// counters collects the counters; only the loop may call it. node.stats
+// logs these, and Status reports them: add a counter here and both show it.
+func (r *Node) counters() Counters {
+	cs, ms := r.core.Stats()
+	gs := r.core.MembershipStats()
+	return Counters{
+		{"views_installed", gs.ViewsInstalled},
+		{"flushes_started", gs.FlushesStarted}, {"flush_restarts", gs.FlushRestarts},
+		{"suspicions", gs.Suspicions}, {"joins_refused", gs.JoinsRefused},
+		{"membership_msgs", gs.MembershipMsgs}, {"stale_membership", gs.StaleMembership},
+		{"wrong_view", gs.WrongView}, {"future_dropped", gs.FutureDropped}, {"beyond_cut", gs.BeyondCut},
+		{"ordered_delivered", gs.OrderedDelivered}, {"records_sent", gs.RecordsSent}, {"records_received", gs.RecordsReceived},
+		{"bad_records", gs.BadRecords}, {"unrecorded", gs.Unrecorded}, {"unheld", gs.Unheld},
+		{"datagrams_in", cs.DatagramsIn}, {"datagrams_out", cs.DatagramsOut},
+		{"bytes_in", cs.BytesIn}, {"bytes_out", cs.BytesOut},
+		{"malformed", cs.Malformed}, {"not_huddle", cs.NotHuddle}, {"unknown_kind", cs.UnknownKind},
+		{"foreign_group", cs.ForeignGroup}, {"own_echo", cs.OwnEcho}, {"truncated", r.truncated},
+		{"send_errors", r.sendErrors}, {"encode_errors", cs.EncodeErrors},
+		{"sessions_sent", ms.SessionsSent}, {"sessions_recv", ms.SessionsRecv},
+		{"stale_incarnation", ms.StaleInc}, {"unhandled", ms.Unhandled}, {"peers", ms.Peers},
+		{"msgs_sent", ms.MsgsSent}, {"bytes_sent", ms.BytesSent}, {"data_datagrams", ms.DataDatagrams},
+		{"msgs_delivered", ms.MsgsDelivered}, {"bytes_delivered", ms.BytesDelivered},
+		{"duplicates", ms.Duplicates}, {"gaps_detected", ms.GapsDetected}, {"gaps_recovered", ms.GapsRecovered},
+		{"nacks_sent", ms.NacksSent}, {"nacked_seqs", ms.NackedSeqs}, {"nacks_suppressed", ms.NacksSuppressed},
+		{"nacks_recv", ms.NacksRecv}, {"nacks_unanswerable", ms.NacksUnanswerable},
+		{"repairs_sent", ms.RepairsSent}, {"repairs_suppressed", ms.RepairsSuppressed}, {"repairs_recv", ms.RepairsRecv},
+		{"skipped", ms.Skipped}, {"overrun", ms.Overrun}, {"bad_fragments", ms.BadFragments}, {"too_large", ms.TooLarge},
+		{"buffered", ms.Buffered}, {"buffer_bytes", ms.BufferBytes}, {"unstable", ms.Unstable},
+		{"window_full", r.windowFull}, {"pauses", r.pauses},
+		{"recovery_p50_us", ms.Recovery.Quantile(0.5).Microseconds()},
+		{"recovery_p99_us", ms.Recovery.Quantile(0.99).Microseconds()},
+		{"recovery_max_us", ms.Recovery.Max().Microseconds()},
+		{"srm_spread", ms.Spread},
+	}
+}
+
+// Get returns the value of the counter named name.
+func (cs Counters) Get(name string) (any, bool) {
+	for _, c := range cs {
+		if c.Name == name {
+			return c.Value, true
+		}
+	}
+	return nil, false
+}
+
+// addTo adds the counters to a log event, each as its own field.
+func (cs Counters) addTo(e *zerolog.Event) *zerolog.Event {
+	for _, c := range cs {
+		switch v := c.Value.(type) {
+		case uint64:
+			e = e.Uint64(c.Name, v)
+		case int:
+			e = e.Int(c.Name, v)
+		case int64:
+			e = e.Int64(c.Name, v)
+		case float64:
+			e = e.Float64(c.Name, v)
+		default:
+			e = e.Interface(c.Name, v)
+		}
+	}
+	return e
+}
+
+// MarshalJSON writes the counters as one object, in their order.
+func (cs Counters) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, c := range cs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, err := json.Marshal(c.Name)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(c.Value)
+		if err != nil {
+			return nil, fmt.Errorf("node: counter %s: %w", c.Name, err)
+		}
+		b = append(append(append(b, k...), ':'), v...)
+	}
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON reads an object of numbers, keeping the keys' order;
+// the values are json.Numbers.
+func (cs *Counters) UnmarshalJSON(b []byte) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return errors.New("node: counters: not a JSON object")
+	}
+	out := Counters{}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return fmt.Errorf("node: counters: %w", err)
+		}
+		name, _ := t.(string)
+		var n json.Number
+		if err := d.Decode(&n); err != nil {
+			return fmt.Errorf("node: counters: %s: %w", name, err)
+		}
+		out = append(out, Counter{name, n})
+	}
+	*cs = out
+	return nil
+}
