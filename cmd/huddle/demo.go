@@ -1,6 +1,102 @@
 package main
 
-import "io"
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
 
-// Placeholder: huddle demo (being written).
-func cmdDemo(args []string, stdout, stderr io.Writer) int { return exitUsage }
+	"github.com/mattn/go-isatty"
+
+	"github.com/huddle-lan/huddle/internal/demo"
+)
+
+const demoUsage = `Usage: huddle demo [flags]
+
+Starts a small group on a private virtual LAN (network namespaces: as root,
+or unprivileged in a user namespace; where neither works, in this process
+over a simulated network), drops some of the datagrams, multicasts in every
+order (fifo, total, safe), kills the coordinator and restarts it, and shows
+what happens: views, suspicions, repairs, deliveries. It ends with a summary
+and a check of the nodes' logs; the exit code is 0 when the check passes.
+
+Flags:
+`
+
+// cmdDemo runs `huddle demo`: exit 0 when the run's check passed, 1 when
+// it failed, could not run or was interrupted, 2 for a bad command line.
+func cmdDemo(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("huddle demo", flag.ContinueOnError)
+	var parseOut bytes.Buffer
+	fs.SetOutput(&parseOut)
+	o := demo.Options{}
+	fs.IntVar(&o.Nodes, "nodes", demo.DefaultNodes, fmt.Sprintf("`number` of nodes, %d to %d", demo.MinNodes, demo.MaxNodes))
+	fs.Float64Var(&o.Loss, "loss", demo.DefaultLoss, fmt.Sprintf("`probability` that a node's host drops a datagram it receives, 0 to %v", demo.MaxLoss))
+	fs.DurationVar(&o.Duration, "duration", demo.DefaultDuration, fmt.Sprintf("`time` from the start of the nodes to their stop, %v to %v", demo.MinDuration, demo.MaxDuration))
+	fs.BoolVar(&o.InProcess, "in-process", false, "run the nodes in this process over a simulated network, even where a virtual LAN can be built")
+	fs.StringVar(&o.LogDir, "log-dir", "", "`directory` for the nodes' logs; default: a new temporary directory")
+	keep := fs.Bool("keep-logs", true, "keep the nodes' logs after a run that passed (they are always kept after a failure)")
+	color := fs.String("color", "auto", "`when` to colour the output: auto (when stdout is a terminal and NO_COLOR is unset), always or never")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), demoUsage)
+		fs.PrintDefaults()
+	}
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		stdout.Write(parseOut.Bytes())
+		return exitOK
+	}
+	stderr.Write(parseOut.Bytes())
+	if err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "huddle demo: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	switch *color {
+	case "auto":
+		o.Color = isTerminal(stdout) && os.Getenv("NO_COLOR") == ""
+	case "always":
+		o.Color = true
+	case "never":
+	default:
+		fmt.Fprintf(stderr, "huddle demo: --color %q: want auto, always or never\n", *color)
+		return exitUsage
+	}
+	if err := o.Validate(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	o.RemoveLogs = !*keep
+	o.Out = stdout
+	if !o.InProcess {
+		// The nodes are this very binary: `huddle run` in each host.
+		bin, err := os.Executable()
+		if err != nil {
+			fmt.Fprintln(stderr, "huddle demo: cannot find this program to run the nodes:", err)
+		}
+		o.Bin = bin
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	s, err := demo.Run(ctx, o)
+	switch {
+	case errors.Is(err, demo.ErrInterrupted):
+		return exitFailure
+	case err != nil:
+		fmt.Fprintln(stderr, "huddle demo:", err)
+		return exitFailure
+	case !s.OK:
+		return exitFailure
+	}
+	return exitOK
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}

@@ -1,0 +1,32 @@
+// Package demo runs `huddle demo`: a small group on a private virtual LAN,
+// with packet loss, traffic in every delivery order, a crash of the
+// coordinator and its restart, shown live on a console and checked from
+// the nodes' logs at the end.
+//
+//	s, err := demo.Run(ctx, demo.Options{Nodes: 5, Loss: 0.02, Bin: huddleBinary, Out: os.Stdout})
+//	if err != nil { ... }   // could not run, or ErrInterrupted (s is then set too)
+//	if !s.OK { ... }        // a check of the logs failed
+//
+// Where the machine allows it (root, or unprivileged user namespaces),
+// the nodes are `Bin run` processes in the hosts of an internal/lab LAN
+// (network namespaces on a bridge, loss by netem, iptables or nft);
+// otherwise, or with Options.InProcess, they are the same node loop
+// (internal/node.Run) in this process over an in-memory network with
+// random loss (internal/sim.Net). Either way each node writes its JSON log
+// (--trace-deliveries, stats every second) to Options.LogDir, and the demo
+// follows those files: the console shows what the logs say, nothing else.
+//
+// The timeline, as fractions of Options.Duration: the nodes start at 0
+// and form a view; each multicasts Options.Rate messages per second (node
+// 1 fifo, node 2 safe, the others total order); at 40 % the coordinator of
+// the current view, which is also the total-order sequencer, is killed
+// with SIGKILL; at 65 % it is started again with the same ID; at 100 %
+// every node gets SIGTERM and leaves the group. Then the logs are checked
+// with internal/logcheck (membership, liveness and, where logcheck has it,
+// order) and by the demo itself (the group formed, excluded the killed
+// node, took it back, delivered every order), and a summary is printed.
+//
+// Cleanup is unconditional: Run stops the nodes it started and deletes
+// the LAN, also when ctx is cancelled (Ctrl-C); only the logs remain,
+// unless Options.RemoveLogs and the checks passed.
+package demo

@@ -1,0 +1,224 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/huddle-lan/huddle/config"
+	_ "github.com/huddle-lan/huddle/internal/logx" // zerolog's time format: RFC 3339 with nanoseconds, as the nodes log it
+	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/multicast"
+)
+
+// procCluster runs the nodes in this process: the real node loop
+// (node.Run, the same code as `huddle run`) over an in-memory network
+// with random loss (sim.Net), in real time. It is the demo's fallback
+// where no virtual LAN can be built.
+type procCluster struct {
+	data, ctl *sim.Net // group traffic, and the repair traffic of the second socket
+	dir       string
+	cfg       func(id uint64) config.Config
+	nodes     map[uint64]*procNode
+}
+
+var _ cluster = (*procCluster)(nil)
+
+// procNode is one running node.
+type procNode struct {
+	cancel    context.CancelCauseFunc
+	done      chan struct{}
+	log       *cutWriter
+	data, ctl *crashable
+}
+
+func newProcCluster(loss float64, dir string, cfg func(uint64) config.Config) *procCluster {
+	seed := time.Now().UnixNano()
+	return &procCluster{
+		data:  sim.NewNet(sim.Options{Seed: seed, Loss: loss}),
+		ctl:   sim.NewNet(sim.Options{Seed: seed + 1, Loss: loss}),
+		dir:   dir,
+		cfg:   cfg,
+		nodes: map[uint64]*procNode{},
+	}
+}
+
+func (c *procCluster) logPath(id uint64) string {
+	return filepath.Join(c.dir, fmt.Sprintf("node%d.json", id))
+}
+
+func (c *procCluster) start(id uint64) error {
+	if n := c.nodes[id]; n != nil && !n.exited() {
+		return fmt.Errorf("node %d is running", id)
+	}
+	f, err := os.OpenFile(c.logPath(id), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cfg := c.cfg(id)
+	n := &procNode{done: make(chan struct{}), log: &cutWriter{w: f},
+		data: newCrashable(c.data.Endpoint(sim.Addr(id))), ctl: newCrashable(c.ctl.Endpoint(sim.Addr(id)))}
+	log := zerolog.New(n.log).Level(zerolog.InfoLevel).With().Timestamp().Uint64("node", id).Logger()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	n.cancel = cancel
+	o := node.Options{Config: cfg, Transport: n.data, Control: n.ctl, Log: log, Inc: node.NewIncarnation(), PreciseTimer: true}
+	go func() {
+		defer close(n.done)
+		defer n.log.Close()
+		if err := node.Run(ctx, o); err != nil {
+			log.Error().Str("event", "node.failed").Err(err).Msg("node failed")
+		}
+	}()
+	c.nodes[id] = n
+	return nil
+}
+
+// kill crashes node id as SIGKILL would: from now on it sends nothing,
+// hears nothing and logs nothing (its log ends mid-run, with no final
+// stats), and its address is free for a restart. Its loop then winds
+// down unseen.
+func (c *procCluster) kill(id uint64) error {
+	n := c.nodes[id]
+	if n == nil || n.exited() {
+		return fmt.Errorf("node %d is not running", id)
+	}
+	n.log.cut()
+	n.data.crash()
+	n.ctl.crash()
+	n.cancel(errors.New("killed"))
+	return nil
+}
+
+// stopCause is what a stopped node logs as the reason in node.stopped.
+var stopCause = errors.New("demo over")
+
+func (c *procCluster) stop(grace time.Duration, _ bool) error {
+	for _, n := range c.nodes {
+		n.cancel(stopCause)
+	}
+	deadline := time.After(grace)
+	var errs []error
+	for id, n := range c.nodes {
+		select {
+		case <-n.done:
+		case <-deadline:
+			errs = append(errs, fmt.Errorf("node %d did not stop within %v", id, grace))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// exits reports nothing: a node that fails logs node.failed.
+func (c *procCluster) exits() []string { return nil }
+
+// close waits a little for the loops of killed nodes to wind down.
+func (c *procCluster) close() error {
+	for _, n := range c.nodes {
+		n.cancel(stopCause)
+		select {
+		case <-n.done:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	return nil
+}
+
+func (n *procNode) exited() bool {
+	select {
+	case <-n.done:
+		return true
+	default:
+		return n.log.isCut()
+	}
+}
+
+// crashable is a transport that can die at once, like the sockets of a
+// killed process: after crash, writes vanish, reads block until Close,
+// and the address is released.
+type crashable struct {
+	multicast.Transport
+	mu      sync.Mutex
+	crashed bool
+	closed  chan struct{}
+	once    sync.Once
+}
+
+func newCrashable(t multicast.Transport) *crashable {
+	return &crashable{Transport: t, closed: make(chan struct{})}
+}
+
+func (c *crashable) isCrashed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.crashed
+}
+
+func (c *crashable) crash() {
+	c.mu.Lock()
+	c.crashed = true
+	c.mu.Unlock()
+	c.Transport.Close()
+}
+
+// ReadBatch implements multicast.Transport.
+func (c *crashable) ReadBatch(pkts []multicast.Packet) (int, error) {
+	n, err := c.Transport.ReadBatch(pkts)
+	if c.isCrashed() {
+		<-c.closed
+		return 0, net.ErrClosed
+	}
+	return n, err
+}
+
+// WriteBatch implements multicast.Transport.
+func (c *crashable) WriteBatch(datagrams [][]byte) error {
+	if c.isCrashed() {
+		return nil
+	}
+	return c.Transport.WriteBatch(datagrams)
+}
+
+// Close implements multicast.Transport.
+func (c *crashable) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Transport.Close()
+}
+
+// cutWriter is a log file that can be cut off, as a killed process's is.
+type cutWriter struct {
+	mu   sync.Mutex
+	w    io.WriteCloser
+	gone bool
+}
+
+func (c *cutWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gone {
+		return len(p), nil
+	}
+	return c.w.Write(p)
+}
+
+func (c *cutWriter) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gone = true
+}
+
+func (c *cutWriter) isCut() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gone
+}
+
+func (c *cutWriter) Close() error { return c.w.Close() }
