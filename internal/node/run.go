@@ -267,6 +267,10 @@ func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 			}
 			r.receive(b)
 			data.free <- b
+			// Take what else has arrived before answering: one turn's
+			// output (an order record, acknowledgements, NACKs) then
+			// covers all of it. The pool bounds the turn.
+			r.drainUpTo(data, poolSize-1)
 		case req := <-r.sendc:
 			r.pending = append(r.pending, req)
 			r.takeSends() // callers of this turn share its datagrams
@@ -398,8 +402,11 @@ func (r *Node) noticePause(d time.Duration) {
 }
 
 // drain processes the batches a reader has ready, without waiting.
-func (r *Node) drain(x *reader) {
-	for {
+func (r *Node) drain(x *reader) { r.drainUpTo(x, -1) }
+
+// drainUpTo is drain of at most n batches (n < 0: no limit).
+func (r *Node) drainUpTo(x *reader, n int) {
+	for ; n != 0; n-- {
 		select {
 		case b := <-x.full:
 			r.receive(b)

@@ -159,6 +159,7 @@ type Machine struct {
 	changeFrom time.Time      // when the current view change began here
 
 	ord     orderer    // total and safe delivery in the installed view
+	now     time.Time  // of the last Step or Tick
 	pending []Delivery // deliveries of this view held during a flush: the cut decides
 	future  []Delivery // deliveries of a view not installed yet
 	deliver []Delivery
@@ -290,6 +291,7 @@ func (m *Machine) Sending() bool { return m.st == member && m.part == nil }
 // Step processes one decoded datagram that arrived at now from src; its
 // group has been checked. env must not be kept after Step returns.
 func (m *Machine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
+	m.now = now
 	if m.st == gone {
 		return // a node that left or was refused is silent
 	}
@@ -347,6 +349,7 @@ func (m *Machine) dispatch(now time.Time, env *wire.Envelope) {
 
 // Tick advances time.
 func (m *Machine) Tick(now time.Time) {
+	m.now = now
 	if m.st == gone {
 		return
 	}
@@ -367,7 +370,7 @@ func (m *Machine) NextDeadline() time.Time {
 		return time.Time{} // silent for good: no deadline
 	}
 	d := m.mc.NextDeadline()
-	for _, t := range []time.Time{m.joinAt, m.leaveAt, m.reportAt, m.changeAt, m.flushDeadline(), m.safeDeadline()} {
+	for _, t := range []time.Time{m.joinAt, m.leaveAt, m.reportAt, m.changeAt, m.flushDeadline(), m.safeDeadline(), m.recordDeadline()} {
 		if !t.IsZero() && t.Before(d) {
 			d = t
 		}
