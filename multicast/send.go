@@ -16,8 +16,8 @@ func (e *Engine) Multicast(service, payload []byte, order wire.Order, dest uint6
 	if err != nil {
 		return 0, err
 	}
-	if e.Unstable()+n > e.opt.Window {
-		if e.refreshOwn(); e.Unstable()+n > e.opt.Window {
+	if limit := e.limit(order); e.Unstable()+n > limit {
+		if e.refreshOwn(); e.Unstable()+n > limit {
 			return 0, ErrWindowFull
 		}
 	}
@@ -65,10 +65,22 @@ func (e *Engine) fragments(serviceLen, payloadLen int) (int, error) {
 // now (a message too large ever to fit reports true: Multicast will say so).
 func (e *Engine) Fits(serviceLen, payloadLen int) bool {
 	n, err := e.fragments(serviceLen, payloadLen)
-	if err == nil && e.Unstable()+n > e.opt.Window {
+	limit := e.limit(wire.FIFO)
+	if err == nil && e.Unstable()+n > limit {
 		e.refreshOwn()
 	}
-	return err != nil || e.Unstable()+n <= e.opt.Window
+	return err != nil || e.Unstable()+n <= limit
+}
+
+// limit is how much of the window messages of an order may fill. Order
+// records (membership's sequencer) may fill all of it; everything else
+// leaves them an eighth, so that a sequencer busy sending its own messages
+// still orders everyone else's.
+func (e *Engine) limit(order wire.Order) int {
+	if order == wire.Record {
+		return e.opt.Window
+	}
+	return e.opt.Window - e.opt.Window/8
 }
 
 // Unstable is the number of this node's messages (fragments) that are not

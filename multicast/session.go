@@ -269,7 +269,7 @@ func (e *Engine) expirePeers(now time.Time) {
 // lowest. DESIGN: a member that stays too far behind is reported, then
 // suspected; the report is this layer's part, the suspicion membership's.
 func (e *Engine) checkLagging(now time.Time) {
-	if e.Unstable() < e.opt.Window {
+	if e.Unstable() < e.limit(wire.FIFO) {
 		e.fullSince, e.lagReported = time.Time{}, false
 		return
 	}
