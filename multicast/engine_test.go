@@ -399,7 +399,7 @@ func TestLaggingPeerIsReported(t *testing.T) {
 	e := New(Options{Self: 1, Inc: 100, Group: 7, Heartbeat: hb, SuspectTimeout: suspect, Window: 16}, t0)
 	e.Step(t0, addr2, session(2, 5, t0))                                           // 2 reports nothing of ours
 	e.Step(t0, addr2, session(3, 5, t0, wire.PeerState{ID: 1, Inc: 100, Seq: 16})) // 3 keeps up
-	for i := range 14 { // the window of application messages: 16 less an eighth kept for order records
+	for i := range 14 {                                                            // the window of application messages: 16 less an eighth kept for order records
 		if _, err := e.Multicast(nil, []byte{byte(i)}, wire.FIFO, 0); err != nil {
 			t.Fatal(err)
 		}
