@@ -59,6 +59,7 @@ type Engine struct {
 	nextSession time.Time
 	fullSince   time.Time         // since when the send window has been full; zero when it is not
 	lagReported bool              // the laggards of this full window were reported
+	senders     int               // members sending now, this one included: they share the window
 	sendq       []uint64          // own seqs to transmit at the next flush
 	batchBuf    []wire.Data       // backing array of the batches packed from sendq
 	view        wire.ViewID       // this node's view, stamped on what it sends
@@ -180,6 +181,7 @@ func (e *Engine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
 // when due and declares silent peers lost.
 func (e *Engine) Tick(now time.Time) {
 	e.fireTimers(now)
+	e.countSenders(now)
 	e.refreshOwn()
 	e.checkLagging(now)
 	if !now.Before(e.nextSession) {

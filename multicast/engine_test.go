@@ -439,3 +439,46 @@ func TestSpreadAdapts(t *testing.T) {
 			start, wide, narrow, minSpread, maxSpread)
 	}
 }
+
+// TestSendersShareTheWindow: the members sending at the same time share
+// the window, so that together they fill a receiver's socket buffer no
+// more than one sender does; a sender quiet for two heartbeats gives its
+// share back, and order records keep their eighth.
+func TestSendersShareTheWindow(t *testing.T) {
+	e := New(Options{Self: 1, Inc: 1, Group: 7, Heartbeat: hb, SuspectTimeout: suspect, Window: 1024}, t0)
+	for id := uint64(2); id <= 4; id++ {
+		e.Step(t0, addr2, session(id, 1, t0)) // three live peers, which report nothing of ours
+	}
+	send := func() int {
+		n := 0
+		for ; n < 2000; n++ {
+			if _, err := e.Multicast(nil, []byte{1}, wire.FIFO, 0); err != nil {
+				break
+			}
+		}
+		return n
+	}
+	if n := send(); n != 896 {
+		t.Fatalf("alone sending: %d messages fit, want 896 (1024 less the eighth for order records)", n)
+	}
+	if _, err := e.Multicast(nil, []byte{1}, wire.Record, 0); err != nil {
+		t.Fatalf("an order record on a full window: %v", err)
+	}
+	e2 := New(Options{Self: 1, Inc: 1, Group: 7, Heartbeat: hb, SuspectTimeout: suspect, Window: 1024}, t0)
+	for id := uint64(2); id <= 4; id++ {
+		e2.Step(t0, addr2, session(id, 1, t0))
+		e2.Step(t0, addr2, data(id, 1, 1))
+	}
+	e = e2
+	if n := send(); n != 224 {
+		t.Fatalf("with three others sending: %d messages fit, want 896/4 = 224", n)
+	}
+	later := t0.Add(3 * hb)
+	for id := uint64(2); id <= 4; id++ {
+		e.Step(later, addr2, session(id, 1, later, wire.PeerState{ID: 1, Inc: 1, Seq: 224}))
+	}
+	e.Tick(later)
+	if n := send(); n != 896 {
+		t.Fatalf("the others quiet for two heartbeats: %d more fit, want the whole 896 back", n)
+	}
+}

@@ -1,6 +1,8 @@
 package multicast
 
 import (
+	"time"
+
 	"github.com/huddle-lan/huddle/internal/wire"
 )
 
@@ -16,8 +18,8 @@ func (e *Engine) Multicast(service, payload []byte, order wire.Order, dest uint6
 	if err != nil {
 		return 0, err
 	}
-	if limit := e.limit(order); e.Unstable()+n > limit {
-		if e.refreshOwn(); e.Unstable()+n > limit {
+	if limit := e.limit(order); !e.fits(n, limit) {
+		if e.refreshOwn(); !e.fits(n, limit) {
 			return 0, ErrWindowFull
 		}
 	}
@@ -66,21 +68,50 @@ func (e *Engine) fragments(serviceLen, payloadLen int) (int, error) {
 func (e *Engine) Fits(serviceLen, payloadLen int) bool {
 	n, err := e.fragments(serviceLen, payloadLen)
 	limit := e.limit(wire.FIFO)
-	if err == nil && e.Unstable()+n > limit {
+	if err == nil && !e.fits(n, limit) {
 		e.refreshOwn()
 	}
-	return err != nil || e.Unstable()+n <= limit
+	return err != nil || e.fits(n, limit)
+}
+
+// fits reports whether n more fragments fit within limit now. A message
+// larger than a sender's share goes out alone.
+func (e *Engine) fits(n, limit int) bool {
+	u := e.Unstable()
+	return u+n <= limit || u == 0
 }
 
 // limit is how much of the window messages of an order may fill. Order
 // records (membership's sequencer) may fill all of it; everything else
 // leaves them an eighth, so that a sequencer busy sending its own messages
 // still orders everyone else's.
+//
+// The members sending at the same time share the window (this one and
+// every source heard sending data within the last two heartbeats): every
+// sender's window lands in every receiver's socket buffer at once, and
+// shared they fill it no more than one sender does, instead of
+// overflowing it into a storm of repairs. A share is at least minShare.
 func (e *Engine) limit(order wire.Order) int {
-	if order == wire.Record {
-		return e.opt.Window
+	w := e.opt.Window
+	if order != wire.Record {
+		w -= w / 8
 	}
-	return e.opt.Window - e.opt.Window/8
+	return max(min(minShare, w), w/max(1, e.senders))
+}
+
+// minShare is the least a sender's share of the window shrinks to.
+const minShare = 64
+
+// countSenders counts this node and the sources that sent data within
+// the last two heartbeats.
+func (e *Engine) countSenders(now time.Time) {
+	n := 1
+	for _, st := range e.streams {
+		if !st.dataAt.IsZero() && now.Sub(st.dataAt) < 2*e.opt.Heartbeat {
+			n++
+		}
+	}
+	e.senders = n
 }
 
 // Unstable is the number of this node's messages (fragments) that are not

@@ -29,6 +29,7 @@ type stream struct {
 	fragDrop bool      // no message is being reassembled (or it is lost or too large): drop fragments until the next first one
 	started  bool      // something was delivered: the stream is this node's to keep up with
 	lostAt   time.Time // when its source was lost; zero while it is live
+	dataAt   time.Time // when data of it last arrived (not repairs)
 }
 
 // gap is a message known to exist and not received (SRM: a loss).
@@ -92,6 +93,11 @@ func (e *Engine) onData(now time.Time, p *peer, d *wire.Data, v wire.ViewID) {
 		first = 1
 	}
 	if st := e.streamFor(p.id, p.inc, first); st != nil {
+		if st.dataAt.IsZero() || now.Sub(st.dataAt) >= 2*e.opt.Heartbeat {
+			st.dataAt = now
+			e.countSenders(now) // one more sender: the shares shrink at once
+		}
+		st.dataAt = now
 		e.receive(now, st, d, v, true)
 	}
 }
