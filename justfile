@@ -27,6 +27,7 @@ soak:
 # search for datagrams that break the decoder or the protocol engine
 fuzz time="2m":
     go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime {{time}} ./internal/wire
+    go test -run '^$' -fuzz '^FuzzRecord$' -fuzztime {{time}} ./internal/wire
     go test -run '^$' -fuzz '^FuzzEngine$' -fuzztime {{time}} ./multicast
     go test -run '^$' -fuzz '^FuzzMachine$' -fuzztime {{time}} ./membership/vsync
 
@@ -38,7 +39,12 @@ bench:
 run *args:
     go run ./cmd/huddle run --log-format console {{args}}
 
-# the virtual-LAN benchmarks, as root: reliable multicast against raw UDP, and membership
+# the virtual-LAN benchmarks, as root: reliable multicast against raw UDP, membership, total order
 lab-bench count="3":
     go test -run '^$' -bench LAN -benchtime {{count}}x ./internal/bench
     go test -run '^$' -bench Membership -benchtime {{count}}x ./internal/bench
+    go test -run '^$' -bench Order -benchtime {{count}}x ./internal/bench
+
+# the demo: a group on a private virtual LAN, with loss, a crash and a rejoin
+demo *args:
+    go run ./cmd/huddle demo {{args}}
