@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,9 +26,7 @@ Flags:
 // cmdDemo runs `huddle demo`: exit 0 when the run's check passed, 1 when
 // it failed, could not run or was interrupted, 2 for a bad command line.
 func cmdDemo(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("huddle demo", flag.ContinueOnError)
-	var parseOut bytes.Buffer
-	fs.SetOutput(&parseOut)
+	fs, parseOut := newFlagSet("huddle demo")
 	o := demo.Options{}
 	fs.IntVar(&o.Nodes, "nodes", demo.DefaultNodes, fmt.Sprintf("`number` of nodes, %d to %d", demo.MinNodes, demo.MaxNodes))
 	fs.Float64Var(&o.Loss, "loss", demo.DefaultLoss, fmt.Sprintf("`probability` that a node's host drops a datagram it receives, 0 to %v", demo.MaxLoss))
@@ -43,19 +39,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), demoUsage)
 		fs.PrintDefaults()
 	}
-	err := fs.Parse(args)
-	fs.SetOutput(stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		stdout.Write(parseOut.Bytes())
-		return exitOK
-	}
-	stderr.Write(parseOut.Bytes())
-	if err != nil {
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "huddle demo: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, done := parseArgs(fs, parseOut, args, stdout, stderr); done {
+		return code
 	}
 	switch *color {
 	case "auto":

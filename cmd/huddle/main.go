@@ -78,12 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("huddle run", flag.ContinueOnError)
-	// The flag package prints the help (and parse errors) to fs.Output():
-	// hold it until Parse says whether the help was asked for, which goes
-	// to stdout (huddle run --help | less), or an error, to stderr.
-	var parseOut bytes.Buffer
-	fs.SetOutput(&parseOut)
+	fs, parseOut := newFlagSet("huddle run")
 	flags := config.AddFlags(fs)
 	printConfig := fs.Bool("print-config", false, "print the effective configuration as TOML and exit")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the run to `file` (go tool pprof reads it)")
@@ -91,19 +86,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), "Usage: huddle run [flags]\n\nRuns one huddle node until SIGINT or SIGTERM. Flags (defaults are the lan profile's):\n\n")
 		fs.PrintDefaults()
 	}
-	err := fs.Parse(args)
-	fs.SetOutput(stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		stdout.Write(parseOut.Bytes())
-		return exitOK
-	}
-	stderr.Write(parseOut.Bytes())
-	if err != nil {
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "huddle run: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, done := parseArgs(fs, parseOut, args, stdout, stderr); done {
+		return code
 	}
 	cfg, err := config.Load(fs, flags, os.Environ())
 	if err == nil && cfg.Security.Key != "" && !*printConfig {
@@ -131,6 +115,38 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		defer stop()
 	}
 	return startNode(cfg, stderr)
+}
+
+// newFlagSet returns the flag set of a command. The flag package prints
+// the help (and parse errors) to fs.Output(): the buffer holds them until
+// parseArgs says whether the help was asked for, which goes to stdout
+// (huddle run --help | less), or an error, to stderr.
+func newFlagSet(name string) (*flag.FlagSet, *bytes.Buffer) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	out := new(bytes.Buffer)
+	fs.SetOutput(out)
+	return fs, out
+}
+
+// parseArgs parses a command's flags, which take no arguments after them,
+// and reports (with the exit code) whether the command ends here: help
+// asked for, or a bad command line.
+func parseArgs(fs *flag.FlagSet, out *bytes.Buffer, args []string, stdout, stderr io.Writer) (code int, done bool) {
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		stdout.Write(out.Bytes())
+		return exitOK, true
+	}
+	stderr.Write(out.Bytes())
+	switch {
+	case err != nil:
+		return exitUsage, true
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return exitUsage, true
+	}
+	return exitOK, false
 }
 
 func startCPUProfile(path string) (stop func(), err error) {
