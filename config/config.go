@@ -206,9 +206,13 @@ type Election struct {
 	// Algorithm is "ring" (Chang–Roberts 1979) or "bully" (Garcia-Molina
 	// 1982). Default "ring". Every member of a group must use the same one.
 	Algorithm string `toml:"algorithm"`
-	// Every starts an election periodically when non-zero. Default 0 (only
-	// when the group has no leader or on request).
+	// Every starts an election periodically when non-zero (also
+	// --election-interval). Default 0 (only when the group has no leader,
+	// its leader left, or on request).
 	Every Duration `toml:"every"`
+	// Count stops the periodic elections after this many started by this
+	// node (also --elections). Default 0 (no limit).
+	Count int `toml:"count"`
 }
 
 // Mutex configures the Ricart–Agrawala lock.

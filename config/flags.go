@@ -67,13 +67,15 @@ var usage = map[string]string{
 	"log.file":           "`path` to append the log to; empty writes to standard error",
 	"election.algorithm": "election `algorithm`: ring or bully, the same on every member",
 	"election.every":     "start an election every `interval`; 0 is off, else at least 100ms",
+	"election.count":     "stop the periodic elections after this many `elections`; 0 is no limit",
 	"mutex.quorum":       "expected cluster `size`: lock only with a majority of it; 0 is off",
 	"security.key":       "group `key` sealing datagrams (AES-GCM), at least 16 bytes; prefer HUDDLE_SECURITY_KEY, flags show in ps",
 }
 
 // AddFlags registers one flag per Config field on fs, named after its TOML
-// key (--suspect-timeout, --srm-c1), plus --election as a short form of
-// --election-algorithm and --config for the TOML file. The defaults shown
+// key (--suspect-timeout, --srm-c1), plus --election, --election-interval
+// and --elections as short forms of --election-algorithm, --election-every
+// and --election-count, and --config for the TOML file. The defaults shown
 // in the help are the LAN profile's; the usage of a field whose Local
 // default differs says so. Call Load after fs.Parse.
 func AddFlags(fs *flag.FlagSet) *Flags {
@@ -90,6 +92,8 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 		f.add(fs, flagName(s.key), t, help)
 	}
 	f.add(fs, "election", f.byName["election-algorithm"], "election `algorithm`, short for --election-algorithm")
+	f.add(fs, "election-interval", f.byName["election-every"], "start an election every `interval`, short for --election-every")
+	f.add(fs, "elections", f.byName["election-count"], "stop the periodic elections after this many `elections`, short for --election-count")
 	return f
 }
 

@@ -90,6 +90,11 @@ func TestLoadPrecedence(t *testing.T) {
 			want: func(c *Config) { c.Election.Algorithm = "bully" },
 		},
 		{
+			name: "the ring_voting aliases",
+			args: []string{"--elections", "5", "--election-interval", "2s"},
+			want: func(c *Config) { c.Election.Count = 5; c.Election.Every = ms(2000) },
+		},
+		{
 			name: "empty variables and test knobs are ignored",
 			env:  []string{"HUDDLE_ID=", "HUDDLE_PROFILE=", "HUDDLE_TEST_SEED=1", "HUDDLE_TEST_ANYTHING=x"},
 			want: func(c *Config) {},
@@ -274,7 +279,7 @@ func everything() Config {
 		TraceDeliveries: true,
 		SRM:             SRM{C1: 1.5, C2: 2.5, D1: 0.5, D2: 2.25, MinDelay: ms(2)},
 		Log:             Log{Level: "debug", Format: "console", File: "/var/log/huddle.log"},
-		Election:        Election{Algorithm: "bully", Every: ms(1500)},
+		Election:        Election{Algorithm: "bully", Every: ms(1500), Count: 7},
 		Mutex:           Mutex{Quorum: 5},
 		Security:        Security{Key: "0123456789abcdef-'\"x"},
 	}

@@ -45,6 +45,7 @@ func (c *Config) Validate() error {
 		oneOf("log.format", "a log format", c.Log.Format, "json", "console"),
 		oneOf("election.algorithm", "an election algorithm", c.Election.Algorithm, "ring", "bully"),
 		zeroOrAtLeast("election.every", c.Election.Every, 100*ms),
+		inRange("election.count", c.Election.Count, 0, math.MaxInt32),
 		inRange("mutex.quorum", c.Mutex.Quorum, 0, 1024),
 		checkKey(c.Security.Key),
 	)
