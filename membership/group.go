@@ -317,6 +317,24 @@ func (g *Group) View() View {
 	return View{ID: g.view.ID, Members: append([]Member(nil), g.view.Members...)}
 }
 
+// Leader returns the leader the group's election chose, as this node
+// knows it (0: none yet), and the election round that chose it. The
+// election (ring or bully, config election.algorithm) runs by itself:
+// when the group has no leader, when the leader leaves the view, when a
+// higher node joins, and on Elect.
+func (g *Group) Leader(ctx context.Context) (leader, round uint64, err error) {
+	err = g.n.Do(ctx, func(c *node.Core) { leader, round = c.Leader() })
+	return leader, round, err
+}
+
+// Elect starts an election from this node and returns at once; Leader
+// tells the outcome once the round is done. False when this node already
+// takes part in an election.
+func (g *Group) Elect(ctx context.Context) (bool, error) {
+	res, err := g.n.Elect(ctx)
+	return res.Started, err
+}
+
 // Self returns this node: its ID and incarnation.
 func (g *Group) Self() Member { return g.self }
 

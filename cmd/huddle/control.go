@@ -297,6 +297,11 @@ func printStatus(w io.Writer, st node.Status, path string) {
 		}
 		tw.Flush()
 	}
+	if st.Leader != 0 {
+		fmt.Fprintf(w, "leader %d (%s election, round %d)\n", st.Leader, st.Election, st.LeaderRound)
+	} else if st.State != node.StateJoining {
+		fmt.Fprintf(w, "no leader yet (%s election)\n", st.Election)
+	}
 	peers := make([]string, len(st.Peers))
 	for i, p := range st.Peers {
 		peers[i] = fmt.Sprint(p)
@@ -353,4 +358,59 @@ func cmdSend(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "sent: seq %d, order %s\n", r.Seq, r.Order)
 	return exitOK
+}
+
+func cmdElect(args []string, stdout, stderr io.Writer) int {
+	f := newControlFlags("huddle elect", "huddle elect [flags]",
+		"Starts an election from the running node (the group's algorithm: ring or bully),\n"+
+			"waits until the node knows the round's leader, up to --timeout, and prints it.\n"+
+			"The election's messages are logged as election.* and leader.changed events.")
+	rest, code, ok := f.parse(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(stderr, "huddle elect: unexpected argument %q\n", rest[0])
+		return exitUsage
+	}
+	t, err := f.findTarget()
+	if err != nil {
+		return fail(stderr, "huddle elect", err, true)
+	}
+	deadline := time.Now().Add(*f.timeout)
+	res, _, err := t.call(*f.timeout, "elect", nil)
+	if err != nil {
+		return fail(stderr, "huddle elect", err, false)
+	}
+	var r node.ElectResult
+	if err := json.Unmarshal(res, &r); err != nil {
+		return fail(stderr, "huddle elect", fmt.Errorf("the node's answer is malformed: %w", err), false)
+	}
+	if !r.Started {
+		fmt.Fprintf(stderr, "huddle elect: the node is taking part in an election already, or has no view yet; its leader is %d (round %d)\n", r.Leader, r.Round)
+		return exitFailure
+	}
+	for {
+		res, _, err := t.call(time.Until(deadline), "status", nil)
+		if err != nil {
+			return fail(stderr, "huddle elect", err, false)
+		}
+		var st node.Status
+		if err := json.Unmarshal(res, &st); err != nil {
+			return fail(stderr, "huddle elect", fmt.Errorf("the node's answer is malformed: %w", err), false)
+		}
+		if st.LeaderRound > r.Round && st.Leader != 0 {
+			if *f.json {
+				out, _ := json.Marshal(map[string]any{"algorithm": st.Election, "leader": st.Leader, "round": st.LeaderRound})
+				fmt.Fprintf(stdout, "%s\n", out)
+			} else {
+				fmt.Fprintf(stdout, "leader %d (%s election, round %d)\n", st.Leader, st.Election, st.LeaderRound)
+			}
+			return exitOK
+		}
+		if time.Now().After(deadline) {
+			return fail(stderr, "huddle elect", fmt.Errorf("no leader elected within %v (the election goes on: see leader.changed in the node's log)", *f.timeout), false)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -35,6 +35,7 @@ Usage:
   huddle run [flags]     run a node on this machine (huddle run --help lists the flags)
   huddle status          print a running node's view, members and counters (--json)
   huddle send TEXT       multicast TEXT through the running node (--order fifo|total|safe)
+  huddle elect           start a leader election from the running node and print the leader
   huddle version         print the version
   huddle help            print this help
 
@@ -64,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdStatus(args[1:], stdout, stderr)
 	case "send":
 		return cmdSend(args[1:], stdout, stderr)
+	case "elect":
+		return cmdElect(args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(args[1:], stdout, stderr)
 	case "version", "--version", "-version":

@@ -15,6 +15,7 @@ import (
 type Node interface {
 	Status(ctx context.Context) (node.Status, error)
 	Multicast(ctx context.Context, service, payload []byte, order wire.Order) (uint64, error)
+	Elect(ctx context.Context) (node.ElectResult, error)
 }
 
 var _ Node = (*node.Node)(nil)
@@ -25,6 +26,7 @@ func Commands(n Node) map[string]Handler {
 	return map[string]Handler{
 		"status": statusCommand(n),
 		"send":   sendCommand(n),
+		"elect":  electCommand(n),
 	}
 }
 
@@ -96,6 +98,22 @@ func sendCommand(n Node) Handler {
 			return nil, nodeError(err, "sending", "the send window stayed full, or a view change held sends; the message was not sent")
 		}
 		return SendResult{Seq: seq, Order: order.String()}, nil
+	}
+}
+
+// electCommand starts an election from the node; it takes no arguments
+// and returns node.ElectResult. The election itself runs on: follow it
+// with status (leader, leader_round) or in the log (leader.changed).
+func electCommand(n Node) Handler {
+	return func(ctx context.Context, args json.RawMessage) (any, error) {
+		if err := decodeArgs(args, &struct{}{}); err != nil {
+			return nil, err
+		}
+		res, err := n.Elect(ctx)
+		if err != nil {
+			return nil, nodeError(err, "starting an election", "its loop did not answer")
+		}
+		return res, nil
 	}
 }
 

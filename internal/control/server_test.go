@@ -25,12 +25,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fakeNode stands in for a running node.
 type fakeNode struct {
-	mu      sync.Mutex
-	state   string
-	stopped bool          // every call fails with node.ErrStopped
-	block   bool          // Multicast waits for its context
-	entered chan struct{} // if set, gets a value when a blocking Multicast starts waiting
-	sent    []sentMsg
+	mu        sync.Mutex
+	state     string
+	stopped   bool          // every call fails with node.ErrStopped
+	block     bool          // Multicast waits for its context
+	entered   chan struct{} // if set, gets a value when a blocking Multicast starts waiting
+	sent      []sentMsg
+	elections int
 }
 
 type sentMsg struct {
@@ -47,6 +48,16 @@ func (f *fakeNode) Status(ctx context.Context) (node.Status, error) {
 	return node.Status{ID: 1, Group: "g", State: f.state, View: "2.1", Coordinator: 1,
 		Members:  []node.Member{{ID: 1, Incarnation: 10}, {ID: 2, Incarnation: 20}},
 		Counters: node.Counters{{Name: "msgs_sent", Value: uint64(len(f.sent))}, {Name: "srm_spread", Value: 2.5}}}, nil
+}
+
+func (f *fakeNode) Elect(ctx context.Context) (node.ElectResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return node.ElectResult{}, node.ErrStopped
+	}
+	f.elections++
+	return node.ElectResult{Started: true, Algorithm: "ring", Leader: 2, Round: uint64(f.elections)}, nil
 }
 
 func (f *fakeNode) Multicast(ctx context.Context, service, payload []byte, order wire.Order) (uint64, error) {
@@ -146,7 +157,10 @@ func TestRequests(t *testing.T) {
 		{name: "send while joining", state: node.StateJoining, raw: `{"cmd":"send","args":{"text":"a"}}` + "\n", code: "not_in_view", want: "not in a view yet"},
 		{name: "send times out", block: true, raw: `{"cmd":"send","args":{"text":"a"},"timeout_ms":30}` + "\n", code: "timeout", want: "was not sent"},
 		{name: "status of a stopping node", stopped: true, raw: `{"cmd":"status"}` + "\n", code: "stopped"},
-		{name: "unknown command", raw: `{"cmd":"elect"}` + "\n", code: "unknown_command", want: `unknown command \"elect\" (this node knows: panic, send, status)`},
+		{name: "elect", raw: `{"cmd":"elect"}` + "\n", want: `{"started":true,"algorithm":"ring","leader":2,"leader_round":1}`},
+		{name: "elect with arguments", raw: `{"cmd":"elect","args":{"now":true}}` + "\n", code: "bad_request", want: `unknown field \"now\"`},
+		{name: "elect on a stopping node", stopped: true, raw: `{"cmd":"elect"}` + "\n", code: "stopped"},
+		{name: "unknown command", raw: `{"cmd":"lock"}` + "\n", code: "unknown_command", want: `unknown command \"lock\" (this node knows: elect, panic, send, status)`},
 		{name: "panicking command", raw: `{"cmd":"panic"}` + "\n", code: "failed", want: "internal error: boom"},
 		{name: "not JSON", raw: "status\n", code: "bad_request", want: "malformed request"},
 		{name: "no cmd", raw: "{}\n", code: "bad_request", want: `no \"cmd\"`},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/election"
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership/vsync"
@@ -30,6 +31,7 @@ type CoreOptions struct {
 	JoinTimeout    time.Duration
 	Settings       []vsync.Setting // protocol settings every member must share
 	Seed           uint64          // seeds the protocol's randomness (timer jitter)
+	Election       ElectionOptions
 }
 
 // CoreOptionsFrom takes a Core's options from a node's configuration.
@@ -40,6 +42,7 @@ func CoreOptionsFrom(c config.Config, inc, seed uint64) CoreOptions {
 		Window: c.SendWindow, MaxMessage: c.MaxMessageSize,
 		C1: c.SRM.C1, C2: c.SRM.C2, D1: c.SRM.D1, D2: c.SRM.D2, MinDelay: c.SRM.MinDelay.D(),
 		JoinTimeout: c.JoinTimeout.D(), Settings: Settings(c), Seed: seed,
+		Election: ElectionOptions{Algorithm: election.Algorithm(c.Election.Algorithm), Every: c.Election.Every.D(), Count: c.Election.Count},
 	}
 }
 
@@ -54,6 +57,7 @@ func Settings(c config.Config) []vsync.Setting {
 		{Name: "max_message_size", Value: strconv.Itoa(c.MaxMessageSize)},
 		{Name: "heartbeat", Value: c.Heartbeat.D().String()},
 		{Name: "suspect_timeout", Value: c.SuspectTimeout.D().String()},
+		{Name: "election.algorithm", Value: c.Election.Algorithm},
 	}
 }
 
@@ -70,6 +74,8 @@ type Core struct {
 	env    *wire.Envelope
 	m      *vsync.Machine
 	mc     *multicast.Engine // m's
+	el     elect             // the leader election, on the election service
+	now    time.Time         // of the current step
 	ctlOut [][]byte          // NACKs and repairs of this turn
 	outbox [][]byte          // everything else
 	all    [][]byte          // both, for TakeOutbox
@@ -113,8 +119,9 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 			C1: o.C1, C2: o.C2, D1: o.D1, D2: o.D2, MinDelay: o.MinDelay,
 			Rand: rand.New(rand.NewPCG(o.Seed, o.ID)),
 		},
-		JoinTimeout: o.JoinTimeout, Settings: o.Settings,
+		JoinTimeout: o.JoinTimeout, Settings: o.Settings, Claim: c.claim,
 	}, now)
+	c.el = newElect(o.ID, o.Election, o.Heartbeat, o.SuspectTimeout, now)
 	c.mc = c.m.Engine()
 	return c
 }
@@ -127,7 +134,9 @@ func (c *Core) Receive(now time.Time, src netip.AddrPort, data []byte) {
 		c.countDecodeError(err)
 		return
 	}
+	c.now = now
 	c.m.Step(now, src, c.env)
+	c.electionStep(now)
 }
 
 func (c *Core) countDecodeError(err error) {
@@ -146,10 +155,21 @@ func (c *Core) countDecodeError(err error) {
 }
 
 // Tick implements sim.Machine.
-func (c *Core) Tick(now time.Time) { c.m.Tick(now) }
+func (c *Core) Tick(now time.Time) {
+	c.now = now
+	c.m.Tick(now)
+	c.el.m.Tick(now)
+	c.electionStep(now)
+}
 
 // NextDeadline implements sim.Machine.
-func (c *Core) NextDeadline() time.Time { return c.m.NextDeadline() }
+func (c *Core) NextDeadline() time.Time {
+	d := c.m.NextDeadline()
+	if e := c.electionDeadline(); !e.IsZero() && !d.IsZero() && e.Before(d) {
+		d = e
+	}
+	return d
+}
 
 // TakeOutbox implements sim.Machine: the datagrams to multicast, in order.
 // Everything queued since the last call is packed now, so messages sent in

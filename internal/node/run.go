@@ -460,6 +460,9 @@ func (r *Node) report() {
 	for ; next < len(ds); next++ {
 		r.delivered(&ds[next])
 	}
+	for _, ev := range r.core.TakeElectionEvents() {
+		r.logElection(ev)
+	}
 }
 
 func (r *Node) delivered(d *vsync.Delivery) {

@@ -23,8 +23,11 @@ type Status struct {
 	State       string   `json:"state"` // see State
 	View        string   `json:"view"`  // "epoch.coordinator"; "0.0" before the first view
 	Coordinator uint64   `json:"coordinator"`
-	Members     []Member `json:"members"` // oldest first; the first coordinates
-	Peers       []uint64 `json:"peers"`   // live peers heard, members or not
+	Members     []Member `json:"members"`      // oldest first; the first coordinates
+	Peers       []uint64 `json:"peers"`        // live peers heard, members or not
+	Leader      uint64   `json:"leader"`       // the elected leader this node knows; 0 = none yet
+	LeaderRound uint64   `json:"leader_round"` // the election round that chose it
+	Election    string   `json:"election"`     // the algorithm: ring or bully
 	Counters    Counters `json:"counters"`
 }
 
@@ -58,6 +61,8 @@ func (r *Node) status() Status {
 		Coordinator: v.Coordinator(), Members: make([]Member, len(v.Members)),
 		Peers: orEmpty(r.core.Peers()), Counters: r.counters(),
 	}
+	s.Leader, s.LeaderRound = r.core.Leader()
+	s.Election = c.Election.Algorithm
 	for i, m := range v.Members {
 		s.Members[i] = Member{m.ID, m.Inc}
 	}

@@ -21,6 +21,12 @@ type Options struct {
 	// whose settings differ from the coordinator's is refused, naming the
 	// first that differs.
 	Settings []Setting
+	// Claim, when set, sees every delivery for this node first, during the
+	// call that delivers it (its bytes are valid only then), and takes the
+	// ones it returns true for away from TakeDeliveries: the node's own
+	// protocols (the election) get their service's messages so, in
+	// delivery order, without the application seeing them.
+	Claim func(d *Delivery) bool
 }
 
 // Setting is one protocol-relevant setting, by its configuration key.

@@ -115,6 +115,9 @@ func (m *Machine) give(d Delivery) {
 	if d.Dest != 0 && d.Dest != m.self {
 		return
 	}
+	if m.opt.Claim != nil && m.opt.Claim(&d) {
+		return
+	}
 	m.deliver = append(m.deliver, d)
 }
 

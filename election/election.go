@@ -1,0 +1,512 @@
+package election
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Algorithm names an election algorithm, spelled as config's
+// election.algorithm.
+type Algorithm string
+
+// The algorithms.
+const (
+	Ring  Algorithm = "ring"  // Chang and Roberts 1979: candidates go round a ring of the view's members
+	Bully Algorithm = "bully" // Garcia-Molina 1982: ELECTION to the higher members, the highest alive bullies the rest
+)
+
+// Defaults for the zero Options timeouts.
+const (
+	// DefaultAnswerTimeout is how long a bully initiator waits for an
+	// ANSWER from a higher member before it declares itself.
+	DefaultAnswerTimeout = 200 * time.Millisecond
+	// DefaultCoordinatorTimeout is how long a bully member that got an
+	// ANSWER waits for the COORDINATOR before it starts again. It is also
+	// the longest a member without a leader waits for one to be announced
+	// (see Options).
+	DefaultCoordinatorTimeout = 500 * time.Millisecond
+)
+
+// Options configures a Machine.
+type Options struct {
+	// Self is this node's ID, not 0 (0 means "no leader").
+	Self uint64
+	// Algorithm is Ring (the default when empty) or Bully. Every member of
+	// a group must use the same one: each ignores the other's messages.
+	Algorithm Algorithm
+	// AnswerTimeout (bully) is how long an initiator waits for an ANSWER
+	// from a higher member before it declares itself; it must exceed a
+	// round trip to the slowest higher member. Default
+	// DefaultAnswerTimeout.
+	AnswerTimeout time.Duration
+	// CoordinatorTimeout (bully) is how long a node that got an ANSWER
+	// waits for the COORDINATOR before it starts a new round; it must
+	// exceed the higher member's own election (AnswerTimeout and two
+	// message delays). Default DefaultCoordinatorTimeout.
+	//
+	// A member that knows no leader and expects one to be announced (a
+	// joiner, or a member whose leader left while a higher member takes
+	// over) waits CoordinatorTimeout (bully) or max(AnswerTimeout,
+	// CoordinatorTimeout) (ring) before it starts an election itself.
+	CoordinatorTimeout time.Duration
+	// Descending (ring) runs the ring through the view's members in
+	// decreasing ID order instead of increasing. The highest ID still
+	// wins; only the direction changes. Tests use it for the literature's
+	// worst case of all members starting at once.
+	Descending bool
+}
+
+// ErrOptions is wrapped by the errors of Options.Validate.
+var ErrOptions = errors.New("election: invalid options")
+
+// Validate reports the first field of o that is out of range.
+func (o Options) Validate() error {
+	switch {
+	case o.Self == 0:
+		return fmt.Errorf("%w: Self is 0, which means no leader", ErrOptions)
+	case o.Algorithm != "" && o.Algorithm != Ring && o.Algorithm != Bully:
+		return fmt.Errorf("%w: Algorithm %q is not %q or %q", ErrOptions, o.Algorithm, Ring, Bully)
+	case o.AnswerTimeout < 0:
+		return fmt.Errorf("%w: AnswerTimeout %v is negative", ErrOptions, o.AnswerTimeout)
+	case o.CoordinatorTimeout < 0:
+		return fmt.Errorf("%w: CoordinatorTimeout %v is negative", ErrOptions, o.CoordinatorTimeout)
+	}
+	return nil
+}
+
+// Message is an election message to send: Payload to the member To,
+// addressed and reliable (the group's Send).
+type Message struct {
+	To      uint64
+	Payload []byte
+}
+
+// EventKind says what happened.
+type EventKind uint8
+
+// Event kinds, in the order they happen in a round.
+const (
+	Started       EventKind = iota + 1 // this node began a round (Initiator)
+	Won                                // this node won the round (Leader = this node)
+	LeaderChanged                      // this node learned the round's leader (Leader, Duration)
+	Done                               // the round is over here (Leader, Duration, Sent)
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case Started:
+		return "election.started"
+	case Won:
+		return "election.won"
+	case LeaderChanged:
+		return "leader.changed"
+	case Done:
+		return "election.done"
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Event is something the node should log (DESIGN.md, Logs).
+type Event struct {
+	Kind      EventKind
+	Algorithm Algorithm
+	Round     uint64
+	View      string
+	Initiator uint64 // Started: this node
+	Leader    uint64 // Won, LeaderChanged, Done
+	// Duration (LeaderChanged, Done) runs from when this node began to
+	// take part in the round (started it, got its first message of it,
+	// or began to wait for a leader to be announced) to now.
+	Duration time.Duration
+	// Sent (Done) is the election messages this node sent in the round
+	// until then; the Sent of every member's Done add up to the round's
+	// messages, but for one thing in bully: a member whose round is over
+	// still answers the ELECTIONs of it that arrive later (the winner, on
+	// those of the members below it), and those ANSWERs are in no Done
+	// (Stats counts them).
+	Sent int
+}
+
+// Stats are a Machine's counters since New.
+type Stats struct {
+	Started   uint64 // rounds this node began: Start, a view change, a timeout
+	Completed uint64 // rounds finished here (Done)
+	Won       uint64 // rounds this node won
+	Sent      Counts // messages sent, by kind
+	Received  Counts // messages received that decoded, by kind
+	Stale     uint64 // messages of an older round, or of a round already over here, ignored
+	Malformed uint64 // payloads that do not decode, or that the algorithm does not use
+	Foreign   uint64 // messages from, or naming, a node outside the view (or this node itself)
+	Ignored   uint64 // messages of the round that do not fit this node's state
+}
+
+// Counts are message counters by kind.
+type Counts struct {
+	Election    uint64 // ring and bully
+	Elected     uint64 // ring
+	Answer      uint64 // bully
+	Coordinator uint64 // bully
+}
+
+// Total is the sum over the kinds.
+func (c Counts) Total() uint64 { return c.Election + c.Elected + c.Answer + c.Coordinator }
+
+func (c *Counts) add(k kind) {
+	switch k {
+	case kindElection:
+		c.Election++
+	case kindElected:
+		c.Elected++
+	case kindAnswer:
+		c.Answer++
+	case kindCoordinator:
+		c.Coordinator++
+	}
+}
+
+// state is this node's part in the round it knows (Machine.round).
+type state uint8
+
+const (
+	idle      state = iota // no part yet: none started, or only heard of it
+	candidate              // ring: a participant (passed an ELECTION on); bully: its ELECTIONs are out, no ANSWER yet
+	waiting                // bully: a higher member answered; waiting for its COORDINATOR
+	elected                // ring: won; its ELECTED goes round
+	done                   // the round is over here (Done emitted)
+)
+
+// Machine is one node's leader election, a deterministic state machine:
+// no goroutines, clock, sockets or randomness. The node loop or the
+// simulator feeds it views (SetView), messages (Receive), time (Tick) and
+// requests (Start), and takes what it produced (TakeOutput, TakeEvents,
+// NextDeadline).
+//
+// Every message carries its round. A node keeps the highest round it
+// knows; a message of a higher round makes it join that round and forget
+// the old one, leader included (a sitting leader steps down and takes
+// part); a message of an older round is ignored. A node starts round
+// (highest known)+1, so nodes that start together from the same state run
+// one election.
+type Machine struct {
+	self       uint64
+	alg        Algorithm
+	descending bool
+
+	answerTimeout time.Duration
+	coordTimeout  time.Duration
+	waitTimeout   time.Duration // how long a member without a leader waits for one to be announced
+
+	hold func(now time.Time)                           // begins this node's own election in the round: holdRing or holdBully
+	step func(now time.Time, from uint64, msg message) // a message of the round: stepRing or stepBully
+
+	hasView bool
+	view    string
+	members []uint64 // ascending
+
+	round  uint64    // the highest round known
+	st     state     // this node's part in round
+	ranOwn bool      // bully: this node held its own election in round
+	since  time.Time // when this node began to take part in round
+	sent   int       // messages this node sent in round
+
+	leader      uint64
+	leaderRound uint64
+
+	toldAt time.Time // bully: when this node's winning COORDINATORs went out (or out again)
+	told   []uint64  // bully: to whom
+	heard  []uint64  // ring: members whose ELECTIONs came since this node's last Done (see tellHeard)
+
+	answerAt time.Time // bully, candidate: no ANSWER by then → win
+	coordAt  time.Time // bully, waiting: no COORDINATOR by then → start again
+	waitAt   time.Time // no leader known: none announced by then → start
+	waitFrom time.Time // when the wait began
+
+	out   []Message
+	evs   []Event
+	arena []byte // payloads of out; handed over with them
+	codec codec
+	stats Stats
+}
+
+// New returns a Machine without a view. It panics if o does not Validate:
+// options come from a validated configuration.
+func New(o Options) *Machine {
+	if err := o.Validate(); err != nil {
+		panic(err)
+	}
+	m := &Machine{self: o.Self, alg: o.Algorithm, descending: o.Descending,
+		answerTimeout: or(o.AnswerTimeout, DefaultAnswerTimeout),
+		coordTimeout:  or(o.CoordinatorTimeout, DefaultCoordinatorTimeout)}
+	if m.alg == "" {
+		m.alg = Ring
+	}
+	if m.alg == Bully {
+		m.hold, m.step, m.waitTimeout = m.holdBully, m.stepBully, m.coordTimeout
+	} else {
+		m.hold, m.step, m.waitTimeout = m.holdRing, m.stepRing, max(m.answerTimeout, m.coordTimeout)
+	}
+	return m
+}
+
+func or(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// Start starts an election now, as `huddle elect` or a periodic election
+// does: a new round, (highest known)+1. It is a no-op that returns false
+// while this node takes part in an unfinished round, or has no view.
+func (m *Machine) Start(now time.Time) bool {
+	if !m.hasView || m.busy() {
+		return false
+	}
+	m.begin(now)
+	return true
+}
+
+// Receive handles one election message that member from sent to this
+// node. Messages arrive reliably and in FIFO order per sender, and may be
+// lost only when the sender or receiver crashes or the view changes.
+// Nothing in payload can make it panic: junk is counted and dropped.
+func (m *Machine) Receive(now time.Time, from uint64, payload []byte) {
+	msg, err := m.codec.decode(payload)
+	if err != nil || !m.uses(msg, from) {
+		m.stats.Malformed++
+		return
+	}
+	m.stats.Received.add(msg.kind)
+	if !m.hasView || from == m.self || !m.isMember(from) || !m.isMember(msg.id) {
+		m.stats.Foreign++
+		return
+	}
+	switch {
+	case msg.round < m.round:
+		m.stats.Stale++
+		if msg.kind == kindElection {
+			m.tellStraggler(from)
+		}
+		return
+	case msg.round > m.round:
+		m.enter(now, msg.round)
+	}
+	m.step(now, from, msg)
+	if m.st == idle && m.leader == 0 {
+		m.wait(now) // heard of a round it has no part in: expect its result
+	}
+}
+
+// uses reports whether msg is one of this algorithm's messages. A bully
+// message names its sender; a ring message may name another member, the
+// candidate or leader it passes on.
+func (m *Machine) uses(msg message, from uint64) bool {
+	if m.alg == Bully {
+		return msg.kind != kindElected && msg.id == from
+	}
+	return msg.kind == kindElection || msg.kind == kindElected
+}
+
+// Tick runs the timers due at now.
+func (m *Machine) Tick(now time.Time) {
+	if due(m.answerAt, now) {
+		m.answerAt = time.Time{}
+		if m.st == candidate {
+			m.winBully(now) // Garcia-Molina 1982: no higher member answered
+		}
+	}
+	if due(m.coordAt, now) {
+		m.coordAt = time.Time{}
+		if m.st == waiting {
+			m.begin(now) // the member that answered failed before it announced itself
+		}
+	}
+	if due(m.waitAt, now) {
+		m.waitAt = time.Time{}
+		if m.hasView && m.leader == 0 && !m.busy() {
+			m.begin(now)
+		}
+	}
+}
+
+func due(at, now time.Time) bool { return !at.IsZero() && !now.Before(at) }
+
+// NextDeadline is when Tick has something to do; zero when nothing.
+func (m *Machine) NextDeadline() time.Time {
+	var next time.Time
+	for _, t := range []time.Time{m.answerAt, m.coordAt, m.waitAt} {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	return next
+}
+
+// TakeOutput returns the messages to send since the last call, each to one
+// member other than this node. The caller owns the payloads.
+func (m *Machine) TakeOutput() []Message {
+	out := m.out
+	m.out, m.arena = nil, nil
+	return out
+}
+
+// TakeEvents returns the events since the last call.
+func (m *Machine) TakeEvents() []Event {
+	evs := m.evs
+	m.evs = nil
+	return evs
+}
+
+// Leader returns the current leader (0 when none is known) and the round
+// that elected it.
+func (m *Machine) Leader() (leader, round uint64) { return m.leader, m.leaderRound }
+
+// Stats returns the counters.
+func (m *Machine) Stats() Stats { return m.stats }
+
+// busy reports whether this node takes part in an unfinished round.
+func (m *Machine) busy() bool { return m.st == candidate || m.st == waiting || m.st == elected }
+
+// enter makes round r this node's round, with no part in it yet: the old
+// round's state and leader are forgotten.
+func (m *Machine) enter(now time.Time, r uint64) {
+	m.round, m.st, m.ranOwn, m.sent = r, idle, false, 0
+	m.leader, m.leaderRound = 0, 0
+	m.since = now
+	if !m.waitAt.IsZero() {
+		m.since = m.waitFrom // it has waited for this round's result
+	}
+	m.answerAt, m.coordAt, m.waitAt = time.Time{}, time.Time{}, time.Time{}
+}
+
+// begin starts a new round with this node's own election in it.
+func (m *Machine) begin(now time.Time) {
+	m.enter(now, m.round+1)
+	m.stats.Started++
+	m.emit(Event{Kind: Started, Initiator: m.self})
+	m.hold(now)
+}
+
+// wait arms the wait for a leader to be announced, unless armed.
+func (m *Machine) wait(now time.Time) {
+	if m.waitAt.IsZero() {
+		m.waitFrom, m.waitAt = now, now.Add(m.waitTimeout)
+	}
+}
+
+// win makes this node the round's leader.
+func (m *Machine) win(now time.Time) {
+	m.stats.Won++
+	m.emit(Event{Kind: Won, Leader: m.self})
+	m.lead(now, m.self)
+}
+
+// lead records l as the round's leader.
+func (m *Machine) lead(now time.Time, l uint64) {
+	m.leader, m.leaderRound = l, m.round
+	m.emit(Event{Kind: LeaderChanged, Leader: l, Duration: now.Sub(m.since)})
+}
+
+// complete ends the round here.
+func (m *Machine) complete(now time.Time) {
+	m.st = done
+	m.answerAt, m.coordAt, m.waitAt = time.Time{}, time.Time{}, time.Time{}
+	m.stats.Completed++
+	m.emit(Event{Kind: Done, Leader: m.leader, Duration: now.Sub(m.since), Sent: m.sent})
+}
+
+// adoptLate handles the leader named by a message of a round already
+// over here: a copy of the one it knows, or a higher one (a member that
+// had lost its leader to a view change, or two results of one round
+// number from groups that merged), which the highest-wins rule prefers.
+func (m *Machine) adoptLate(now time.Time, l uint64) {
+	switch {
+	case l == m.leader:
+		m.stats.Stale++
+	case l > m.leader && l >= m.self:
+		m.leader, m.leaderRound = l, m.round
+		m.emit(Event{Kind: LeaderChanged, Leader: l, Duration: now.Sub(m.since)})
+	default:
+		m.stats.Ignored++
+	}
+}
+
+// goodLeader reports whether this node knows a leader that the view
+// keeps as its highest member.
+func (m *Machine) goodLeader() bool {
+	return m.leader != 0 && len(m.members) > 0 && m.leader == m.members[len(m.members)-1]
+}
+
+// tellStraggler answers an ELECTION of an older round, or of a round over
+// here, from a member that missed its result (a joiner whose announcement
+// was lost in a view change, one side of a merge whose rounds lag): it
+// gets the leader's announcement of this node's round, which a message of
+// a newer round makes it accept. Only a node whose round is over with a
+// good leader answers; in bully, only the leader, since a bully ELECTION
+// reaches every higher member. A ring node that cannot answer yet answers
+// when a round ends here (tellHeard): a ring straggler has no timer, and
+// its ELECTION went to this node only. (A bully straggler times out into
+// a round of its own, and the next COORDINATOR, which goes to every
+// member, puts it right.)
+func (m *Machine) tellStraggler(to uint64) {
+	if m.st != done || !m.goodLeader() {
+		m.hear(to)
+		return
+	}
+	if m.alg == Bully {
+		if m.leader == m.self {
+			m.send(to, kindCoordinator, m.self)
+		}
+		return
+	}
+	m.send(to, kindElected, m.leader)
+}
+
+// hear notes, in ring, that an ELECTION came from member id.
+func (m *Machine) hear(id uint64) {
+	if m.alg == Ring && !slices.Contains(m.heard, id) {
+		m.heard = append(m.heard, id)
+	}
+}
+
+// tellHeard tells the members whose ELECTIONs came since the last Done,
+// but via, the member this node learned the leader from, who the leader
+// is. In Chang–Roberts a member learns the result from the ELECTED that
+// its predecessor passes on, its only sender, so this sends nothing. But a
+// member that learned it otherwise (from a member that knew it already, to
+// which its ELECTION went when its round number matched a finished one)
+// may have swallowed the candidacy of its predecessor, which no ELECTED
+// will pass now: it is told, and tells its own in turn.
+func (m *Machine) tellHeard(via uint64) {
+	heard := m.heard
+	m.heard = nil
+	for _, id := range heard {
+		if id != via && id != m.self && m.isMember(id) {
+			m.tellStraggler(id)
+		}
+	}
+}
+
+func (m *Machine) emit(e Event) {
+	e.Algorithm, e.Round, e.View = m.alg, m.round, m.view
+	m.evs = append(m.evs, e)
+}
+
+// send queues the message [k, round, id] to member to.
+func (m *Machine) send(to uint64, k kind, id uint64) {
+	if to == m.self || to == 0 {
+		panic(fmt.Sprintf("election: node %d sends %v to %d", m.self, k, to))
+	}
+	start := len(m.arena)
+	m.arena = m.codec.append(m.arena, message{kind: k, round: m.round, id: id})
+	m.out = append(m.out, Message{To: to, Payload: m.arena[start:len(m.arena):len(m.arena)]})
+	m.sent++
+	m.stats.Sent.add(k)
+}
+
+func (m *Machine) isMember(id uint64) bool {
+	_, ok := slices.BinarySearch(m.members, id)
+	return ok
+}

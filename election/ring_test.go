@@ -1,0 +1,194 @@
+package election
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// ids returns n IDs in increasing order, not contiguous.
+func ids(n int) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = uint64(100 + 7*i)
+	}
+	return out
+}
+
+// shuffled returns ids in an order SetView must sort.
+func shuffled(ids []uint64) []uint64 {
+	out := slices.Clone(ids)
+	for i := range out {
+		j := (i*5 + 3) % len(out)
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// checkOneLeader checks that every member of group knows leader from the
+// same round, that the leader alone won that round, and that every member
+// finished it exactly once. It returns the round and the sum of the
+// members' Done.Sent for it.
+func checkOneLeader(t *testing.T, l *lan, group []uint64, leader uint64) (round uint64, sent int) {
+	t.Helper()
+	_, round = l.nodes[group[0]].m.Leader()
+	wins := 0
+	for _, id := range group {
+		n := l.nodes[id]
+		if ld, r := n.m.Leader(); ld != leader || r != round {
+			t.Errorf("node %d: leader %d round %d, want %d round %d", id, ld, r, leader, round)
+		}
+		if n.m.busy() {
+			t.Errorf("node %d: still in round %d (state %d)", id, n.m.round, n.m.st)
+		}
+		if d := n.m.NextDeadline(); !d.IsZero() {
+			t.Errorf("node %d: a timer is armed at %v", id, d)
+		}
+		dones := 0
+		for _, e := range n.evs {
+			if e.Round != round {
+				continue
+			}
+			switch e.Kind {
+			case Won:
+				wins++
+				if id != leader {
+					t.Errorf("node %d won round %d", id, round)
+				}
+			case Done:
+				dones++
+				sent += e.Sent
+				if e.Leader != leader {
+					t.Errorf("node %d: Done with leader %d", id, e.Leader)
+				}
+			}
+		}
+		if dones != 1 {
+			t.Errorf("node %d: %d Done for round %d, want 1", id, dones, round)
+		}
+	}
+	if wins != 1 {
+		t.Errorf("%d Won in round %d, want 1", wins, round)
+	}
+	return round, sent
+}
+
+// checkClean checks that no member ignored, or failed to decode, any message.
+func checkClean(t *testing.T, l *lan) {
+	t.Helper()
+	for _, id := range l.ids() {
+		s := l.nodes[id].m.Stats()
+		if s.Stale+s.Malformed+s.Foreign+s.Ignored != 0 {
+			t.Errorf("node %d: %+v", id, s)
+		}
+	}
+}
+
+// TestRingCounts checks Chang–Roberts's message counts (Chang and Roberts
+// 1979): n ELECTION + n ELECTED when the highest starts; 3n−1 when the
+// member after the highest on the ring starts (it stands, the others
+// stand in turn, then the highest's candidacy goes round); with everyone
+// starting at once, 2n−1 ELECTION when IDs increase along the ring (only
+// the highest's goes past its successor) and n(n+1)/2 when they decrease
+// (candidate k travels k hops). A member alone wins with no message.
+func TestRingCounts(t *testing.T) {
+	type tc struct {
+		name       string
+		descending bool
+		starters   func(ring []uint64) []uint64 // the view's members in ring order
+		election   func(n int) int
+	}
+	tcs := []tc{
+		{"highest", false, func(r []uint64) []uint64 { return r[len(r)-1:] }, func(n int) int { return n }},
+		{"highest/descending", true, func(r []uint64) []uint64 { return r[:1] }, func(n int) int { return n }},
+		{"after-highest", false, func(r []uint64) []uint64 { return r[:1] }, func(n int) int { return 2*n - 1 }},
+		{"after-highest/descending", true, func(r []uint64) []uint64 { return r[1%len(r) : 1%len(r)+1] }, func(n int) int { return 2*n - 1 }},
+		{"all/ascending", false, func(r []uint64) []uint64 { return r }, func(n int) int { return 2*n - 1 }},
+		{"all/descending", true, func(r []uint64) []uint64 { return r }, func(n int) int { return n * (n + 1) / 2 }},
+	}
+	for _, c := range tcs {
+		for _, n := range []int{1, 2, 3, 5, 8, 13} {
+			t.Run(fmt.Sprintf("%s/n=%d", c.name, n), func(t *testing.T) {
+				l := newLAN(t, Options{Algorithm: Ring, Descending: c.descending}, time.Millisecond)
+				members := ids(n)
+				l.add(members...)
+				l.install(shuffled(members)...)
+				ring := slices.Clone(members)
+				if c.descending {
+					slices.Reverse(ring)
+				}
+				for _, id := range c.starters(ring) {
+					if !l.start(id) {
+						t.Fatalf("Start at %d refused", id)
+					}
+				}
+				l.drain()
+				wantE, wantD := c.election(n), n
+				if n == 1 {
+					wantE, wantD = 0, 0
+				}
+				if l.carried != (Counts{Election: uint64(wantE), Elected: uint64(wantD)}) {
+					t.Errorf("carried %+v, want %d ELECTION and %d ELECTED", l.carried, wantE, wantD)
+				}
+				_, sent := checkOneLeader(t, l, members, members[n-1])
+				if sent != l.messages() {
+					t.Errorf("the members' Done.Sent add up to %d; the network carried %d", sent, l.messages())
+				}
+				checkClean(t, l)
+			})
+		}
+	}
+}
+
+// TestRingStartRefused checks that Start is a no-op without a view and
+// during a round this node takes part in.
+func TestRingStartRefused(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	m := New(Options{Self: 2})
+	if m.Start(now) {
+		t.Fatal("Start without a view")
+	}
+	m.SetView(now, "1.1", []uint64{1, 2, 3})
+	if !m.Start(now) {
+		t.Fatal("Start refused")
+	}
+	if m.Start(now) {
+		t.Fatal("second Start during the round")
+	}
+	out := m.TakeOutput()
+	if len(out) != 1 || out[0].To != 3 {
+		t.Fatalf("output %v, want one ELECTION to 3", out)
+	}
+}
+
+// TestSetViewEdges checks how SetView takes odd member lists.
+func TestSetViewEdges(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	m := New(Options{Self: 5})
+	m.SetView(now, "1.5", []uint64{5, 0, 9, 5, 7, 9})
+	if !slices.Equal(m.members, []uint64{5, 7, 9}) {
+		t.Fatalf("members %v, want [5 7 9]", m.members)
+	}
+	m.Start(now)
+	if out := m.TakeOutput(); len(out) != 1 || out[0].To != 7 {
+		t.Fatalf("output %v, want one ELECTION to 7", out)
+	}
+	m.SetView(now, "1.5", []uint64{9, 7, 5}) // the same view: nothing restarts
+	if out := m.TakeOutput(); len(out) != 0 || m.round != 1 {
+		t.Fatalf("the same view again: round %d, output %v", m.round, out)
+	}
+	m.SetView(now, "2.7", []uint64{7, 9}) // a view without this node
+	if m.Start(now) || m.busy() || len(m.TakeOutput()) != 0 {
+		t.Fatal("a node outside the view takes part")
+	}
+	var c codec
+	m.Receive(now, 7, c.append(nil, message{kindElection, 9, 7}))
+	if s := m.Stats(); s.Foreign != 1 {
+		t.Fatalf("a message outside the view: %+v", s)
+	}
+	m.SetView(now, "3.5", []uint64{5, 7, 9}) // back: a joiner, it waits for an announcement
+	if len(m.TakeOutput()) != 0 || m.NextDeadline().IsZero() {
+		t.Fatal("a joiner did not wait")
+	}
+}

@@ -1,0 +1,196 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/huddle-lan/huddle/election"
+	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/membership/vsync"
+	"github.com/huddle-lan/huddle/multicast"
+)
+
+// ElectionService is the group service the election's messages travel on.
+const ElectionService = "election"
+
+var electionService = []byte(ElectionService)
+
+// ElectionOptions configures the election a Core runs.
+type ElectionOptions struct {
+	Algorithm election.Algorithm // "" = ring
+	Every     time.Duration      // start an election this often; 0 = only when needed or asked
+	Count     int                // stop the periodic ones after this many; 0 = no limit
+}
+
+// maxElectionQueue bounds the election messages waiting for a view change
+// or the send window: far more than one round of the largest group sends.
+const maxElectionQueue = 4096
+
+// elect is the election's part of a Core: the machine, and what it waits
+// to send.
+type elect struct {
+	m        *election.Machine
+	queue    []election.Message
+	events   []election.Event
+	view     wire.ViewID // the view the machine last heard of
+	viewInc  uint64      // its coordinator's incarnation
+	periodAt time.Time   // the next periodic election; zero = none
+	started  int         // periodic elections started
+	dropped  uint64      // messages dropped: the queue was full, or a send failed for good
+}
+
+// newElect makes the election machine of a node with the given timers.
+func newElect(self uint64, o ElectionOptions, heartbeat, suspect time.Duration, now time.Time) elect {
+	alg := o.Algorithm
+	if alg == "" {
+		alg = election.Ring
+	}
+	// A higher member that is in the view answers within a few one-way
+	// delays and a repair or two; one that crashed is excluded within the
+	// suspect timeout, and the view change restarts the election.
+	answer := 2 * heartbeat
+	e := elect{m: election.New(election.Options{Self: self, Algorithm: alg,
+		AnswerTimeout: answer, CoordinatorTimeout: suspect + answer})}
+	if o.Every > 0 {
+		e.periodAt = now.Add(o.Every)
+	}
+	return e
+}
+
+// claim takes the election's messages out of the deliveries (Options.Claim).
+func (c *Core) claim(d *vsync.Delivery) bool {
+	if string(d.Service) != ElectionService {
+		return false
+	}
+	c.syncView(c.now) // a message of a view just installed: the machine must know the view first
+	c.el.m.Receive(c.now, d.Source, d.Payload)
+	return true
+}
+
+// syncView tells the election machine of the installed view, once.
+func (c *Core) syncView(now time.Time) {
+	e := &c.el
+	if v := c.m.View(); len(v.Members) > 0 && (v.ID != e.view || v.Members[0].Inc != e.viewInc) {
+		e.view, e.viewInc = v.ID, v.Members[0].Inc
+		e.queue = e.queue[:0] // messages for the old view's members and round
+		e.m.SetView(now, v.ID.String(), v.IDs())
+	}
+}
+
+// electionStep runs the election after the layers below moved: it tells
+// the machine of a new view, starts the periodic elections, and sends
+// what the machine wants sent.
+func (c *Core) electionStep(now time.Time) {
+	e := &c.el
+	c.syncView(now)
+	if o := c.opt.Election; !e.periodAt.IsZero() && !now.Before(e.periodAt) {
+		e.periodAt = now.Add(o.Every)
+		if e.m.Start(now) {
+			e.started++
+		}
+		if o.Count > 0 && e.started >= o.Count {
+			e.periodAt = time.Time{}
+		}
+	}
+	for _, msg := range e.m.TakeOutput() {
+		if len(e.queue) >= maxElectionQueue {
+			e.dropped++
+			continue
+		}
+		e.queue = append(e.queue, msg)
+	}
+	e.events = append(e.events, e.m.TakeEvents()...)
+	c.sendElection()
+}
+
+// sendElection sends the queued election messages, each addressed to its
+// member, in order; while a view change holds sends or the window is full
+// they wait for the next step.
+func (c *Core) sendElection() {
+	e := &c.el
+	n := 0
+	for _, msg := range e.queue {
+		_, err := c.m.Multicast(electionService, msg.Payload, wire.FIFO, msg.To)
+		if errors.Is(err, vsync.ErrBlocked) || errors.Is(err, multicast.ErrWindowFull) || errors.Is(err, vsync.ErrNotInView) {
+			break
+		}
+		if err != nil {
+			e.dropped++
+		}
+		n++
+	}
+	e.queue = append(e.queue[:0], e.queue[n:]...)
+}
+
+// StartElection starts an election now, as `huddle elect` asks; false when
+// this node already takes part in one, or has no view yet.
+func (c *Core) StartElection(now time.Time) bool {
+	c.now = now
+	ok := c.el.m.Start(now)
+	c.electionStep(now)
+	return ok
+}
+
+// Leader returns the leader this node knows (0 = none yet) and the round
+// of the election that chose it.
+func (c *Core) Leader() (leader, round uint64) { return c.el.m.Leader() }
+
+// TakeElectionEvents returns the election's events since the last call.
+func (c *Core) TakeElectionEvents() []election.Event {
+	ev := c.el.events
+	c.el.events = nil
+	return ev
+}
+
+// ElectionStats returns the election's counters and the messages the node
+// dropped for it.
+func (c *Core) ElectionStats() (election.Stats, uint64) { return c.el.m.Stats(), c.el.dropped }
+
+// electionDeadline is when the election needs the clock next.
+func (c *Core) electionDeadline() time.Time {
+	d := c.el.m.NextDeadline()
+	if p := c.el.periodAt; !p.IsZero() && (d.IsZero() || p.Before(d)) {
+		d = p
+	}
+	return d
+}
+
+// logElection logs one election event: election.started at an initiator,
+// election.won at the winner, leader.changed and election.done at every
+// node (done's sent, summed over the nodes' logs, is the round's count).
+func (r *Node) logElection(ev election.Event) {
+	e := r.log.Info().Str("algorithm", string(ev.Algorithm)).Uint64("round", ev.Round).Str("view", ev.View)
+	switch ev.Kind {
+	case election.Started:
+		e.Str("event", "election.started").Uint64("initiator", ev.Initiator).Msg("election started")
+	case election.Won:
+		e.Str("event", "election.won").Uint64("leader", ev.Leader).Msg("elected leader")
+	case election.LeaderChanged:
+		e.Str("event", "leader.changed").Uint64("leader", ev.Leader).
+			Float64("duration_ms", float64(ev.Duration.Microseconds())/1000).Msgf("leader %d", ev.Leader)
+	case election.Done:
+		e.Str("event", "election.done").Uint64("leader", ev.Leader).Int("sent", ev.Sent).
+			Float64("duration_ms", float64(ev.Duration.Microseconds())/1000).Msg("election done")
+	}
+}
+
+// ElectResult is what Elect reports: whether this node started an
+// election (false while it takes part in one already, or before its first
+// view), and the leader it knew when it did.
+type ElectResult struct {
+	Started   bool   `json:"started"`
+	Algorithm string `json:"algorithm"`
+	Leader    uint64 `json:"leader"`       // the leader before this election; 0 = none
+	Round     uint64 `json:"leader_round"` // the round that chose it
+}
+
+// Elect starts an election from this node, as `huddle elect` does.
+func (r *Node) Elect(ctx context.Context) (ElectResult, error) {
+	res := ElectResult{Algorithm: r.o.Config.Election.Algorithm}
+	err := r.Do(ctx, func(c *Core) {
+		res.Leader, res.Round = c.Leader()
+		res.Started = c.StartElection(time.Now())
+	})
+	return res, err
+}
