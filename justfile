@@ -9,7 +9,7 @@ test:
 
 # tests with the race detector, as CI runs them
 race:
-    go test -race ./multicast/... ./membership/... ./internal/... ./cmd/...
+    go test -race ./multicast/... ./membership/... ./election/... ./internal/... ./cmd/...
 
 # gofmt, go vet
 check:
@@ -30,6 +30,7 @@ fuzz time="2m":
     go test -run '^$' -fuzz '^FuzzRecord$' -fuzztime {{time}} ./internal/wire
     go test -run '^$' -fuzz '^FuzzEngine$' -fuzztime {{time}} ./multicast
     go test -run '^$' -fuzz '^FuzzMachine$' -fuzztime {{time}} ./membership/vsync
+    go test -run '^$' -fuzz '^FuzzReceive$' -fuzztime {{time}} -fuzzminimizetime 3s ./election
 
 # wire codec benchmarks
 bench:
