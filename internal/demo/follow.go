@@ -41,6 +41,13 @@ type event struct {
 	FromSeq  uint64    `json:"from_seq"`
 	Count    uint64    `json:"count"`
 	Why      string    `json:"why"`
+	// Election events.
+	Algorithm string  `json:"algorithm"`
+	Round     uint64  `json:"round"`
+	Initiator uint64  `json:"initiator"`
+	Leader    uint64  `json:"leader"`
+	Sent      int     `json:"sent"`
+	Duration  float64 `json:"duration_ms"`
 	// node.stats counters the console sums up.
 	NacksSent     int64 `json:"nacks_sent"`
 	RepairsSent   int64 `json:"repairs_sent"`

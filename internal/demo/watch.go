@@ -33,6 +33,7 @@ type watcher struct {
 	out    []line               // of this poll, printed in time order
 	left   []uint64             // nodes that logged member.left in this poll
 	leftAt time.Time
+	rounds map[uint64]*round // elections, by round
 	tick   struct { // at the last traffic line
 		at        time.Time
 		sent      [3]int64
@@ -85,7 +86,7 @@ func (v *seenView) installers() int {
 func newWatcher(con *console, start time.Time, cnt *counts) *watcher {
 	w := &watcher{con: con, start: start, cnt: cnt, byKey: map[string]*seenView{}, last: map[uint64]*seenView{},
 		stats: map[uint64]*[4]int64{}, susp: map[uint64]time.Time{}, flush: map[string]bool{},
-		warns: map[string]int{}, down: map[uint64]bool{}, fresh: map[uint64]bool{}}
+		warns: map[string]int{}, down: map[uint64]bool{}, fresh: map[uint64]bool{}, rounds: map[uint64]*round{}}
 	w.tick.at = start
 	return w
 }
@@ -167,6 +168,8 @@ func (w *watcher) event(ev event) {
 			w.leftAt = ev.Time
 		}
 		w.left = append(w.left, ev.Node)
+	case "election.started", "election.won", "election.done":
+		w.election(ev)
 	case "node.stats":
 		w.addStats(ev)
 	case "node.stopped":
@@ -350,4 +353,47 @@ func (w *watcher) current(running []uint64) *seenView {
 		}
 	}
 	return best
+}
+
+// round is what the logs told of one election round.
+type round struct {
+	starters []uint64
+	done     map[uint64]bool
+	sent     int
+	longest  float64 // ms, the slowest node's duration
+	leader   uint64
+	said     bool // the outcome was printed
+}
+
+// election follows the election events: who starts a round, who wins, and
+// once every member of the round's view is done, the leader and the
+// messages the round took (the sum of election.done's sent).
+func (w *watcher) election(ev event) {
+	r := w.rounds[ev.Round]
+	if r == nil {
+		r = &round{done: map[uint64]bool{}}
+		w.rounds[ev.Round] = r
+	}
+	switch ev.Event {
+	case "election.started":
+		if len(r.starters) == 0 {
+			w.emit(ev.Time, notice, "node %d starts a %s election (round %d)", ev.Node, ev.Algorithm, ev.Round)
+		}
+		r.starters = append(r.starters, ev.Node)
+	case "election.won":
+		r.leader = ev.Leader
+		w.emit(ev.Time, good, "node %d wins the %s election of round %d", ev.Node, ev.Algorithm, ev.Round)
+	case "election.done":
+		r.done[ev.Node], r.sent, r.leader = true, r.sent+ev.Sent, ev.Leader
+		r.longest = max(r.longest, ev.Duration)
+		if v := w.last[ev.Node]; !r.said && v != nil && len(r.done) >= len(v.Members) {
+			r.said = true
+			also := ""
+			if len(r.starters) > 1 {
+				also = fmt.Sprintf("; %d nodes started it at once", len(r.starters))
+			}
+			w.emit(ev.Time, plain, "round %d: every node knows leader %d; %d election messages, %.1f ms%s",
+				ev.Round, r.leader, r.sent, r.longest, also)
+		}
+	}
 }
