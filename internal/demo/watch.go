@@ -34,7 +34,7 @@ type watcher struct {
 	left   []uint64             // nodes that logged member.left in this poll
 	leftAt time.Time
 	rounds map[uint64]*round // elections, by round
-	tick   struct { // at the last traffic line
+	tick   struct {          // at the last traffic line
 		at        time.Time
 		sent      [3]int64
 		delivered int64
