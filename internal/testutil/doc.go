@@ -16,7 +16,7 @@
 //
 // A failure then logs
 //
-//	seed 17 (replay: go test -run '^TestFlushUnderLoss$' -seed=17 ./membership)
+//	seed 17 (replay: go test -run '^TestFlushUnderLoss$' ./membership -seed=17)
 //
 // and running that command runs only seed 17. Tests that loop over seeds
 // themselves call OnFailure(t, seed) or put Replay(t, seed) in a message.

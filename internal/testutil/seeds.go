@@ -94,13 +94,13 @@ func OnFailure(t testing.TB, seed int64) {
 	})
 }
 
-// Replay returns "seed S (replay: go test -run '^TestX$' -seed=S ./pkg)"
-// for the top-level test of t, in the package being tested. The "=" is
-// needed: go test cannot tell that an unknown flag before the package
-// takes a value.
+// Replay returns "seed S (replay: go test -run '^TestX$' ./pkg -seed=S)"
+// for the top-level test of t, in the package being tested. The flag
+// comes after the package: go test takes the arguments after an unknown
+// flag for the test binary, package path included.
 func Replay(t testing.TB, seed int64) string {
 	name, _, _ := strings.Cut(t.Name(), "/")
-	return fmt.Sprintf("seed %d (replay: go test -run '^%s$' -seed=%d %s)", seed, name, seed, pkgDir())
+	return fmt.Sprintf("seed %d (replay: go test -run '^%s$' %s -seed=%d)", seed, name, pkgDir(), seed)
 }
 
 // pkgDir is the tested package relative to the module root: go test runs

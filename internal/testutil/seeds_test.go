@@ -48,7 +48,7 @@ func TestSeedsSoak(t *testing.T) {
 func TestReplay(t *testing.T) {
 	t.Run("sub", func(t *testing.T) {
 		got := Replay(t, 42)
-		want := "seed 42 (replay: go test -run '^TestReplay$' -seed=42 ./internal/testutil)"
+		want := "seed 42 (replay: go test -run '^TestReplay$' ./internal/testutil -seed=42)"
 		if got != want {
 			t.Fatalf("Replay = %q, want %q", got, want)
 		}
