@@ -1,5 +1,41 @@
-// Package mutex will hold Ricart–Agrawala distributed mutual exclusion
-// (1981) with Lamport clocks, as a deterministic state machine over a
-// membership service, with an optional quorum mode for partitions. See
-// DESIGN.md, section "mutex". It has no code yet.
+// Package mutex holds huddle's distributed lock: Ricart–Agrawala mutual
+// exclusion (Ricart and Agrawala 1981) with Lamport clocks, run as a group
+// protocol over a membership service, with an optional quorum mode for
+// partitions. See DESIGN.md, section "mutex".
+//
+// A Machine is a deterministic state machine: no goroutines, sockets,
+// clock, timers or randomness. The node loop (or the simulator) drives it:
+//
+//	m := mutex.New(mutex.Options{Self: id, Quorum: 5})
+//	for {
+//		// a view was installed:
+//		m.SetView(now, view.ID, view.Members) // may grant, or take the lock away
+//		// a mutex message arrived from a member:
+//		m.Receive(now, from, payload)
+//		// `huddle lock` / `huddle unlock`:
+//		m.Request(now) // false while wanted or held
+//		m.Release(now) // releases, or withdraws a pending request
+//
+//		for _, msg := range m.TakeOutput() {
+//			svc.Send(ctx, msg.To, msg.Payload) // addressed, reliable, FIFO
+//		}
+//		log(m.TakeEvents()) // mutex.requested, mutex.acquired, mutex.released, ...
+//	}
+//
+// A request goes, with its Lamport timestamp, to every other member of the
+// view; a member replies at once unless it holds the lock or wants it with
+// an earlier (timestamp, ID), and then defers its reply until it leaves.
+// A node enters when every member it still needs replied: 2(n−1) messages
+// per entry in a view of n. Every message is the msgpack array [kind, ts]:
+// REQUEST [1, ts of the request], REPLY [2, ts of the request it
+// answers], so that replies to a withdrawn request never count for a later
+// one.
+//
+// The needed replies follow the view (see SetView): a member that left is
+// no longer asked, a member that joined is asked too, and a view change
+// asks again the members whose reply may have been lost with it. Safety
+// holds per view: at most one holder among the members of a view. With
+// Options.Quorum, a view below the majority of the cluster grants nothing
+// and takes the lock from its holder, so at most one holder exists in the
+// whole cluster once every member has installed its view.
 package mutex

@@ -1,0 +1,429 @@
+package mutex
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Options configures a Machine.
+type Options struct {
+	// Self is this node's ID, not 0.
+	Self uint64
+	// Quorum is 0 (off) or the expected cluster size N. When set, the
+	// lock is granted only while the installed view holds a majority of N
+	// (more than N/2 members), and a holder whose view drops below that
+	// majority loses the lock (an Exited event with Lost set): two sides
+	// of a partition can then never both hold it. Every member of a group
+	// must use the same N, and the cluster must never hold more than N
+	// live nodes, or two views could both count as majorities.
+	Quorum int
+}
+
+// ErrOptions is wrapped by the errors of Options.Validate.
+var ErrOptions = errors.New("mutex: invalid options")
+
+// Validate reports the first field of o that is out of range.
+func (o Options) Validate() error {
+	switch {
+	case o.Self == 0:
+		return fmt.Errorf("%w: Self is 0", ErrOptions)
+	case o.Quorum < 0:
+		return fmt.Errorf("%w: Quorum %d is negative (0 is off, else the cluster size)", ErrOptions, o.Quorum)
+	}
+	return nil
+}
+
+// Message is a mutex message to send: Payload to the member To, addressed
+// and reliable (the group's Send). To is never 0 nor this node.
+type Message struct {
+	To      uint64
+	Payload []byte
+}
+
+// State is this node's relation to the lock.
+type State uint8
+
+// The states of Ricart–Agrawala 1981: RELEASED, WANTED, HELD.
+const (
+	Released State = iota // neither holds nor wants it
+	Wanted                // requested; waits for replies (or for a quorum)
+	Held                  // holds it
+)
+
+func (s State) String() string {
+	switch s {
+	case Released:
+		return "released"
+	case Wanted:
+		return "wanted"
+	case Held:
+		return "held"
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// EventKind says what happened.
+type EventKind uint8
+
+// Event kinds.
+const (
+	Requested EventKind = iota + 1 // this node asked for the lock (Clock)
+	Acquired                       // this node holds the lock (Clock, Wait, Messages)
+	// Exited is the event of a release, logged as mutex.released (the
+	// name Released is the State): this node no longer holds the lock
+	// (Clock, Held). It called Release or, with Lost set, the lock was
+	// taken away because the view dropped below the quorum or no longer
+	// holds this node.
+	Exited
+	Deferred  // this node deferred a member's request (Peer, Clock: that request's timestamp)
+	Withdrawn // Release withdrew this node's pending request (Clock, Wait)
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case Requested:
+		return "mutex.requested"
+	case Acquired:
+		return "mutex.acquired"
+	case Exited:
+		return "mutex.released"
+	case Deferred:
+		return "mutex.deferred"
+	case Withdrawn:
+		return "mutex.withdrawn"
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Event is something the node should log (DESIGN.md, Logs).
+type Event struct {
+	Kind  EventKind
+	View  string
+	Clock uint64        // the request's Lamport timestamp (Deferred: the deferred request's)
+	Wait  time.Duration // Acquired, Withdrawn: since Request
+	Held  time.Duration // Exited: since Acquired
+	// Messages (Acquired) is the requests sent and the replies received
+	// for this entry: 2(n−1) in a view of n that did not change meanwhile.
+	Messages int
+	Peer     uint64 // Deferred: whose request this node deferred
+	Lost     bool   // Exited: taken away (quorum lost, or out of the view), not by Release
+}
+
+// Stats are a Machine's counters since New.
+type Stats struct {
+	Requests  uint64 // Request calls that made a request
+	Acquired  uint64 // entries
+	Released  uint64 // exits by Release
+	Lost      uint64 // exits because the quorum or the view was lost
+	Withdrawn uint64 // requests withdrawn by Release before they were granted
+	Deferred  uint64 // members' requests deferred
+	Sent      Counts // messages sent, by kind
+	Received  Counts // messages received that decoded, from members, by kind
+	Stale     uint64 // replies to no pending request of this node's, to an older one, or from a member no longer needed
+	Malformed uint64 // payloads that do not decode
+	Foreign   uint64 // messages from a node outside the view, or from this node itself
+}
+
+// Counts are message counters by kind.
+type Counts struct {
+	Request uint64
+	Reply   uint64
+}
+
+// Total is the sum over the kinds.
+func (c Counts) Total() uint64 { return c.Request + c.Reply }
+
+func (c *Counts) add(k kind) {
+	switch k {
+	case kindRequest:
+		c.Request++
+	case kindReply:
+		c.Reply++
+	}
+}
+
+// request is a member's request: its sender and timestamp.
+type request struct {
+	peer uint64
+	ts   uint64
+}
+
+// Machine is one node's Ricart–Agrawala lock (Ricart and Agrawala 1981),
+// a deterministic state machine: no goroutines, clock, sockets or
+// randomness. The node loop or the simulator feeds it views (SetView),
+// messages (Receive) and the application's requests (Request, Release),
+// and takes what it produced (TakeOutput, TakeEvents). It has no timers.
+//
+// It assumes the group service of DESIGN.md: addressed messages are
+// reliable and FIFO per sender, and are delivered in the view they were
+// sent in or lost with a view change or a crash; a message from a member
+// that left and joined again is never one it sent before it left.
+type Machine struct {
+	self   uint64
+	quorum int
+
+	hasView bool
+	view    string
+	members []uint64 // ascending, with self
+
+	clock uint64 // Lamport clock
+	st    State
+
+	ts       uint64    // Wanted, Held: this node's request's timestamp
+	reqAt    time.Time // when Request made it
+	heldAt   time.Time // Held: when it was acquired
+	needed   []uint64  // Wanted: members whose reply is still needed, ascending
+	msgs     int       // Wanted, Held: requests sent and replies received for ts
+	deferred []request // members' requests deferred, by peer ascending
+
+	// naiveJoin, set only by tests, leaves joiners out of a pending
+	// request: the textbook algorithm over a static group, which tests
+	// show unsafe under joins.
+	naiveJoin bool
+
+	out   []Message
+	evs   []Event
+	arena []byte // payloads of out; handed over with them
+	codec codec
+	stats Stats
+}
+
+// New returns a Machine without a view, Released. It panics if o does not
+// Validate: options come from a validated configuration.
+func New(o Options) *Machine {
+	if err := o.Validate(); err != nil {
+		panic(err)
+	}
+	return &Machine{self: o.Self, quorum: o.Quorum}
+}
+
+// Request asks for the lock: Ricart–Agrawala's REQUEST, timestamped with
+// the incremented Lamport clock, to every other member of the view. The
+// lock is granted (an Acquired event) once each of them replied and, with
+// a quorum, while the view holds a majority; alone in a view that is at
+// once, without a message. Without a view the request waits for one. It
+// returns false, changing nothing, if this node already wants or holds
+// the lock.
+func (m *Machine) Request(now time.Time) bool {
+	if m.st != Released {
+		return false
+	}
+	m.clock++
+	m.st, m.ts, m.reqAt, m.msgs = Wanted, m.clock, now, 0
+	m.stats.Requests++
+	m.emit(Event{Kind: Requested, Clock: m.ts})
+	m.needed = nil
+	if m.hasView {
+		m.ask(m.others())
+	}
+	m.tryEnter(now)
+	return true
+}
+
+// Release gives the lock up (Exited event) or withdraws a pending
+// request (Withdrawn event). Either way the requests this node deferred
+// are answered now, and the replies still coming for a withdrawn request
+// will be told apart from those to a later one by their timestamp. It
+// returns false if this node neither holds nor wants the lock (a lock
+// lost to a view change is already released).
+func (m *Machine) Release(now time.Time) bool {
+	switch m.st {
+	case Held:
+		m.stats.Released++
+		m.emit(Event{Kind: Exited, Clock: m.ts, Held: now.Sub(m.heldAt)})
+	case Wanted:
+		m.stats.Withdrawn++
+		m.emit(Event{Kind: Withdrawn, Clock: m.ts, Wait: now.Sub(m.reqAt)})
+	default:
+		return false
+	}
+	m.becomeReleased()
+	return true
+}
+
+// Receive handles one mutex message that member from sent to this node.
+// Nothing in payload can make it panic: junk is counted and dropped, and
+// so is a message from a node outside the view.
+func (m *Machine) Receive(now time.Time, from uint64, payload []byte) {
+	msg, err := m.codec.decode(payload)
+	if err != nil {
+		m.stats.Malformed++
+		return
+	}
+	if !m.hasView || from == m.self || !m.isMember(from) {
+		m.stats.Foreign++
+		return
+	}
+	m.stats.Received.add(msg.kind)
+	m.clock = max(m.clock, msg.ts) + 1 // Lamport 1978, as Ricart–Agrawala 1981 use it
+	if msg.kind == kindRequest {
+		m.onRequest(from, msg.ts)
+	} else {
+		m.onReply(now, from, msg.ts)
+	}
+}
+
+// onRequest answers a member's request at once, or defers it while this
+// node holds the lock or wants it with priority: Ricart–Agrawala 1981,
+// the (timestamp, ID) order. One request per member is kept: a newer one
+// from the same member replaces the older (which it withdrew).
+func (m *Machine) onRequest(from, ts uint64) {
+	i, found := slices.BinarySearchFunc(m.deferred, from, func(r request, id uint64) int { return cmpU(r.peer, id) })
+	if m.defers(from, ts) {
+		if found {
+			m.deferred[i].ts = ts
+		} else {
+			m.deferred = slices.Insert(m.deferred, i, request{from, ts})
+		}
+		m.stats.Deferred++
+		m.emit(Event{Kind: Deferred, Clock: ts, Peer: from})
+		return
+	}
+	if found {
+		m.deferred = slices.Delete(m.deferred, i, i+1)
+	}
+	m.send(from, kindReply, ts)
+}
+
+// defers reports whether this node defers member j's request ts.
+func (m *Machine) defers(j, ts uint64) bool {
+	switch m.st {
+	case Held:
+		return true
+	case Wanted:
+		return m.ts < ts || (m.ts == ts && m.self < j)
+	}
+	return false
+}
+
+// onReply counts a reply to this node's pending request.
+func (m *Machine) onReply(now time.Time, from, ts uint64) {
+	if m.st != Wanted || ts != m.ts {
+		m.stats.Stale++ // to a withdrawn or an earlier request, or a copy after the grant
+		return
+	}
+	m.msgs++
+	i, ok := slices.BinarySearch(m.needed, from)
+	if !ok {
+		m.stats.Stale++ // a second reply, after a request sent again on a view change
+		return
+	}
+	m.needed = slices.Delete(m.needed, i, i+1)
+	m.tryEnter(now)
+}
+
+// tryEnter grants the pending request when no reply is needed any more
+// and the view holds the quorum.
+func (m *Machine) tryEnter(now time.Time) {
+	if m.st == Wanted && m.hasView && len(m.needed) == 0 && m.quorate() {
+		m.becomeHeld(now)
+	}
+}
+
+func (m *Machine) becomeHeld(now time.Time) {
+	m.st, m.heldAt = Held, now
+	m.stats.Acquired++
+	m.emit(Event{Kind: Acquired, Clock: m.ts, Wait: now.Sub(m.reqAt), Messages: m.msgs})
+}
+
+// becomeReleased leaves Held or Wanted and answers every deferred request
+// (Ricart–Agrawala 1981: the deferred replies go out on exit).
+func (m *Machine) becomeReleased() {
+	m.st, m.needed = Released, nil
+	deferred := m.deferred
+	m.deferred = nil
+	for _, r := range deferred {
+		m.send(r.peer, kindReply, r.ts)
+	}
+}
+
+// lose takes the lock away from a holder that may no longer hold it.
+func (m *Machine) lose(now time.Time) {
+	m.stats.Lost++
+	m.emit(Event{Kind: Exited, Clock: m.ts, Held: now.Sub(m.heldAt), Lost: true})
+	m.becomeReleased()
+}
+
+// quorate reports whether the view holds the configured majority.
+func (m *Machine) quorate() bool {
+	return m.quorum == 0 || (m.hasView && len(m.members) > m.quorum/2)
+}
+
+// ask sends this node's pending request to ids and needs their replies.
+func (m *Machine) ask(ids []uint64) {
+	for _, id := range ids {
+		if i, ok := slices.BinarySearch(m.needed, id); !ok {
+			m.needed = slices.Insert(m.needed, i, id)
+		}
+		m.send(id, kindRequest, m.ts)
+		m.msgs++
+	}
+}
+
+// others returns the view's members but this node.
+func (m *Machine) others() []uint64 {
+	out := make([]uint64, 0, len(m.members))
+	for _, id := range m.members {
+		if id != m.self {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// TakeOutput returns the messages to send since the last call, each to one
+// member other than this node. The caller owns the payloads.
+func (m *Machine) TakeOutput() []Message {
+	out := m.out
+	m.out, m.arena = nil, nil
+	return out
+}
+
+// TakeEvents returns the events since the last call.
+func (m *Machine) TakeEvents() []Event {
+	evs := m.evs
+	m.evs = nil
+	return evs
+}
+
+// State returns whether this node holds, wants or neither.
+func (m *Machine) State() State { return m.st }
+
+// Clock returns the Lamport clock.
+func (m *Machine) Clock() uint64 { return m.clock }
+
+// Stats returns the counters.
+func (m *Machine) Stats() Stats { return m.stats }
+
+func (m *Machine) emit(e Event) {
+	e.View = m.view
+	m.evs = append(m.evs, e)
+}
+
+// send queues the message [k, ts] to member to.
+func (m *Machine) send(to uint64, k kind, ts uint64) {
+	if to == m.self || to == 0 {
+		panic(fmt.Sprintf("mutex: node %d sends %v to %d", m.self, k, to))
+	}
+	start := len(m.arena)
+	m.arena = m.codec.append(m.arena, message{kind: k, ts: ts})
+	m.out = append(m.out, Message{To: to, Payload: m.arena[start:len(m.arena):len(m.arena)]})
+	m.stats.Sent.add(k)
+}
+
+func (m *Machine) isMember(id uint64) bool {
+	_, ok := slices.BinarySearch(m.members, id)
+	return ok
+}
+
+func cmpU(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

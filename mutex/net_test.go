@@ -1,0 +1,402 @@
+package mutex
+
+import (
+	"cmp"
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lan is a tiny network of Machines in virtual time: every Message goes to
+// its To after a delay, in FIFO order per sender and receiver, through an
+// event queue. Messages are lost only at view changes and crashes
+// (install, crash). After every delivery it checks that no two members of
+// one view hold the lock (and, with global, no two nodes at all).
+type lan struct {
+	t     testing.TB
+	now   time.Time
+	opt   Options
+	nodes map[uint64]*node
+	q     msgQueue
+	seq   uint64
+	delay func() time.Duration
+	rng   *rand.Rand // nil: a view change drops every message in flight among its members; else each is delivered first, held or dropped at random
+	last  map[[2]uint64]time.Time
+	epoch int
+
+	naiveJoin  bool // new machines leave joiners out of pending requests (the unsafe textbook variant)
+	global     bool // the safety check counts holders across views too (quorum mode, between steps)
+	installing bool
+	tolerate   bool  // record the first safety violation in violation instead of failing
+	violation  error // the first safety violation, with tolerate
+
+	carried Counts // messages sent on the network, by kind
+	dropped int
+	trace   []string // the last steps, for failure messages
+}
+
+type node struct {
+	m      *Machine
+	view   []uint64
+	viewID string
+	evs    []Event
+}
+
+type inflight struct {
+	at       time.Time
+	seq      uint64
+	from, to uint64
+	payload  []byte
+}
+
+func newLAN(t testing.TB, opt Options, delay time.Duration) *lan {
+	return &lan{t: t, now: time.Unix(1_800_000_000, 0), opt: opt, nodes: map[uint64]*node{},
+		delay: func() time.Duration { return delay }, last: map[[2]uint64]time.Time{}}
+}
+
+// add creates fresh machines (a new node, or a restart of a crashed one).
+func (l *lan) add(ids ...uint64) {
+	for _, id := range ids {
+		o := l.opt
+		o.Self = id
+		m := New(o)
+		m.naiveJoin = l.naiveJoin
+		l.nodes[id] = &node{m: m}
+	}
+}
+
+// install gives every member of group a new view of exactly group, after
+// settling what is in flight from or to them.
+func (l *lan) install(group ...uint64) {
+	group = slices.Sorted(slices.Values(group))
+	in := map[uint64]bool{}
+	for _, id := range group {
+		in[id] = true
+	}
+	l.installing = true
+	defer func() { l.installing = false }()
+	l.settle(in, func(a, b uint64) bool { return in[a] && in[b] })
+	l.epoch++
+	vid := fmt.Sprintf("%d.%d", l.epoch, group[0])
+	l.logf("view %s %v", vid, group)
+	for _, i := range l.order(group) {
+		n := l.nodes[group[i]]
+		n.view, n.viewID = group, vid
+		n.m.SetView(l.now, vid, group)
+		l.collect(group[i])
+	}
+}
+
+// crash stops id: what it sent or should receive is lost. The survivors
+// of its view do not know yet; the caller installs their next view.
+func (l *lan) crash(id uint64) {
+	l.logf("crash %d", id)
+	l.settle(map[uint64]bool{id: true}, func(a, b uint64) bool { return false })
+	delete(l.nodes, id)
+}
+
+// settle decides the fate of the messages in flight from or to the nodes
+// in touched, whose view is about to change. Per sender and receiver, in
+// FIFO order: when both stay together (together), all are delivered before
+// the install (virtual synchrony), or all held and delivered after it (a
+// loop that queued its sends through the flush), or a prefix is delivered
+// and the rest lost; otherwise (a crash, a partition) a prefix is
+// delivered and the rest lost. Without rng, all are lost.
+func (l *lan) settle(touched map[uint64]bool, together func(a, b uint64) bool) {
+	held := map[uint64]bool{} // by seq
+	touches := func(f inflight) bool { return (touched[f.from] || touched[f.to]) && !held[f.seq] }
+	for pass := 0; pass < 3 && l.rng != nil; pass++ {
+		pairs := map[[2]uint64][]inflight{}
+		var keys [][2]uint64
+		for _, f := range l.sorted() {
+			if touches(f) {
+				k := [2]uint64{f.from, f.to}
+				if pairs[k] == nil {
+					keys = append(keys, k)
+				}
+				pairs[k] = append(pairs[k], f)
+			}
+		}
+		fate := map[uint64]int{} // by seq: 0 drop, 1 deliver now, 2 hold
+		for _, k := range keys {
+			fs := pairs[k]
+			n := 0 // delivered now
+			switch r := l.rng.IntN(3); {
+			case !l.sameView(k[0], k[1]):
+			case together(k[0], k[1]) && r == 0:
+				n = len(fs)
+			case together(k[0], k[1]) && r == 1:
+				for _, f := range fs {
+					held[f.seq] = true
+				}
+				continue
+			default:
+				n = l.rng.IntN(len(fs) + 1)
+			}
+			for i, f := range fs {
+				if i < n {
+					fate[f.seq] = 1
+				}
+			}
+		}
+		var now []inflight
+		l.filter(func(f inflight) bool {
+			if !touches(f) {
+				return true
+			}
+			if fate[f.seq] == 1 {
+				now = append(now, f)
+			} else {
+				l.dropped++
+			}
+			return false
+		})
+		for _, f := range now {
+			l.deliver(f)
+		}
+	}
+	l.filter(func(f inflight) bool {
+		if touches(f) {
+			l.dropped++
+			return false
+		}
+		return true
+	})
+}
+
+// sorted returns what is in flight in arrival order.
+func (l *lan) sorted() []inflight {
+	fs := slices.Clone(l.q)
+	slices.SortFunc(fs, func(a, b inflight) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	return fs
+}
+
+// filter keeps the messages in flight for which keep is true; the others
+// are visited in arrival order.
+func (l *lan) filter(keep func(inflight) bool) {
+	var q msgQueue
+	for _, f := range l.sorted() {
+		if keep(f) {
+			q = append(q, f)
+		}
+	}
+	l.q = q
+	heap.Init(&l.q)
+}
+
+func (l *lan) sameView(a, b uint64) bool {
+	na, nb := l.nodes[a], l.nodes[b]
+	return na != nil && nb != nil && na.viewID != "" && na.viewID == nb.viewID
+}
+
+// order is the order in which members install a view: random with rng.
+func (l *lan) order(group []uint64) []int {
+	idx := make([]int, len(group))
+	for i := range idx {
+		idx[i] = i
+	}
+	if l.rng != nil {
+		l.rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+	}
+	return idx
+}
+
+func (l *lan) request(id uint64) bool {
+	ok := l.nodes[id].m.Request(l.now)
+	l.logf("request %d: %v", id, ok)
+	l.collect(id)
+	return ok
+}
+
+func (l *lan) release(id uint64) bool {
+	ok := l.nodes[id].m.Release(l.now)
+	l.logf("release %d: %v", id, ok)
+	l.collect(id)
+	return ok
+}
+
+// collect moves id's output onto the network and keeps its events, then
+// checks the machine's own invariants and the lock's safety.
+func (l *lan) collect(id uint64) {
+	n := l.nodes[id]
+	for _, out := range n.m.TakeOutput() {
+		if out.To == id || out.To == 0 || !slices.Contains(n.view, out.To) {
+			l.t.Fatalf("node %d (view %v) sends to %d\n%s", id, n.view, out.To, l.tail())
+		}
+		var c codec
+		msg, err := c.decode(out.Payload)
+		if err != nil {
+			l.t.Fatalf("node %d sends %x: %v", id, out.Payload, err)
+		}
+		l.carried.add(msg.kind)
+		l.logf("%d → %d %v ts%d", id, out.To, msg.kind, msg.ts)
+		at := l.now.Add(l.delay())
+		pair := [2]uint64{id, out.To}
+		if at.Before(l.last[pair]) {
+			at = l.last[pair] // FIFO per sender and receiver
+		}
+		l.last[pair] = at
+		l.seq++
+		heap.Push(&l.q, inflight{at: at, seq: l.seq, from: id, to: out.To, payload: out.Payload})
+	}
+	for _, e := range n.m.TakeEvents() {
+		l.logf("%d: %v ts%d view %s wait %v held %v msgs %d peer %d lost %v", id, e.Kind, e.Clock, e.View, e.Wait, e.Held, e.Messages, e.Peer, e.Lost)
+		n.evs = append(n.evs, e)
+	}
+	if err := n.m.invariants(); err != nil {
+		l.t.Fatalf("%v\n%s", err, l.tail())
+	}
+	if err := l.safe(l.global && !l.installing); err != nil && l.tolerate {
+		if l.violation == nil {
+			l.violation = err
+		}
+	} else if err != nil {
+		l.t.Fatalf("%v\n%s", err, l.tail())
+	}
+}
+
+// safe checks that no two members of one view hold the lock, and with
+// global, that no two nodes do at all.
+func (l *lan) safe(global bool) error {
+	var holders []uint64
+	byView := map[string]uint64{}
+	for _, id := range l.ids() {
+		n := l.nodes[id]
+		if n.m.State() != Held {
+			continue
+		}
+		holders = append(holders, id)
+		if other, ok := byView[n.viewID]; ok {
+			return fmt.Errorf("nodes %d and %d both hold the lock in view %s", other, id, n.viewID)
+		}
+		byView[n.viewID] = id
+	}
+	if global && len(holders) > 1 {
+		return fmt.Errorf("nodes %v all hold the lock", holders)
+	}
+	return nil
+}
+
+func (l *lan) holders() []uint64 {
+	var hs []uint64
+	for _, id := range l.ids() {
+		if l.nodes[id].m.State() == Held {
+			hs = append(hs, id)
+		}
+	}
+	return hs
+}
+
+func (l *lan) deliver(f inflight) {
+	n := l.nodes[f.to]
+	if n == nil {
+		l.dropped++
+		return
+	}
+	n.m.Receive(l.now, f.from, f.payload)
+	l.collect(f.to)
+}
+
+// step delivers the next message, advancing the clock to its arrival.
+func (l *lan) step() bool {
+	if len(l.q) == 0 {
+		return false
+	}
+	if at := l.q[0].at; at.After(l.now) {
+		l.now = at
+	}
+	l.deliver(heap.Pop(&l.q).(inflight))
+	return true
+}
+
+// run delivers what arrives until d has passed.
+func (l *lan) run(d time.Duration) {
+	end := l.now.Add(d)
+	for len(l.q) > 0 && !l.q[0].at.After(end) {
+		l.step()
+	}
+	l.now = end
+}
+
+// drain delivers until nothing is in flight.
+func (l *lan) drain() {
+	for i := 0; l.step(); i++ {
+		if i > 1_000_000 {
+			l.t.Fatalf("no quiescence after %d steps\n%s", i, l.tail())
+		}
+	}
+}
+
+func (l *lan) ids() []uint64 {
+	ids := make([]uint64, 0, len(l.nodes))
+	for id := range l.nodes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (l *lan) logf(format string, args ...any) {
+	s := fmt.Sprintf("%8.3fms ", float64(l.now.Sub(time.Unix(1_800_000_000, 0)))/1e6) + fmt.Sprintf(format, args...)
+	if len(l.trace) >= 400 {
+		l.trace = l.trace[100:]
+	}
+	l.trace = append(l.trace, s)
+}
+
+func (l *lan) tail() string { return strings.Join(l.trace, "\n") }
+
+// msgQueue is a heap of messages by arrival, then by sending order.
+type msgQueue []inflight
+
+func (q msgQueue) Len() int { return len(q) }
+func (q msgQueue) Less(i, j int) bool {
+	if !q[i].at.Equal(q[j].at) {
+		return q[i].at.Before(q[j].at)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q msgQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *msgQueue) Push(x any)   { *q = append(*q, x.(inflight)) }
+func (q *msgQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
+
+// invariants checks a machine's state against itself.
+func (m *Machine) invariants() error {
+	for _, id := range m.needed {
+		if !m.isMember(id) || id == m.self {
+			return fmt.Errorf("node %d: needs %d, not another member of %v", m.self, id, m.members)
+		}
+	}
+	for _, r := range m.deferred {
+		if !m.isMember(r.peer) || r.peer == m.self {
+			return fmt.Errorf("node %d: deferred %d, not another member of %v", m.self, r.peer, m.members)
+		}
+	}
+	switch {
+	case !slices.IsSorted(m.needed) || !slices.IsSortedFunc(m.deferred, func(a, b request) int { return cmpU(a.peer, b.peer) }):
+		return fmt.Errorf("node %d: needed %v or deferred %v unsorted", m.self, m.needed, m.deferred)
+	case m.st == Released && (len(m.needed) > 0 || len(m.deferred) > 0):
+		return fmt.Errorf("node %d: released, needs %v, deferred %v", m.self, m.needed, m.deferred)
+	case m.st == Held && (len(m.needed) > 0 || !m.hasView || !m.quorate()):
+		return fmt.Errorf("node %d: holds, needs %v, view %v (quorum %d)", m.self, m.needed, m.members, m.quorum)
+	case m.st == Wanted && m.hasView && len(m.needed) == 0 && m.quorate():
+		return fmt.Errorf("node %d: wants with nothing missing", m.self)
+	case m.st != Released && m.ts == 0, m.ts > m.clock:
+		return fmt.Errorf("node %d: state %v, ts %d, clock %d", m.self, m.st, m.ts, m.clock)
+	}
+	return nil
+}

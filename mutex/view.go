@@ -1,0 +1,75 @@
+package mutex
+
+import (
+	"slices"
+	"time"
+)
+
+// SetView tells the machine the membership view installed now: its ID
+// (e.g. "3.1") and its members, in any order. The same view again changes
+// nothing. Ricart–Agrawala 1981 assume a fixed group; over views this
+// machine keeps its rules as follows:
+//
+//   - A member that left no longer has to reply, and its deferred request
+//     is dropped (it is gone; should it come back, it asks again).
+//   - A pending request goes to every member that joined, and their
+//     replies are needed too: a joiner knows nothing of it, and one that
+//     asks with a lower timestamp would otherwise be granted by all while
+//     this node, granted by the old members, enters as well.
+//   - A pending request goes again to every old member whose reply is
+//     still needed: a view change may have lost the request or the reply.
+//     A second reply to it is counted as Stale.
+//   - With a quorum, a holder whose view falls below the majority loses
+//     the lock (Exited, Lost), and nothing is granted until the majority is
+//     back.
+//   - A view without this node leaves the machine without a view: a holder
+//     loses the lock, a pending request waits and goes to every member of
+//     the next view, deferred requests are dropped.
+//
+// The view may grant a pending request at once (its last missing members
+// left, or the quorum came back with no reply missing).
+func (m *Machine) SetView(now time.Time, view string, members []uint64) {
+	ms := slices.Clone(members)
+	slices.Sort(ms)
+	ms = slices.Compact(ms)
+	if len(ms) > 0 && ms[0] == 0 {
+		ms = ms[1:]
+	}
+	if m.hasView && view == m.view && slices.Equal(ms, m.members) {
+		return // the view again: nothing changed
+	}
+	prev := m.members
+	m.view = view
+	if _, ok := slices.BinarySearch(ms, m.self); !ok {
+		m.hasView, m.members = false, nil
+		m.deferred, m.needed = nil, nil
+		if m.st == Held {
+			m.lose(now)
+		}
+		return
+	}
+	m.hasView, m.members = true, ms
+	m.deferred = slices.DeleteFunc(m.deferred, func(r request) bool { return !m.isMember(r.peer) })
+	m.needed = slices.DeleteFunc(m.needed, func(id uint64) bool { return !m.isMember(id) })
+	switch {
+	case m.st == Held && !m.quorate():
+		m.lose(now) // the other side may hold a majority now
+	case m.st == Wanted:
+		m.ask(m.toAsk(prev))
+		m.tryEnter(now)
+	}
+}
+
+// toAsk returns the members a pending request goes to on a view change:
+// the joiners (members not in prev) and the members still needed.
+func (m *Machine) toAsk(prev []uint64) []uint64 {
+	var ids []uint64
+	for _, id := range m.others() {
+		_, old := slices.BinarySearch(prev, id)
+		_, needed := slices.BinarySearch(m.needed, id)
+		if needed || (!old && !m.naiveJoin) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
