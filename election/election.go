@@ -121,12 +121,13 @@ type Event struct {
 	// or began to wait for a leader to be announced) to now.
 	Duration time.Duration
 	// Sent (Done) is the election messages this node sent in the round
-	// until then; the Sent of every member's Done add up to the round's
-	// messages, but for one thing in bully: a member whose round is over
-	// still answers the ELECTIONs of it that arrive later (the winner, on
-	// those of the members below it), and those ANSWERs are in no Done
-	// (Stats counts them).
+	// until then. A member whose round is over may still send some (bully
+	// answers the ELECTIONs of the round that arrive later; a member tells
+	// a late candidate who leads): each such message gets a Done of its
+	// own with Late set and Sent 1. So the Sent of all Done events add up
+	// to the round's messages.
 	Sent int
+	Late bool // Done: a message sent after this node's round was over
 }
 
 // Stats are a Machine's counters since New.
@@ -504,6 +505,9 @@ func (m *Machine) send(to uint64, k kind, id uint64) {
 	m.out = append(m.out, Message{To: to, Payload: m.arena[start:len(m.arena):len(m.arena)]})
 	m.sent++
 	m.stats.Sent.add(k)
+	if m.st == done {
+		m.emit(Event{Kind: Done, Late: true, Leader: m.leader, Sent: 1})
+	}
 }
 
 func (m *Machine) isMember(id uint64) bool {

@@ -57,7 +57,9 @@ func checkOneLeader(t *testing.T, l *lan, group []uint64, leader uint64) (round 
 					t.Errorf("node %d won round %d", id, round)
 				}
 			case Done:
-				dones++
+				if !e.Late {
+					dones++
+				}
 				sent += e.Sent
 				if e.Leader != leader {
 					t.Errorf("node %d: Done with leader %d", id, e.Leader)

@@ -170,6 +170,11 @@ func (r *Node) logElection(ev election.Event) {
 		e.Str("event", "leader.changed").Uint64("leader", ev.Leader).
 			Float64("duration_ms", float64(ev.Duration.Microseconds())/1000).Msgf("leader %d", ev.Leader)
 	case election.Done:
+		if ev.Late {
+			e.Str("event", "election.done").Uint64("leader", ev.Leader).Int("sent", ev.Sent).Bool("late", true).
+				Msg("election message sent after the round was over here")
+			return
+		}
 		e.Str("event", "election.done").Uint64("leader", ev.Leader).Int("sent", ev.Sent).
 			Float64("duration_ms", float64(ev.Duration.Microseconds())/1000).Msg("election done")
 	}

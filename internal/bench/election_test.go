@@ -1,0 +1,839 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/control"
+	"github.com/huddle-lan/huddle/internal/lab"
+)
+
+// BenchmarkElection measures the leader elections (DESIGN.md, "election")
+// of real `huddle run --profile lan` nodes on a virtual LAN of 8 hosts,
+// node ID = host number, for both algorithms (--election ring|bully):
+//
+//   - failring, failbully: failover. 5 nodes, each sending 100 msg/s of
+//     1000 bytes (as BenchmarkMembership), elect node 5; after 0.5 s it
+//     gets SIGKILL. The figure is the time from the kill to the moment the
+//     last survivor logged leader.changed naming node 4 (the median over
+//     the iterations of the maximum over the survivors). With the LAN
+//     profile's timers (heartbeat 50ms, suspect timeout 400ms) the
+//     detection dominates; the rows below it split it into the survivors'
+//     view without node 5 (the kill → the last survivor's view.installed)
+//     and the election itself (each survivor's view.installed →
+//     its leader.changed, the largest of them), and count the election's
+//     messages. Every run must end with node 4 as the leader of every
+//     survivor, kept for 1 s.
+//   - msgsring3 … msgsbully8: messages per election in quiet groups of
+//     n = 3, 5 and 8 (no workload), each node with its control socket.
+//     Once the group elected node n and no election event was logged for
+//     300 ms, `huddle elect` starts an election at one node; the figure is
+//     the sum of `sent` of that round's election.done over every node's
+//     log, against the literature: ring started by the highest, 2n; ring
+//     started by the lowest, which follows the highest on the ring (IDs
+//     increase along it), 3n−1; bully started by the highest, n−1; bully
+//     started by the lowest with everyone alive, n²−1 (n(n−1)/2 ELECTION,
+//     n(n−1)/2 ANSWER, n−1 COORDINATOR). Then node n gets SIGKILL, and the
+//     group runs the election itself (every survivor sees the view
+//     change): all the rounds after the kill count, against 2(n−1) for
+//     ring (the highest survivor starts) and n−2 COORDINATORs for bully
+//     (Garcia-Molina's best case: the second-highest detects). Each row
+//     also gives the growth of the nodes' msgs_sent counters over the
+//     round (from `huddle status`): the multicast layer's count of what
+//     was sent, a cross-check of the logs (a message sent after a node's
+//     round was over, such as a bully ANSWER to a late ELECTION, has an
+//     election.done of its own with late: true).
+//
+// Run it with
+//
+//	go test -run '^$' -bench Election -benchtime 3x ./internal/bench
+//
+// (about 2 minutes; one scenario alone with -bench 'Election/msgsbully5').
+// BENCH_LOGDIR keeps the logs, LAB_HUDDLE_BIN names a prebuilt huddle, and
+// BENCH_HUDDLE_ARGS adds words to every huddle command line.
+func BenchmarkElection(b *testing.B) {
+	if err := lab.Available(); err != nil {
+		b.Skip(err)
+	}
+	dir, err := os.MkdirTemp("", "huddle-elect-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := &eenv{menv: &menv{env: &env{parent: b, hwm: map[string][]float64{}}, port: 7800}, socks: dir}
+	b.Cleanup(func() { e.close(); os.RemoveAll(dir) })
+	for _, alg := range elAlgorithms {
+		b.Run("fail"+alg, func(b *testing.B) { e.benchFailover(b, alg) })
+	}
+	for _, n := range []int{3, 5, 8} {
+		for _, alg := range elAlgorithms {
+			b.Run(fmt.Sprintf("msgs%s%d", alg, n), func(b *testing.B) { e.benchMessages(b, alg, n) })
+		}
+	}
+	e.printElectionTable()
+}
+
+var elAlgorithms = []string{"ring", "bully"}
+
+const (
+	elHosts  = 8                      // the largest group
+	elFailN  = 5                      // the failover group's size
+	elSettle = 500 * time.Millisecond // the failover group runs this long with its leader before the kill
+	elQuiet  = 300 * time.Millisecond // no election event for this long: the group is quiet
+	elKept   = time.Second            // the new leader must stay this long
+)
+
+// eenv is what the sub-benchmarks of BenchmarkElection share: the
+// membership benchmark's environment (binary, LAN, report), on a LAN of 8
+// hosts, and the directory of the nodes' control sockets.
+type eenv struct {
+	*menv
+	socks string
+}
+
+// lan8 returns the LAN of 8 hosts, built on first use (menv closes it).
+func (e *eenv) lan8(b *testing.B) *lab.LAN {
+	if e.menv.lan == nil {
+		opts := lab.Options{Hosts: elHosts, Logf: b.Logf, Grace: 2 * time.Second}
+		if dir := os.Getenv(logDirEnv); dir != "" {
+			opts.LogDir = filepath.Join(dir, "election")
+		}
+		l, err := lab.New(opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.menv.lan = l
+	}
+	return e.menv.lan
+}
+
+// --- a group of electing nodes ---
+
+// egroup is an mgroup (logs, views, signals, stop) whose nodes run the
+// election algorithm alg, with their control sockets when sockets.
+type egroup struct {
+	*mgroup
+	alg   string
+	socks map[int]string // by host; none without sockets
+}
+
+// electGroup starts nodes 1..n and waits until they installed one view
+// of all of them and agree on leader n, and the group is quiet; g.err says
+// why not.
+func (e *eenv) electGroup(b *testing.B, scenario, alg string, n, rate int, sockets bool) *egroup {
+	b.Helper()
+	e.runs++
+	e.port += 2 // the node uses port and port+1
+	g := &egroup{mgroup: &mgroup{e: e.menv, b: b, l: e.lan8(b), name: fmt.Sprintf("%s%d", scenario, e.runs),
+		addr: "239.192.72.70:" + strconv.Itoa(e.port), rate: rate, nodes: map[int]*mnode{}}, alg: alg, socks: map[int]string{}}
+	hs := hosts(1, n)
+	for _, h := range hs {
+		sock := "off"
+		if sockets {
+			sock = filepath.Join(e.socks, fmt.Sprintf("%s-h%d.sock", g.name, h))
+			g.socks[h] = sock
+		}
+		g.startNode(h, sock)
+	}
+	t0 := time.Now()
+	formed, err := g.waitViews(hs, time.Time{}, memFormWait, func(h int, v viewEv) bool {
+		return sameIDs(v.members, hs) && g.latestIs(h, v)
+	})
+	if err == nil {
+		g.view = formed[1]
+		_, err = g.waitLeader(hs, uint64(n), 0, memWait)
+	}
+	if err == nil {
+		err = g.waitQuiet(hs, elQuiet, memWait)
+	}
+	if err != nil {
+		g.err = fmt.Errorf("group %s did not form with leader %d: %v", g.name, n, err)
+		e.diag(b, "%v; events since the start:\n%s", g.err, g.electExcerpt(t0.Add(-time.Second), t0))
+	}
+	return g
+}
+
+// startNode starts host's node with control socket sock (or "off").
+func (g *egroup) startNode(host int, sock string) {
+	g.b.Helper()
+	name := fmt.Sprintf("%s-h%d", g.name, host)
+	n := &mnode{host: host, log: filepath.Join(g.l.LogDir(), name+".json")}
+	bin := g.e.huddle(g.b)
+	argv := []string{bin, "run", "--control-socket", sock, "--profile", "lan", "--id", strconv.Itoa(host), "--iface", lab.Iface,
+		"--addr", g.addr, "--log-format", "json", "--log-file", n.log, "--loopback=false", "--election", g.alg}
+	if g.rate > 0 {
+		argv = append(argv, "--send-rate", strconv.Itoa(g.rate), "--send-size", "1000")
+	}
+	argv = append(argv, strings.Fields(os.Getenv(extraArgsEnv))...)
+	n.start = time.Now()
+	p, err := g.l.Start(host, name, argv)
+	if err != nil {
+		g.b.Fatal(err)
+	}
+	n.proc = p
+	if n.pid, err = huddlePID(p, bin); err != nil {
+		g.b.Fatal(err)
+	}
+	g.nodes[host] = n
+}
+
+// elEvent is one election event of a node's log (election.started,
+// election.won, leader.changed, election.done).
+type elEvent struct {
+	at                  time.Time
+	name                string
+	round, leader, sent uint64
+}
+
+// elections returns host's election events.
+func (g *egroup) elections(host int) []elEvent {
+	var out []elEvent
+	for _, ev := range g.events(host) {
+		if ev.Event != "leader.changed" && !strings.HasPrefix(ev.Event, "election.") {
+			continue
+		}
+		x := elEvent{at: ev.Time, name: ev.Event}
+		x.round, _ = ev.Uint("round")
+		x.leader, _ = ev.Uint("leader")
+		x.sent, _ = ev.Uint("sent")
+		out = append(out, x)
+	}
+	return out
+}
+
+// lastLeader returns host's last leader.changed.
+func (g *egroup) lastLeader(host int) (elEvent, bool) {
+	evs := g.elections(host)
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].name == "leader.changed" {
+			return evs[i], true
+		}
+	}
+	return elEvent{}, false
+}
+
+// leaderAgreed returns each host's last leader.changed if they all name
+// want, in one round above after; else an error saying where they stand.
+func (g *egroup) leaderAgreed(hs []int, want, after uint64) (map[int]elEvent, error) {
+	got := map[int]elEvent{}
+	ok := true
+	var desc []string
+	for _, h := range hs {
+		ev, found := g.lastLeader(h)
+		if !found {
+			ok = false
+			desc = append(desc, fmt.Sprintf("h%d none", h))
+			continue
+		}
+		got[h] = ev
+		desc = append(desc, fmt.Sprintf("h%d %d (round %d)", h, ev.leader, ev.round))
+		ok = ok && ev.leader == want && ev.round > after && ev.round == got[hs[0]].round
+	}
+	if !ok {
+		return nil, fmt.Errorf("want leader %d in one round above %d; last leaders %s", want, after, strings.Join(desc, ", "))
+	}
+	return got, nil
+}
+
+// waitLeader waits until hs agree on leader want in a round above after.
+func (g *egroup) waitLeader(hs []int, want, after uint64, timeout time.Duration) (map[int]elEvent, error) {
+	end := time.Now().Add(timeout)
+	for {
+		got, err := g.leaderAgreed(hs, want, after)
+		if err == nil || time.Now().After(end) {
+			return got, err
+		}
+		if err := g.exited(hs); err != nil {
+			return nil, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitQuiet waits until no node of hs logged an election event for d.
+func (g *egroup) waitQuiet(hs []int, d, timeout time.Duration) error {
+	end := time.Now().Add(timeout)
+	for {
+		var newest time.Time
+		for _, h := range hs {
+			if evs := g.elections(h); len(evs) > 0 {
+				newest = later(newest, evs[len(evs)-1].at)
+			}
+		}
+		if time.Since(newest) >= d {
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("election events went on for %v (the last at %s)", timeout, newest.Format("15:04:05.000"))
+		}
+		if err := g.exited(hs); err != nil {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (g *egroup) exited(hs []int) error {
+	for _, h := range hs {
+		if n := g.nodes[h]; n.proc.Exited() {
+			return fmt.Errorf("h%d exited (code %d):\n%s", h, n.proc.ExitCode(), tail(n.proc.LogPath()))
+		}
+	}
+	return nil
+}
+
+// elRound is what the logs say of one election round.
+type elRound struct {
+	round      uint64
+	initiators []int
+	winners    []int
+	leaders    map[int]uint64 // by host: the leader of its leader.changed in the round (last one)
+	sent       map[int]uint64 // by host: election.done's sent
+	first      time.Time      // its first event
+	last       time.Time      // its last leader.changed
+}
+
+// rounds returns the rounds that hs logged events of at or after since,
+// in order.
+func (g *egroup) rounds(hs []int, since time.Time) []*elRound {
+	by := map[uint64]*elRound{}
+	for _, h := range hs {
+		for _, ev := range g.elections(h) {
+			if ev.at.Before(since) {
+				continue
+			}
+			r := by[ev.round]
+			if r == nil {
+				r = &elRound{round: ev.round, leaders: map[int]uint64{}, sent: map[int]uint64{}, first: ev.at}
+				by[ev.round] = r
+			}
+			if ev.at.Before(r.first) {
+				r.first = ev.at
+			}
+			switch ev.name {
+			case "election.started":
+				r.initiators = append(r.initiators, h)
+			case "election.won":
+				r.winners = append(r.winners, h)
+			case "leader.changed":
+				r.leaders[h] = ev.leader
+				r.last = later(r.last, ev.at)
+			case "election.done":
+				r.sent[h] += ev.sent
+			}
+		}
+	}
+	var out []*elRound
+	for _, r := range by {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, c *elRound) int { return int(a.round) - int(c.round) })
+	return out
+}
+
+func (r *elRound) messages() uint64 {
+	var n uint64
+	for _, s := range r.sent {
+		n += s
+	}
+	return n
+}
+
+func (r *elRound) String() string {
+	var per []string
+	for _, h := range slices.Sorted(func(yield func(int) bool) {
+		for h := range r.sent {
+			if !yield(h) {
+				return
+			}
+		}
+	}) {
+		per = append(per, fmt.Sprintf("h%d %d", h, r.sent[h]))
+	}
+	return fmt.Sprintf("round %d started by %v won by %v: %d messages (%s)", r.round, r.initiators, r.winners, r.messages(), strings.Join(per, ", "))
+}
+
+// sumMessages adds up the messages of rs.
+func sumMessages(rs []*elRound) uint64 {
+	var n uint64
+	for _, r := range rs {
+		n += r.messages()
+	}
+	return n
+}
+
+func describeRounds(rs []*elRound) string {
+	var s []string
+	for _, r := range rs {
+		s = append(s, r.String())
+	}
+	return strings.Join(s, "; ")
+}
+
+// msgsSent reads the msgs_sent counter of every node of hs by its control
+// socket.
+func (g *egroup) msgsSent(hs []int) (map[int]uint64, error) {
+	out := map[int]uint64{}
+	for _, h := range hs {
+		res, err := control.Call(context.Background(), g.socks[h], 2*time.Second, "status", nil)
+		if err != nil {
+			return nil, fmt.Errorf("status of h%d: %w", h, err)
+		}
+		var st struct {
+			Counters map[string]json.Number `json:"counters"`
+		}
+		if err := json.Unmarshal(res, &st); err != nil {
+			return nil, fmt.Errorf("status of h%d: %w", h, err)
+		}
+		n, err := strconv.ParseUint(st.Counters["msgs_sent"].String(), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("status of h%d: msgs_sent: %w", h, err)
+		}
+		out[h] = n
+	}
+	return out, nil
+}
+
+// elect runs `huddle elect` at host's node and returns what it printed.
+func (g *egroup) elect(host int) (string, error) {
+	cmd := exec.Command(g.e.huddle(g.b), "elect", "--control-socket", g.socks[host], "--timeout", "5s", "--json")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("huddle elect at h%d: %v: %s", host, err, strings.TrimSpace(string(out)))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// electExcerpt formats the view and election events of every node at or
+// after since, in time order, as offsets from origin.
+func (g *egroup) electExcerpt(since, origin time.Time) string {
+	type line struct {
+		at time.Time
+		s  string
+	}
+	var ls []line
+	for h := range g.nodes {
+		for _, ev := range g.events(h) {
+			if ev.Time.Before(since) {
+				continue
+			}
+			var s string
+			switch {
+			case ev.Event == "view.installed":
+				v := toView(h, ev)
+				s = fmt.Sprintf("%s members %v crashed %v", v.id, v.members, v.crashed)
+			case ev.Event == "leader.changed" || strings.HasPrefix(ev.Event, "election."):
+				r, _ := ev.Uint("round")
+				l, _ := ev.Uint("leader")
+				n, _ := ev.Uint("sent")
+				v, _ := ev.Str("view")
+				s = fmt.Sprintf("round %d view %s leader %d sent %d", r, v, l, n)
+			case ev.Event == "member.suspected":
+				m, _ := ev.Uint("member")
+				s = fmt.Sprintf("member %d", m)
+			default:
+				continue
+			}
+			ls = append(ls, line{ev.Time, fmt.Sprintf("%+7.1fms h%d %-18s %s", ms(ev.Time.Sub(origin)), h, ev.Event, s)})
+		}
+	}
+	slices.SortStableFunc(ls, func(a, b line) int { return a.at.Compare(b.at) })
+	var b strings.Builder
+	for _, l := range ls {
+		b.WriteString("    " + l.s + "\n")
+	}
+	return b.String()
+}
+
+// --- failover ---
+
+// fres is one failover run.
+type fres struct {
+	run      int
+	total    float64 // ms: the kill → the last survivor's leader.changed; +Inf: none
+	view     float64 // ms: the kill → the last survivor's view without the leader
+	elect    float64 // ms: the largest view.installed → leader.changed of a survivor
+	msgs     uint64  // the messages of the rounds after the kill
+	problems []string
+	detail   string
+}
+
+func (e *eenv) benchFailover(b *testing.B, alg string) {
+	name := "fail" + alg
+	if !e.begin(b, name) {
+		return
+	}
+	var rs []fres
+	for i := range b.N {
+		r := e.failover(b, alg, i)
+		r.run = i + 1
+		b.Logf("run %d: %s ms; %s", r.run, fmtMs(r.total), r.detail)
+		rs = append(rs, r)
+	}
+	e.reportFailover(b, name, rs)
+}
+
+// failover runs one failover iteration.
+func (e *eenv) failover(b *testing.B, alg string, i int) fres {
+	bad := fres{total: math.Inf(1), view: math.NaN(), elect: math.NaN()}
+	all := hosts(1, elFailN)
+	g := e.electGroup(b, "fail"+alg, alg, elFailN, memRate, false)
+	defer g.stop()
+	if g.err != nil {
+		bad.problems, bad.detail = []string{g.err.Error()}, g.err.Error()
+		return bad
+	}
+	time.Sleep(elSettle)
+	before, _ := g.lastLeader(1)
+	victim, next := elFailN, uint64(elFailN-1)
+	survivors := without(all, victim)
+	t0 := time.Now()
+	g.signal(victim, syscall.SIGKILL)
+	got, err := g.waitLeader(survivors, next, before.round, memWait)
+	if err != nil {
+		e.diag(b, "%s run %d: no leader %d after the kill: %v; events:\n%s", g.name, i+1, next, err, g.electExcerpt(t0.Add(-200*time.Millisecond), t0))
+		bad.problems, bad.detail = []string{err.Error()}, err.Error()
+		return bad
+	}
+	views, err := g.waitViews(survivors, t0, memWait, func(_ int, v viewEv) bool { return !slices.Contains(v.members, uint64(victim)) })
+	if err != nil {
+		bad.problems, bad.detail = []string{err.Error()}, err.Error()
+		return bad
+	}
+	r := fres{}
+	var lastLeader, lastView time.Time
+	var per []string
+	for _, h := range survivors {
+		lc, v := got[h], views[h]
+		lastLeader, lastView = later(lastLeader, lc.at), later(lastView, v.at)
+		r.elect = math.Max(r.elect, ms(lc.at.Sub(v.at)))
+		per = append(per, fmt.Sprintf("h%d %.0f (view %.0f, +%.1f)", h, ms(lc.at.Sub(t0)), ms(v.at.Sub(t0)), ms(lc.at.Sub(v.at))))
+	}
+	r.total, r.view = ms(lastLeader.Sub(t0)), ms(lastView.Sub(t0))
+	rs := g.rounds(survivors, t0)
+	r.msgs = sumMessages(rs)
+	if err := g.waitQuiet(survivors, elKept, memWait); err != nil {
+		r.problems = append(r.problems, err.Error())
+	}
+	if _, err := g.leaderAgreed(survivors, next, before.round); err != nil {
+		r.problems = append(r.problems, fmt.Sprintf("%v, %v after", err, elKept))
+	}
+	if rs = g.rounds(survivors, t0); len(rs) != 1 {
+		r.problems = append(r.problems, fmt.Sprintf("%d rounds after the kill: %s", len(rs), describeRounds(rs)))
+	}
+	if len(r.problems) > 0 {
+		e.diag(b, "%s run %d: %s; events:\n%s", g.name, i+1, strings.Join(r.problems, "; "), g.electExcerpt(t0.Add(-200*time.Millisecond), t0))
+	}
+	r.detail = fmt.Sprintf("SIGKILL to leader %d (round %d); leader.changed to %d at ms after it (view.installed, +election): %s; %s",
+		victim, before.round, next, strings.Join(per, ", "), describeRounds(rs))
+	return r
+}
+
+// reportFailover adds a failover scenario's rows: medians over its runs.
+func (e *eenv) reportFailover(b *testing.B, name string, rs []fres) {
+	med := func(f func(fres) float64) (float64, string) {
+		var vs []float64
+		var s []string
+		for _, r := range rs {
+			vs = append(vs, f(r))
+			s = append(s, strconv.FormatFloat(f(r), 'f', 1, 64))
+		}
+		sorted := slices.Clone(vs)
+		slices.Sort(sorted)
+		return sorted[len(sorted)/2], strings.Join(s, ", ")
+	}
+	total, totals := med(func(r fres) float64 { return r.total })
+	view, viewsMs := med(func(r fres) float64 { return r.view })
+	el, els := med(func(r fres) float64 { return r.elect })
+	msgs, _ := med(func(r fres) float64 { return float64(r.msgs) })
+	var counts []int64
+	for _, r := range rs {
+		counts = append(counts, int64(r.msgs))
+	}
+	mid := rs[0]
+	for _, r := range rs {
+		if r.total == total {
+			mid = r
+		}
+	}
+	e.add(row{name, fmt.Sprintf("SIGKILL leader %d → leader.changed (%d) at every survivor", elFailN, elFailN-1), fmtMs(total) + " ms", "-", "info",
+		fmt.Sprintf("median of %d (runs in order, ms: %s); median run (%d): %s", len(rs), totals, mid.run, mid.detail)})
+	e.add(row{name, "  of which detection: SIGKILL → view without it at every survivor", fmtMs(view) + " ms", "-", "info", "runs in order, ms: " + viewsMs})
+	e.add(row{name, "  of which the election: view.installed → leader.changed", fmt.Sprintf("%.1f ms", el), "-", "info",
+		"the largest over the survivors; runs in order, ms: " + els})
+	e.add(row{name, "  messages of the election after the kill", fmt.Sprintf("%.0f", msgs), "-", "info", "runs in order: " + joinInts(counts)})
+	var probs []string
+	for _, r := range rs {
+		for _, p := range r.problems {
+			probs = append(probs, fmt.Sprintf("run %d: %s", r.run, p))
+		}
+	}
+	val, res, detail := "all", "PASS", fmt.Sprintf("every run: one round after the kill, node %d the leader of every survivor and kept for %v", elFailN-1, elKept)
+	if len(probs) > 0 {
+		val, res, detail = fmt.Sprintf("%d of %d", len(rs)-countFres(rs), len(rs)), "FAIL", strings.Join(probs, "; ")
+	}
+	e.add(row{name, fmt.Sprintf("  runs that end with leader %d, in one round, kept", elFailN-1), val, "all", res, detail})
+	b.ReportMetric(total, "ms")
+	b.ReportMetric(el, "ms-election")
+}
+
+func countFres(rs []fres) int {
+	n := 0
+	for _, r := range rs {
+		if len(r.problems) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// --- messages per election ---
+
+// ecase is one election of a messages scenario: started by `huddle elect`
+// at a node, or by the group after its leader's SIGKILL (from == 0).
+type ecase struct {
+	what    string
+	from    func(n int) int
+	formula string
+	want    func(n int) int
+}
+
+func highestNode(n int) int { return n }
+func lowestNode(int) int    { return 1 }
+func byCrash(int) int       { return 0 }
+
+// linear returns n ↦ k·n + d.
+func linear(k, d int) func(int) int { return func(n int) int { return k*n + d } }
+
+var elCases = map[string][]ecase{
+	"ring": {
+		{"huddle elect at the highest", highestNode, "2n", linear(2, 0)},
+		{"huddle elect at the lowest (follows the highest)", lowestNode, "3n−1", linear(3, -1)},
+		{"SIGKILL the leader: the group elects", byCrash, "2(n−1)", linear(2, -2)},
+	},
+	"bully": {
+		{"huddle elect at the highest", highestNode, "n−1", linear(1, -1)},
+		{"huddle elect at the lowest, all alive", lowestNode, "n²−1", func(n int) int { return n*n - 1 }},
+		{"SIGKILL the leader: the group elects", byCrash, "n−2", linear(1, -2)},
+	},
+}
+
+// mcount is one election's count.
+type mcount struct {
+	msgs     uint64 // the sum of election.done's sent over the nodes and the election's rounds
+	sentDiff int64  // the growth of msgs_sent over the nodes; -1: not measured
+	rounds   int
+	ms       float64 // the first event of its rounds → the last leader.changed
+	problems []string
+	detail   string
+}
+
+func (e *eenv) benchMessages(b *testing.B, alg string, n int) {
+	name := fmt.Sprintf("msgs%s%d", alg, n)
+	if !e.begin(b, name) {
+		return
+	}
+	cases := elCases[alg]
+	res := make([][]mcount, len(cases))
+	for i := range b.N {
+		for k, c := range e.messages(b, alg, n, i) {
+			res[k] = append(res[k], c)
+		}
+	}
+	for k, c := range cases {
+		e.reportCount(b, name, n, c, res[k])
+	}
+}
+
+// messages runs one iteration: a group of n, then each case in turn.
+func (e *eenv) messages(b *testing.B, alg string, n, i int) []mcount {
+	cases := elCases[alg]
+	out := make([]mcount, len(cases))
+	g := e.electGroup(b, fmt.Sprintf("msgs%s%d-", alg, n), alg, n, 0, true)
+	defer g.stop()
+	for k := range out {
+		out[k] = mcount{sentDiff: -1, ms: math.NaN()}
+		if g.err != nil {
+			out[k].problems = []string{g.err.Error()}
+			continue
+		}
+		out[k] = g.count(cases[k], n)
+		if len(out[k].problems) > 0 {
+			e.diag(b, "%s run %d, %s: %s", g.name, i+1, cases[k].what, strings.Join(out[k].problems, "; "))
+		}
+		b.Logf("run %d, %s: %d messages (%d formula); %s", i+1, cases[k].what, out[k].msgs, cases[k].want(n), out[k].detail)
+	}
+	return out
+}
+
+// count runs one case in the quiet group of n, and counts its messages.
+func (g *egroup) count(c ecase, n int) mcount {
+	r := mcount{sentDiff: -1, ms: math.NaN()}
+	hs := hosts(1, n)
+	from := c.from(n)
+	before, _ := g.lastLeader(1)
+	var sent0 map[int]uint64
+	if from != 0 {
+		var err error
+		if sent0, err = g.msgsSent(hs); err != nil {
+			r.problems = append(r.problems, err.Error())
+			return r
+		}
+	}
+	t0 := time.Now()
+	want, live := uint64(n), hs
+	var out string
+	if from == 0 {
+		g.signal(n, syscall.SIGKILL)
+		want, live = uint64(n-1), hosts(1, n-1)
+	} else {
+		var err error
+		if out, err = g.elect(from); err != nil {
+			r.problems = append(r.problems, err.Error())
+			return r
+		}
+	}
+	if _, err := g.waitLeader(live, want, before.round, memWait); err != nil {
+		r.problems = append(r.problems, err.Error())
+		return r
+	}
+	if err := g.waitQuiet(live, elQuiet, memWait); err != nil {
+		r.problems = append(r.problems, err.Error())
+	}
+	rs := g.rounds(live, t0)
+	r.msgs, r.rounds = sumMessages(rs), len(rs)
+	if len(rs) > 0 {
+		var last time.Time
+		for _, x := range rs {
+			last = later(last, x.last)
+		}
+		r.ms = ms(last.Sub(rs[0].first))
+	}
+	if sent0 != nil {
+		if sent1, err := g.msgsSent(hs); err == nil {
+			r.sentDiff = 0
+			for _, h := range hs {
+				r.sentDiff += int64(sent1[h] - sent0[h])
+			}
+		}
+	}
+	if len(rs) != 1 {
+		r.problems = append(r.problems, fmt.Sprintf("%d rounds: %s", len(rs), describeRounds(rs)))
+	} else if x := rs[0]; from != 0 && (len(x.initiators) != 1 || x.initiators[0] != from) {
+		r.problems = append(r.problems, fmt.Sprintf("started by %v, not by h%d alone", x.initiators, from))
+	}
+	r.detail = describeRounds(rs)
+	if out != "" {
+		r.detail = fmt.Sprintf("huddle elect printed %s; %s; msgs_sent grew by %d", out, r.detail, r.sentDiff)
+	}
+	return r
+}
+
+// reportCount adds the rows of one case of a messages scenario: the sum
+// of election.done's sent, and for an election started by `huddle elect`
+// in the quiet group the growth of msgs_sent, which counts every message
+// the nodes sent: the two must agree.
+func (e *eenv) reportCount(b *testing.B, name string, n int, c ecase, rs []mcount) {
+	want := c.want(n)
+	var done, grown []int64
+	var durs, probs []string
+	for i, r := range rs {
+		done, grown = append(done, int64(r.msgs)), append(grown, r.sentDiff)
+		durs = append(durs, fmt.Sprintf("%.1f", r.ms))
+		for _, p := range r.problems {
+			probs = append(probs, fmt.Sprintf("run %d: %s", i+1, p))
+		}
+	}
+	target := fmt.Sprintf("%s = %d", c.formula, want)
+	raw := fmt.Sprintf("runs: %s; %s ms from the round's first event to its last leader.changed; run 1: %s",
+		joinInts(done), strings.Join(durs, ", "), rs[0].detail)
+	if len(probs) > 0 {
+		raw += "; PROBLEMS: " + strings.Join(probs, "; ")
+	}
+	med := medianInt(done)
+	e.add(row{name, c.what + ": Σ election.done's sent", strconv.FormatInt(med, 10), target, verdict(len(probs) == 0 && allEqual(done, int64(want))), raw})
+	if c.from(n) == 1 {
+		b.ReportMetric(float64(med), "msgs-from-lowest")
+	}
+	if c.from(n) == 0 {
+		return
+	}
+	raw = "runs: " + joinInts(grown)
+	var more []int64
+	for i := range grown {
+		more = append(more, grown[i]-done[i])
+	}
+	if slices.Max(more) > 0 {
+		raw += fmt.Sprintf("; more than election.done's sent by %s", joinInts(more))
+	}
+	e.add(row{name, "  the same counted by the nodes' msgs_sent (every message sent)", strconv.FormatInt(medianInt(grown), 10), target,
+		verdict(len(probs) == 0 && allEqual(grown, int64(want))), raw})
+}
+
+func joinInts(vs []int64) string {
+	var s []string
+	for _, v := range vs {
+		s = append(s, strconv.FormatInt(v, 10))
+	}
+	return strings.Join(s, ", ")
+}
+
+func medianInt(vs []int64) int64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func allEqual(vs []int64, want int64) bool {
+	for _, v := range vs {
+		if v != want {
+			return false
+		}
+	}
+	return true
+}
+
+// --- the report ---
+
+func (e *eenv) printElectionTable() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.rows) == 0 {
+		return
+	}
+	var w strings.Builder
+	fmt.Fprintf(&w, "\nhuddle election benchmark: %s, GOMAXPROCS %d, virtual LAN, --profile lan (heartbeat 50ms, suspect_timeout 400ms); "+
+		"failover: %d nodes at --send-rate %d --send-size 1000; messages: quiet groups of n, the figure is Σ election.done's sent\n",
+		runtime.GOOS+"/"+runtime.GOARCH, runtime.GOMAXPROCS(0), elFailN, memRate)
+	if x := os.Getenv(extraArgsEnv); x != "" {
+		fmt.Fprintf(&w, "NOTE: %s=%q: not the LAN profile's defaults\n", extraArgsEnv, x)
+	}
+	fmt.Fprintf(&w, "%-12s %-66s %-9s %-11s %s\n", "scenario", "figure", "value", "target", "result")
+	fail := 0
+	for _, r := range e.rows {
+		fmt.Fprintf(&w, "%-12s %-66s %-9s %-11s %s\n", r.scenario, r.figure, r.value, r.target, r.verdict)
+		if r.raw != "" {
+			fmt.Fprintf(&w, "%12s   └ %s\n", "", r.raw)
+		}
+		if r.verdict == "FAIL" {
+			fail++
+		}
+	}
+	fmt.Fprintf(&w, "%d of %d checks missed (messages: every run equal to the formula; failover: the right leader, kept)\n", fail, countTargets(e.rows))
+	fmt.Fprintf(&w, "reproduce: go test -run '^$' -bench Election -benchtime 3x ./internal/bench\n")
+	if len(e.diags) > 0 {
+		fmt.Fprintf(&w, "\nevents around what went wrong:\n%s\n", strings.Join(e.diags, "\n"))
+	}
+	fmt.Print(w.String())
+}
