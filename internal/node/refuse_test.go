@@ -94,23 +94,33 @@ func TestSecondNodeWithTheSameIDIsRefused(t *testing.T) {
 // TestJoinerWithOtherSettingsIsRefused starts a node whose heartbeat
 // differs from the group's: the coordinator refuses it, naming the setting.
 func TestJoinerWithOtherSettingsIsRefused(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := newFleet(6)
-		defer f.stop()
-		f.run(1, testConfig(1), 1)
-		f.run(2, testConfig(2), 1)
-		time.Sleep(time.Second)
-		c := testConfig(5)
-		c.Heartbeat *= 2
-		_, odd := f.run(5, c, 1)
-		var err error
-		select {
-		case err = <-odd:
-		case <-time.After(5 * time.Second):
-			t.Fatal("the node with another heartbeat was not refused")
-		}
-		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "heartbeat") {
-			t.Fatalf("odd node: %v; want ErrRefused naming the heartbeat", err)
-		}
-	})
+	for _, tc := range []struct {
+		setting string
+		change  func(c *config.Config)
+	}{
+		{"heartbeat", func(c *config.Config) { c.Heartbeat *= 2 }},
+		{"election.algorithm", func(c *config.Config) { c.Election.Algorithm = "bully" }},
+	} {
+		t.Run(tc.setting, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFleet(6)
+				defer f.stop()
+				f.run(1, testConfig(1), 1)
+				f.run(2, testConfig(2), 1)
+				time.Sleep(time.Second)
+				c := testConfig(5)
+				tc.change(&c)
+				_, odd := f.run(5, c, 1)
+				var err error
+				select {
+				case err = <-odd:
+				case <-time.After(5 * time.Second):
+					t.Fatalf("the node with another %s was not refused", tc.setting)
+				}
+				if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tc.setting) {
+					t.Fatalf("odd node: %v; want ErrRefused naming %s", err, tc.setting)
+				}
+			})
+		})
+	}
 }
