@@ -137,7 +137,7 @@ func (w *watcher) event(ev event) {
 		w.fresh[ev.Node] = false
 		w.installed(ev)
 	case "stream.skipped":
-		if w.fresh[ev.Node] {
+		if w.fresh[ev.Node] || ev.Level != "warn" { // info: sent before this node's view needed them
 			// A joiner hears of messages sent before it joined, which
 			// nobody needs to repair for it.
 			what := fmt.Sprintf("messages %d-%d", ev.FromSeq, ev.FromSeq+ev.Count-1)

@@ -505,7 +505,7 @@ func (r *Node) logDelivery(d *vsync.Delivery) {
 func (r *Node) logEvent(ev vsync.Event) {
 	switch ev.Kind {
 	case vsync.Engine:
-		r.logEngineEvent(ev.Multicast)
+		r.logEngineEvent(ev.Multicast, ev.InView)
 	case vsync.ViewInstalled:
 		r.log.Info().Str("event", "view.installed").Str("view", ev.View.ID.String()).
 			Uint64("coordinator_inc", ev.View.Members[0].Inc).
@@ -563,7 +563,7 @@ func orEmpty(ids []uint64) []uint64 {
 	return ids
 }
 
-func (r *Node) logEngineEvent(ev multicast.Event) {
+func (r *Node) logEngineEvent(ev multicast.Event, inView bool) {
 	switch ev.Kind {
 	case multicast.PeerSeen:
 		r.log.Info().Str("event", "peer.seen").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
@@ -572,8 +572,14 @@ func (r *Node) logEngineEvent(ev multicast.Event) {
 		r.log.Info().Str("event", "peer.lost").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
 			Int64("silent_ms", ev.Silent.Milliseconds()).Msg("peer lost")
 	case multicast.StreamSkipped:
+		if !inView {
+			r.log.Info().Str("event", "stream.skipped").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
+				Uint64("from_seq", ev.From).Uint64("count", ev.Skipped).Bool("in_view", false).
+				Msg("messages sent before this node's view needed them: none are lost to it")
+			return
+		}
 		r.log.Warn().Str("event", "stream.skipped").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
-			Uint64("from_seq", ev.From).Uint64("count", ev.Skipped).
+			Uint64("from_seq", ev.From).Uint64("count", ev.Skipped).Bool("in_view", true).
 			Msg("messages lost for good: the sender went on without this node and no longer holds them")
 	case multicast.PeerLagging:
 		r.log.Warn().Str("event", "peer.lagging").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).

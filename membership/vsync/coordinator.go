@@ -385,7 +385,12 @@ func (m *Machine) deferFounding(now time.Time) bool {
 // full as long, is suspected; another live node with this node's ID is a
 // conflict, which the later of the two loses.
 func (m *Machine) onEngineEvent(now time.Time, ev multicast.Event) {
-	m.emit(Event{Kind: Engine, Multicast: ev})
+	// Messages of a member lost for good within the view: the member went
+	// on without this node. (Losses before the member's start in the view
+	// are not the view's: a joiner hears of what was sent before it came.)
+	start, ok := m.starts[ev.Peer]
+	inView := ev.Kind == multicast.StreamSkipped && ok && m.view.HasInc(ev.Peer, ev.Inc) && ev.From+ev.Skipped > start
+	m.emit(Event{Kind: Engine, Multicast: ev, InView: inView})
 	switch ev.Kind {
 	case multicast.PeerLost, multicast.PeerLagging:
 		m.suspect(now, ev.Peer, ev.Inc, ev.Silent)
@@ -394,10 +399,7 @@ func (m *Machine) onEngineEvent(now time.Time, ev multicast.Event) {
 			delete(m.suspects, ev.Peer) // it was only quiet; a flush may exclude it anyway
 		}
 	case multicast.StreamSkipped:
-		// Messages of a member lost for good within the view: the member
-		// went on without this node. (Losses before the member's start
-		// in the view are not the view's.)
-		if start, ok := m.starts[ev.Peer]; ok && m.view.HasInc(ev.Peer, ev.Inc) && ev.From+ev.Skipped > start {
+		if inView {
 			m.broken[ev.Peer] = true
 			if m.st == member {
 				m.emit(Event{Kind: Excluded, Member: ev.Peer, View: m.view.clone()})

@@ -74,6 +74,11 @@ type Event struct {
 	Theirs    string
 	Addr      netip.AddrPort
 	Multicast multicast.Event
+	// InView (an Engine event of kind StreamSkipped) says the messages
+	// skipped reach into the sender's stream within this node's view: a
+	// loss the view cannot make good (the node secedes). Without it, they
+	// were sent before this node could need them.
+	InView bool
 	// Delivered is how many of the deliveries taken with the same
 	// TakeDeliveries call precede this event: a caller that takes both
 	// at once can log (or hand out) views and messages in their order.
