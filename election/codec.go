@@ -1,12 +1,10 @@
 package election
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
-	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
+	"github.com/huddle-lan/huddle/internal/wire"
 )
 
 // kind is an election message's kind. Append only: the values are on the
@@ -43,105 +41,43 @@ type message struct {
 
 // maxPayload bounds a payload: three uints of at most 9 bytes each and the
 // array header.
-const maxPayload = 1 + 3*9
+var maxPayload = wire.MaxUintsPayload(3)
 
 // errMalformed is wrapped by every decoding error.
 var errMalformed = errors.New("election: malformed message")
 
 // codec writes and reads payloads, the msgpack array [kind, round, id]
-// with compact ints (4 to 20 bytes), reusing one msgpack encoder and
-// decoder. The zero codec is ready to use; it must not be copied once
-// used. Not safe for concurrent use.
+// with compact ints (4 to 28 bytes), with the wire format's encoder and
+// decoder. The zero codec is ready to use. Not safe for concurrent use.
 type codec struct {
-	w   appendBuf
-	enc *msgpack.Encoder
-	r   bytes.Reader
-	dec *msgpack.Decoder
-}
-
-// init makes the msgpack encoder and decoder on first use: they point
-// into c, so c must be at its final address (inside the Machine).
-func (c *codec) init() {
-	c.enc = msgpack.NewEncoder(&c.w)
-	c.enc.UseCompactInts(true)
-	c.dec = msgpack.NewDecoder(&c.r)
+	enc *wire.Encoder
+	dec *wire.Decoder
 }
 
 // append appends msg's encoding to dst.
 func (c *codec) append(dst []byte, msg message) []byte {
 	if c.enc == nil {
-		c.init()
+		c.enc = wire.NewEncoder()
 	}
-	c.w.b = dst
-	// appendBuf never fails, so neither does the encoder.
-	_ = c.enc.EncodeArrayLen(3)
-	_ = c.enc.EncodeUint(uint64(msg.kind))
-	_ = c.enc.EncodeUint(msg.round)
-	_ = c.enc.EncodeUint(msg.id)
-	out := c.w.b
-	c.w.b = nil
-	return out
+	return c.enc.AppendUints(dst, uint64(msg.kind), msg.round, msg.id)
 }
 
 // decode parses a payload. It trusts nothing: any error wraps
 // errMalformed.
 func (c *codec) decode(p []byte) (message, error) {
 	if c.dec == nil {
-		c.init()
-	}
-	if len(p) > maxPayload {
-		return message{}, fmt.Errorf("%w: %d bytes, at most %d", errMalformed, len(p), maxPayload)
-	}
-	c.r.Reset(p)
-	c.dec.ResetReader(&c.r)
-	n, err := c.dec.DecodeArrayLen()
-	if err != nil || n != 3 {
-		return message{}, fmt.Errorf("%w: not an array of 3 (%d, %v)", errMalformed, n, err)
+		c.dec = wire.NewDecoder()
 	}
 	var v [3]uint64
-	for i := range v {
-		if v[i], err = c.uint(); err != nil {
-			return message{}, err
-		}
+	if err := c.dec.DecodeUints(p, v[:]); err != nil {
+		return message{}, fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	msg := message{kind: kind(v[0]), round: v[1], id: v[2]}
 	switch {
-	case c.r.Len() != 0:
-		return message{}, fmt.Errorf("%w: %d bytes after the message", errMalformed, c.r.Len())
 	case v[0] < uint64(kindElection) || v[0] > uint64(kindCoordinator):
 		return message{}, fmt.Errorf("%w: unknown kind %d", errMalformed, v[0])
 	case msg.round == 0 || msg.id == 0:
 		return message{}, fmt.Errorf("%w: round %d, id %d", errMalformed, msg.round, msg.id)
 	}
 	return msg, nil
-}
-
-// uint reads an unsigned int as a compact encoder writes it: msgpack's
-// DecodeUint64 also takes negative ints, nil and (with a cast) others.
-func (c *codec) uint() (uint64, error) {
-	code, err := c.dec.PeekCode()
-	if err != nil {
-		return 0, fmt.Errorf("%w: %v", errMalformed, err)
-	}
-	if code > msgpcode.PosFixedNumHigh && (code < msgpcode.Uint8 || code > msgpcode.Uint64) {
-		return 0, fmt.Errorf("%w: code %#x where an unsigned int belongs", errMalformed, code)
-	}
-	v, err := c.dec.DecodeUint64()
-	if err != nil {
-		return 0, fmt.Errorf("%w: %v", errMalformed, err)
-	}
-	return v, nil
-}
-
-// appendBuf is the msgpack encoder's writer: it appends to a slice.
-type appendBuf struct{ b []byte }
-
-func (a *appendBuf) Write(p []byte) (int, error) {
-	a.b = append(a.b, p...)
-	return len(p), nil
-}
-
-func (a *appendBuf) WriteByte(c byte) error {
-	a.b = append(a.b, c)
-	return nil
 }

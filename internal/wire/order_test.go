@@ -67,3 +67,26 @@ func FuzzRecord(f *testing.F) {
 		}
 	})
 }
+
+func TestUintsRoundTrip(t *testing.T) {
+	enc, dec := NewEncoder(), NewDecoder()
+	for _, vs := range [][]uint64{{1}, {4, 1 << 40, ^uint64(0)}, {0, 0}} {
+		b := enc.AppendUints(nil, vs...)
+		if len(b) > MaxUintsPayload(len(vs)) {
+			t.Errorf("%v: %d bytes, more than %d", vs, len(b), MaxUintsPayload(len(vs)))
+		}
+		got := make([]uint64, len(vs))
+		if err := dec.DecodeUints(b, got); err != nil || !reflect.DeepEqual(got, vs) {
+			t.Errorf("%v decoded as %v, %v", vs, got, err)
+		}
+		if err := dec.DecodeUints(b, make([]uint64, len(vs)+1)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%v read as %d numbers: %v", vs, len(vs)+1, err)
+		}
+		if err := dec.DecodeUints(append(b, 0), got); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%v with a trailing byte: %v", vs, err)
+		}
+	}
+	if err := dec.DecodeUints([]byte{0x92, 0xff, 0x01}, make([]uint64, 2)); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a negative int: %v", err)
+	}
+}
