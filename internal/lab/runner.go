@@ -45,7 +45,11 @@ func rootlessRunner() (*runner, error) {
 		}
 	}
 	cmd := exec.Command("unshare", "-Urnm", "sh", "-c", helperScript)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// A process group of its own: a terminal's Ctrl-C goes to the
+	// foreground group, and must not kill the namespaces under the nodes
+	// before Close takes them down in order. Pdeathsig still ends it with
+	// this process.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
