@@ -286,11 +286,8 @@ func (s *Service) Send(ctx context.Context, to uint64, payload []byte) (uint64, 
 
 func (s *Service) send(ctx context.Context, payload []byte, order Order, to uint64) (uint64, error) {
 	g := s.g
-	switch {
-	case len(payload) > g.cfg.MaxMessageSize:
+	if len(payload) > g.cfg.MaxMessageSize {
 		return 0, fmt.Errorf("%w: %d bytes (max_message_size is %d)", ErrTooLarge, len(payload), g.cfg.MaxMessageSize)
-	case order > Safe:
-		return 0, vsync.ErrOrder
 	}
 	select {
 	case <-g.done:

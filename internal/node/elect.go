@@ -71,11 +71,13 @@ func (c *Core) claim(d *vsync.Delivery) bool {
 // syncView tells the election machine of the installed view, once.
 func (c *Core) syncView(now time.Time) {
 	e := &c.el
-	if v := c.m.View(); len(v.Members) > 0 && (v.ID != e.view || v.Members[0].Inc != e.viewInc) {
-		e.view, e.viewInc = v.ID, v.Members[0].Inc
-		e.queue = e.queue[:0] // messages for the old view's members and round
-		e.m.SetView(now, v.ID.String(), v.IDs())
+	id, inc := c.m.ViewKey() // on every datagram: no copy of the view unless it changed
+	if inc == 0 || id == e.view && inc == e.viewInc {
+		return
 	}
+	e.view, e.viewInc = id, inc
+	e.queue = e.queue[:0] // messages for the old view's members and round
+	e.m.SetView(now, id.String(), c.m.View().IDs())
 }
 
 // electionStep runs the election after the layers below moved: it tells

@@ -244,6 +244,11 @@ func (m *Machine) Engine() *multicast.Engine { return m.mc }
 // View returns the installed view; its ID is zero before the first.
 func (m *Machine) View() View { return m.view.clone() }
 
+// ViewKey identifies the installed view without copying it: its ID and
+// its coordinator's incarnation (zero before the first view). Callers
+// that poll for a view change on every step use it.
+func (m *Machine) ViewKey() (wire.ViewID, uint64) { return m.view.ID, m.coordInc() }
+
 // Left reports whether the node is done: it left, or was refused.
 func (m *Machine) Left() bool { return m.st == gone }
 
