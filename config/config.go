@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -222,6 +223,36 @@ type Mutex struct {
 	// the two sides of a partition cannot both hold it. Default 0 (off).
 	// 0 to 1024.
 	Quorum int `toml:"quorum"`
+	// Think makes the node use the lock for experiments (the seed program
+	// dist_sync): it waits a time drawn uniformly from "MIN-MAX" (or
+	// exactly "D"), requests the lock, holds it for Hold, releases it, and
+	// again. Also --lock-think. Default empty (off).
+	Think string `toml:"think"`
+	// Hold is how long that workload holds the lock (also --lock-hold).
+	// Default 0.
+	Hold Duration `toml:"hold"`
+}
+
+// ThinkRange returns Think parsed: the least and the most time between
+// two uses of the lock; ok is false when Think is empty.
+func (m Mutex) ThinkRange() (lo, hi time.Duration, ok bool, err error) {
+	if m.Think == "" {
+		return 0, 0, false, nil
+	}
+	a, b, two := strings.Cut(m.Think, "-")
+	if lo, err = time.ParseDuration(strings.TrimSpace(a)); err != nil {
+		return 0, 0, false, err
+	}
+	hi = lo
+	if two {
+		if hi, err = time.ParseDuration(strings.TrimSpace(b)); err != nil {
+			return 0, 0, false, err
+		}
+	}
+	if lo < 0 || hi < lo {
+		return 0, 0, false, fmt.Errorf("%v to %v is not a range", lo, hi)
+	}
+	return lo, hi, true, nil
 }
 
 // Security configures datagram sealing.

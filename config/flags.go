@@ -68,6 +68,8 @@ var usage = map[string]string{
 	"election.algorithm": "election `algorithm`: ring or bully, the same on every member",
 	"election.every":     "start an election every `interval`; 0 is off, else at least 100ms",
 	"election.count":     "stop the periodic elections after this many `elections`; 0 is no limit",
+	"mutex.think":        "lock workload: wait a `time` or MIN-MAX range (e.g. 3s-5s) between uses of the lock; empty is off",
+	"mutex.hold":         "lock workload: hold the lock this `long` each time",
 	"mutex.quorum":       "expected cluster `size`: lock only with a majority of it; 0 is off",
 	"security.key":       "group `key` sealing datagrams (AES-GCM), at least 16 bytes; prefer HUDDLE_SECURITY_KEY, flags show in ps",
 }
@@ -94,6 +96,8 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	f.add(fs, "election", f.byName["election-algorithm"], "election `algorithm`, short for --election-algorithm")
 	f.add(fs, "election-interval", f.byName["election-every"], "start an election every `interval`, short for --election-every")
 	f.add(fs, "elections", f.byName["election-count"], "stop the periodic elections after this many `elections`, short for --election-count")
+	f.add(fs, "lock-think", f.byName["mutex-think"], "wait a `time` or MIN-MAX range between uses of the lock, short for --mutex-think")
+	f.add(fs, "lock-hold", f.byName["mutex-hold"], "hold the lock this `long` each time, short for --mutex-hold")
 	return f
 }
 

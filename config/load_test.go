@@ -280,7 +280,7 @@ func everything() Config {
 		SRM:             SRM{C1: 1.5, C2: 2.5, D1: 0.5, D2: 2.25, MinDelay: ms(2)},
 		Log:             Log{Level: "debug", Format: "console", File: "/var/log/huddle.log"},
 		Election:        Election{Algorithm: "bully", Every: ms(1500), Count: 7},
-		Mutex:           Mutex{Quorum: 5},
+		Mutex:           Mutex{Quorum: 5, Think: "3s-5s", Hold: ms(4000)},
 		Security:        Security{Key: "0123456789abcdef-'\"x"},
 	}
 }

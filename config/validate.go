@@ -47,6 +47,8 @@ func (c *Config) Validate() error {
 		zeroOrAtLeast("election.every", c.Election.Every, 100*ms),
 		inRange("election.count", c.Election.Count, 0, math.MaxInt32),
 		inRange("mutex.quorum", c.Mutex.Quorum, 0, 1024),
+		checkThink(c.Mutex),
+		inRange("mutex.hold", c.Mutex.Hold, 0, Duration(time.Hour)),
 		checkKey(c.Security.Key),
 	)
 }
@@ -133,6 +135,13 @@ func (c *Config) checkSuspectTimeout() error {
 func checkKey(k string) error {
 	if k != "" && len(k) < 16 {
 		return problem("security.key", "", "a %d-byte key is too short (empty, or at least 16 bytes)", len(k))
+	}
+	return nil
+}
+
+func checkThink(m Mutex) error {
+	if _, _, _, err := m.ThinkRange(); err != nil {
+		return problem("mutex.think", "", "%q is not a time or a range MIN-MAX of times (e.g. 3s-5s): %v", m.Think, err)
 	}
 	return nil
 }

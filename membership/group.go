@@ -332,6 +332,26 @@ func (g *Group) Elect(ctx context.Context) (bool, error) {
 	return res.Started, err
 }
 
+// Lock acquires the group's lock (Ricart–Agrawala over the view, on the
+// service "mutex"): it returns once this node holds it, or with ctx's
+// error, the request withdrawn. With mutex.quorum set, the lock is granted
+// only while the view holds a majority of that many members, and taken
+// away (logged as mutex.released with lost) when the view loses it.
+func (g *Group) Lock(ctx context.Context) error { return g.n.Lock(ctx) }
+
+// TryLock is Lock that reports ctx ending before the grant as false.
+func (g *Group) TryLock(ctx context.Context) (bool, error) { return g.n.TryLock(ctx) }
+
+// Unlock releases the lock this node holds.
+func (g *Group) Unlock() error {
+	select {
+	case <-g.done:
+		return ErrClosed
+	default:
+	}
+	return g.n.Unlock(context.Background())
+}
+
 // Self returns this node: its ID and incarnation.
 func (g *Group) Self() Member { return g.self }
 

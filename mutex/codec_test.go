@@ -78,17 +78,25 @@ func FuzzReceive(f *testing.F) {
 	f.Add(false, []byte{0xfc, 0x13, 0xfe, 0, 5, 3, 0x92, 1, 1, 0xfc, 0x1f, 0xfd, 0})
 	f.Fuzz(func(t *testing.T, quorum bool, data []byte) {
 		opt := Options{Self: 3}
+		now := time.Unix(1_800_000_000, 0)
+		silent := 0 // members not heard, by bit
 		if quorum {
-			opt.Quorum = 5
+			opt.Quorum, opt.Lease = 5, 5*time.Millisecond
+			opt.Heard = func(id uint64) time.Time {
+				if id < 8 && silent&(1<<id) != 0 {
+					return time.Time{}
+				}
+				return now
+			}
 		}
 		m := New(opt)
-		now := time.Unix(1_800_000_000, 0)
 		m.SetView(now, "1.1", []uint64{1, 2, 3, 4, 5})
 		calls, clock, views := 0, uint64(0), 1
 		// data: steps of two bytes and a payload. 0xfe _: Request. 0xfd _:
 		// Release. 0xfc b: a view of the members 1..5 whose bit is set in
-		// b (3 is this node). s n: a payload of n bytes from s%8 (0, 6
-		// and 7 are outside the view). Each step is 1 ms.
+		// b (3 is this node). 0xfb b: the members whose bit is set in b
+		// go silent (quorum mode). s n: a payload of n bytes from s%8 (0,
+		// 6 and 7 are outside the view). Each step is 1 ms, and ticks.
 		for len(data) >= 2 {
 			op, n := data[0], int(data[1])
 			data = data[2:]
@@ -107,13 +115,17 @@ func FuzzReceive(f *testing.F) {
 				}
 				views++
 				m.SetView(now, string(rune('0'+views%10)), ms)
+			case 0xfb:
+				silent = n
 			default:
 				n = min(n, len(data))
 				m.Receive(now, uint64(op%8), data[:n])
 				data = data[n:]
 				calls++
 			}
-			checkSane(t, m, &clock)
+			checkSane(t, m, now, &clock)
+			m.Tick(now)
+			checkSane(t, m, now, &clock)
 		}
 		if s := m.Stats(); s.Received.Total()+s.Malformed+s.Foreign != uint64(calls) {
 			t.Fatalf("%d Receive calls, stats %+v", calls, s)
@@ -121,9 +133,9 @@ func FuzzReceive(f *testing.F) {
 	})
 }
 
-func checkSane(t *testing.T, m *Machine, clock *uint64) {
+func checkSane(t *testing.T, m *Machine, now time.Time, clock *uint64) {
 	t.Helper()
-	if err := m.invariants(); err != nil {
+	if err := m.invariants(now); err != nil {
 		t.Fatal(err)
 	}
 	if m.Clock() < *clock {

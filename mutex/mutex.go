@@ -18,7 +18,26 @@ type Options struct {
 	// of a partition can then never both hold it. Every member of a group
 	// must use the same N, and the cluster must never hold more than N
 	// live nodes, or two views could both count as majorities.
+	//
+	// A view is not enough: a member that moved on to another view can
+	// grant there while the holder still counts it in its own. So a quorum
+	// also needs Lease and Heard, and the lock is leased:
+	//
+	//   - the holder keeps the lock only while it heard, within Lease, from
+	//     a majority of N (itself included) of its view's members, and a
+	//     request is granted only then;
+	//   - a node whose view lost a member, or that had no view before,
+	//     neither replies to a request nor enters for a quarantine of
+	//     Lease·3/2: by then any holder that counted on it stopped hearing
+	//     it (its datagrams carry another view now), and lost the lock.
 	Quorum int
+	// Lease is how long a member's silence may last before the holder
+	// stops counting it (with a quorum; the node uses its suspect timeout).
+	Lease time.Duration
+	// Heard returns when this node last heard member id while id was in
+	// this node's view (the installed one, or the one before it: members
+	// move to a new view one by one), zero if not. Required with a quorum.
+	Heard func(id uint64) time.Time
 }
 
 // ErrOptions is wrapped by the errors of Options.Validate.
@@ -31,6 +50,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: Self is 0", ErrOptions)
 	case o.Quorum < 0:
 		return fmt.Errorf("%w: Quorum %d is negative (0 is off, else the cluster size)", ErrOptions, o.Quorum)
+	case o.Quorum > 0 && o.Lease <= 0:
+		return fmt.Errorf("%w: Lease %v with Quorum %d (a quorum needs a positive lease)", ErrOptions, o.Lease, o.Quorum)
+	case o.Quorum > 0 && o.Heard == nil:
+		return fmt.Errorf("%w: Heard is nil with Quorum %d", ErrOptions, o.Quorum)
 	}
 	return nil
 }
@@ -113,17 +136,18 @@ type Event struct {
 
 // Stats are a Machine's counters since New.
 type Stats struct {
-	Requests  uint64 // Request calls that made a request
-	Acquired  uint64 // entries
-	Released  uint64 // exits by Release
-	Lost      uint64 // exits because the quorum or the view was lost
-	Withdrawn uint64 // requests withdrawn by Release before they were granted
-	Deferred  uint64 // members' requests deferred
-	Sent      Counts // messages sent, by kind
-	Received  Counts // messages received that decoded, from members, by kind
-	Stale     uint64 // replies to no pending request of this node's, to an older one, or from a member no longer needed
-	Malformed uint64 // payloads that do not decode
-	Foreign   uint64 // messages from a node outside the view, or from this node itself
+	Requests    uint64 // Request calls that made a request
+	Acquired    uint64 // entries
+	Released    uint64 // exits by Release
+	Lost        uint64 // exits because the quorum or the view was lost
+	Withdrawn   uint64 // requests withdrawn by Release before they were granted
+	Quarantines uint64 // quorum mode: view changes that lost a member (or a first view), each starting a quarantine
+	Deferred    uint64 // members' requests deferred
+	Sent        Counts // messages sent, by kind
+	Received    Counts // messages received that decoded, from members, by kind
+	Stale       uint64 // replies to no pending request of this node's, to an older one, or from a member no longer needed
+	Malformed   uint64 // payloads that do not decode
+	Foreign     uint64 // messages from a node outside the view, or from this node itself
 }
 
 // Counts are message counters by kind.
@@ -163,6 +187,9 @@ type request struct {
 type Machine struct {
 	self   uint64
 	quorum int
+	lease  time.Duration
+	heard  func(id uint64) time.Time
+	quiet  time.Time // quorum mode: no reply and no entry before this
 
 	hasView bool
 	view    string
@@ -174,6 +201,7 @@ type Machine struct {
 	ts       uint64    // Wanted, Held: this node's request's timestamp
 	reqAt    time.Time // when Request made it
 	heldAt   time.Time // Held: when it was acquired
+	heldView string    // Held: the view it was acquired in
 	needed   []uint64  // Wanted: members whose reply is still needed, ascending
 	msgs     int       // Wanted, Held: requests sent and replies received for ts
 	deferred []request // members' requests deferred, by peer ascending
@@ -182,6 +210,11 @@ type Machine struct {
 	// request: the textbook algorithm over a static group, which tests
 	// show unsafe under joins.
 	naiveJoin bool
+	// noLease, set only by tests, counts a quorum by the view alone, with
+	// no lease and no quarantine: unsafe while views overlap.
+	noLease bool
+	// noQuiet, set only by tests, leaves the quarantine out.
+	noQuiet bool
 
 	out   []Message
 	evs   []Event
@@ -196,7 +229,7 @@ func New(o Options) *Machine {
 	if err := o.Validate(); err != nil {
 		panic(err)
 	}
-	return &Machine{self: o.Self, quorum: o.Quorum}
+	return &Machine{self: o.Self, quorum: o.Quorum, lease: o.Lease, heard: o.Heard}
 }
 
 // Request asks for the lock: Ricart–Agrawala's REQUEST, timestamped with
@@ -239,7 +272,7 @@ func (m *Machine) Release(now time.Time) bool {
 	default:
 		return false
 	}
-	m.becomeReleased()
+	m.becomeReleased(now)
 	return true
 }
 
@@ -259,7 +292,7 @@ func (m *Machine) Receive(now time.Time, from uint64, payload []byte) {
 	m.stats.Received.add(msg.kind)
 	m.clock = max(m.clock, msg.ts) + 1 // Lamport 1978, as Ricart–Agrawala 1981 use it
 	if msg.kind == kindRequest {
-		m.onRequest(from, msg.ts)
+		m.onRequest(now, from, msg.ts)
 	} else {
 		m.onReply(now, from, msg.ts)
 	}
@@ -268,10 +301,11 @@ func (m *Machine) Receive(now time.Time, from uint64, payload []byte) {
 // onRequest answers a member's request at once, or defers it while this
 // node holds the lock or wants it with priority: Ricart–Agrawala 1981,
 // the (timestamp, ID) order. One request per member is kept: a newer one
-// from the same member replaces the older (which it withdrew).
-func (m *Machine) onRequest(from, ts uint64) {
+// from the same member replaces the older (which it withdrew). In a
+// quarantine every request is deferred, and answered when it ends.
+func (m *Machine) onRequest(now time.Time, from, ts uint64) {
 	i, found := slices.BinarySearchFunc(m.deferred, from, func(r request, id uint64) int { return cmpU(r.peer, id) })
-	if m.defers(from, ts) {
+	if m.quieted(now) || m.defers(from, ts) {
 		if found {
 			m.deferred[i].ts = ts
 		} else {
@@ -314,41 +348,128 @@ func (m *Machine) onReply(now time.Time, from, ts uint64) {
 	m.tryEnter(now)
 }
 
-// tryEnter grants the pending request when no reply is needed any more
-// and the view holds the quorum.
+// tryEnter grants the pending request when no reply is needed any more,
+// the view holds the quorum, and no quarantine is on.
 func (m *Machine) tryEnter(now time.Time) {
-	if m.st == Wanted && m.hasView && len(m.needed) == 0 && m.quorate() {
+	if m.st == Wanted && m.hasView && len(m.needed) == 0 && m.quorate(now) && !m.quieted(now) {
 		m.becomeHeld(now)
 	}
 }
 
 func (m *Machine) becomeHeld(now time.Time) {
-	m.st, m.heldAt = Held, now
+	m.st, m.heldAt, m.heldView = Held, now, m.view
 	m.stats.Acquired++
 	m.emit(Event{Kind: Acquired, Clock: m.ts, Wait: now.Sub(m.reqAt), Messages: m.msgs})
 }
 
-// becomeReleased leaves Held or Wanted and answers every deferred request
-// (Ricart–Agrawala 1981: the deferred replies go out on exit).
-func (m *Machine) becomeReleased() {
+// becomeReleased leaves Held or Wanted and answers the deferred requests
+// (Ricart–Agrawala 1981: the deferred replies go out on exit), unless a
+// quarantine is on: then they wait for its end.
+func (m *Machine) becomeReleased(now time.Time) {
 	m.st, m.needed = Released, nil
-	deferred := m.deferred
-	m.deferred = nil
-	for _, r := range deferred {
-		m.send(r.peer, kindReply, r.ts)
+	m.answerDeferred(now)
+}
+
+// answerDeferred replies to the deferred requests this node no longer
+// defers.
+func (m *Machine) answerDeferred(now time.Time) {
+	if len(m.deferred) == 0 || m.quieted(now) {
+		return
 	}
+	kept := m.deferred[:0]
+	for _, r := range m.deferred {
+		if m.defers(r.peer, r.ts) {
+			kept = append(kept, r)
+		} else {
+			m.send(r.peer, kindReply, r.ts)
+		}
+	}
+	clear(m.deferred[len(kept):])
+	m.deferred = kept
 }
 
 // lose takes the lock away from a holder that may no longer hold it.
 func (m *Machine) lose(now time.Time) {
 	m.stats.Lost++
 	m.emit(Event{Kind: Exited, Clock: m.ts, Held: now.Sub(m.heldAt), Lost: true})
-	m.becomeReleased()
+	m.becomeReleased(now)
 }
 
-// quorate reports whether the view holds the configured majority.
-func (m *Machine) quorate() bool {
-	return m.quorum == 0 || (m.hasView && len(m.members) > m.quorum/2)
+// quorate reports whether the view holds the configured majority, and
+// whether this node heard a majority of its members within the lease.
+func (m *Machine) quorate(now time.Time) bool {
+	if m.quorum == 0 {
+		return true
+	}
+	if !m.hasView || len(m.members) <= m.quorum/2 {
+		return false
+	}
+	return m.noLease || m.leaseEnds().After(now)
+}
+
+// leaseEnds is when, hearing nothing more, this node stops hearing a
+// majority of its view within the lease (quorum mode, in a view).
+func (m *Machine) leaseEnds() time.Time {
+	need := m.quorum / 2 // other members to hear: with this node, a majority
+	if need == 0 {
+		return time.Unix(1<<62, 0) // this node alone is a majority: forever
+	}
+	ends := make([]time.Time, 0, len(m.members))
+	for _, id := range m.members {
+		if at := m.heard(id); id != m.self && !at.IsZero() {
+			ends = append(ends, at.Add(m.lease))
+		}
+	}
+	if len(ends) < need {
+		return longAgo
+	}
+	slices.SortFunc(ends, func(a, b time.Time) int { return b.Compare(a) })
+	return ends[need-1]
+}
+
+// longAgo is a lease that ran out long ago (not zero: a deadline).
+var longAgo = time.Unix(1, 0)
+
+// quieted reports whether a quarantine is on.
+func (m *Machine) quieted(now time.Time) bool {
+	return m.quorum > 0 && !m.noLease && !m.noQuiet && now.Before(m.quiet)
+}
+
+// Tick lets time pass (quorum mode; without a quorum it does nothing): a
+// holder whose lease ran out loses the lock, and at the end of a
+// quarantine the deferred requests are answered and a pending request may
+// enter. Call it at NextDeadline, or more often.
+func (m *Machine) Tick(now time.Time) {
+	if m.quorum == 0 {
+		return
+	}
+	if m.st == Held && !m.quorate(now) {
+		m.lose(now)
+	}
+	if !m.quieted(now) {
+		m.quiet = time.Time{}
+	}
+	m.answerDeferred(now)
+	m.tryEnter(now)
+}
+
+// NextDeadline returns when the machine next needs Tick: the end of a
+// quarantine that holds something back, or when the holder's lease runs
+// out as things stand. Zero for none.
+func (m *Machine) NextDeadline() time.Time {
+	if m.quorum == 0 || m.noLease {
+		return time.Time{}
+	}
+	var d time.Time
+	if !m.quiet.IsZero() && (m.st == Wanted || len(m.deferred) > 0) {
+		d = m.quiet
+	}
+	if m.st == Held && m.hasView {
+		if e := m.leaseEnds(); d.IsZero() || e.Before(d) {
+			d = e
+		}
+	}
+	return d
 }
 
 // ask sends this node's pending request to ids and needs their replies.
@@ -390,6 +511,16 @@ func (m *Machine) TakeEvents() []Event {
 
 // State returns whether this node holds, wants or neither.
 func (m *Machine) State() State { return m.st }
+
+// HeldView returns the view this node acquired the lock in, "" unless it
+// holds it. (It may hold it in a later view too: a view change does not
+// take the lock away, but for the quorum.)
+func (m *Machine) HeldView() string {
+	if m.st != Held {
+		return ""
+	}
+	return m.heldView
+}
 
 // Clock returns the Lamport clock.
 func (m *Machine) Clock() uint64 { return m.clock }

@@ -248,6 +248,51 @@ func TestQuorumPartition(t *testing.T) {
 	}
 }
 
+// TestQuorumOverlappingViews is the schedule that breaks a quorum counted
+// by views alone. Node 5 holds the lock in the view [3 4 5], a majority
+// of 5. Node 4 then moves into a view [1 2 4], also a majority, while 3
+// and 5 still count it in theirs, and 2 asks there. With the lease, 4
+// answers only after its quarantine, by which time 5 stopped hearing it
+// and lost the lock: never two holders. Without the lease, or without
+// the quarantine (5 still counts 4 for a lease after 4 moved), 2 enters
+// while 5 holds.
+func TestQuorumOverlappingViews(t *testing.T) {
+	for _, without := range []string{"", "lease", "quarantine"} {
+		l := newLAN(t, Options{Quorum: 5}, time.Millisecond)
+		l.noLease, l.noQuiet, l.global, l.tolerate = without == "lease", without == "quarantine", true, without != ""
+		l.add(ids(5)...)
+		l.install(1, 2)
+		l.install(3, 4, 5)
+		l.drain()
+		l.request(5)
+		l.drain()
+		if st := l.nodes[5].m.State(); st != Held {
+			t.Fatalf("node 5 is %v, want held", st)
+		}
+		start := l.now
+		l.installOn("9.1", []uint64{1, 2, 4}, 1, 2, 4)
+		l.request(2)
+		l.drain()
+		if without != "" {
+			if l.violation == nil {
+				t.Fatalf("without the %s, no two holders: the test shows nothing\n%s", without, l.tail())
+			}
+			continue
+		}
+		lost := lastEvent(t, l, 5, Exited)
+		got := lastEvent(t, l, 2, Acquired)
+		if !lost.Lost || l.nodes[2].m.State() != Held {
+			t.Fatalf("node 5: %+v; node 2 is %v, want it to hold\n%s", lost, l.nodes[2].m.State(), l.tail())
+		}
+		if q := testLease * 3 / 2; got.Wait < q {
+			t.Errorf("node 2 waited %v, less than the quarantine %v", got.Wait, q)
+		}
+		if l.now.Sub(start) > 5*testLease {
+			t.Errorf("granted %v after the view change", l.now.Sub(start))
+		}
+	}
+}
+
 // releaseAllOf is releaseAll for the members of one side: it returns
 // when none of them holds or wants the lock.
 func releaseAllOf(t *testing.T, l *lan, side ...uint64) []uint64 {
@@ -278,7 +323,8 @@ func releaseAllOf(t *testing.T, l *lan, side ...uint64) []uint64 {
 // TestQuorumAlone: a node alone with Quorum 3 waits; two of three grant at
 // once, without a message.
 func TestQuorumAlone(t *testing.T) {
-	m := New(Options{Self: 1, Quorum: 3})
+	var heard time.Time // when node 5 was last heard
+	m := New(Options{Self: 1, Quorum: 3, Lease: 100 * time.Millisecond, Heard: func(uint64) time.Time { return heard }})
 	m.SetView(t0, "1.1", []uint64{1})
 	if !m.Request(t0) || m.State() != Wanted || len(m.TakeOutput()) != 0 {
 		t.Fatalf("alone below the quorum: %v", m.State())
@@ -296,6 +342,7 @@ func TestQuorumAlone(t *testing.T) {
 	if len(out) != 2 || out[0].To != 5 {
 		t.Fatalf("sent %v, want the request to 5, again on the second view", out)
 	}
+	heard = t0.Add(2 * time.Second)
 	m.Receive(t0.Add(2*time.Second), 5, payload(kindReply, 1))
 	m.Receive(t0.Add(2*time.Second), 5, payload(kindReply, 1))
 	if m.State() != Held {

@@ -29,6 +29,8 @@ type lan struct {
 	epoch int
 
 	naiveJoin  bool // new machines leave joiners out of pending requests (the unsafe textbook variant)
+	noLease    bool // new machines count a quorum by the view alone (unsafe while views overlap)
+	noQuiet    bool // new machines have no quarantine (unsafe too)
 	global     bool // the safety check counts holders across views too (quorum mode, between steps)
 	installing bool
 	tolerate   bool  // record the first safety violation in violation instead of failing
@@ -43,8 +45,14 @@ type node struct {
 	m      *Machine
 	view   []uint64
 	viewID string
+	prevID string    // the view before viewID
+	moved  time.Time // when it installed viewID
 	evs    []Event
 }
+
+// testLease is the lease of quorum mode in these tests, against message
+// delays of 0.1–3 ms.
+const testLease = 20 * time.Millisecond
 
 type inflight struct {
 	at       time.Time
@@ -63,8 +71,30 @@ func (l *lan) add(ids ...uint64) {
 	for _, id := range ids {
 		o := l.opt
 		o.Self = id
+		if o.Quorum > 0 {
+			if o.Lease == 0 {
+				o.Lease = testLease
+			}
+			// A member is heard at every instant while it is in this
+			// node's view, or in the one before (it has not installed
+			// the next view yet): the network carries heartbeats. One
+			// that moved on from there was last heard when it moved.
+			o.Heard = func(peer uint64) time.Time {
+				n, p := l.nodes[id], l.nodes[peer]
+				ours := func(v string) bool { return v != "" && (v == n.viewID || v == n.prevID) }
+				switch {
+				case n == nil || p == nil:
+					return time.Time{}
+				case ours(p.viewID):
+					return l.now
+				case ours(p.prevID):
+					return p.moved
+				}
+				return time.Time{}
+			}
+		}
 		m := New(o)
-		m.naiveJoin = l.naiveJoin
+		m.naiveJoin, m.noLease, m.noQuiet = l.naiveJoin, l.noLease, l.noQuiet
 		l.nodes[id] = &node{m: m}
 	}
 }
@@ -85,9 +115,22 @@ func (l *lan) install(group ...uint64) {
 	l.logf("view %s %v", vid, group)
 	for _, i := range l.order(group) {
 		n := l.nodes[group[i]]
-		n.view, n.viewID = group, vid
+		n.view, n.prevID, n.viewID, n.moved = group, n.viewID, vid, l.now
 		n.m.SetView(l.now, vid, group)
 		l.collect(group[i])
+	}
+}
+
+// installOn installs the view vid of group on the members in on only:
+// the others have not heard of it yet (members install a view one by
+// one, and a member may move on while the others still count it).
+func (l *lan) installOn(vid string, group []uint64, on ...uint64) {
+	l.logf("view %s %v on %v", vid, group, on)
+	for _, id := range on {
+		n := l.nodes[id]
+		n.view, n.prevID, n.viewID, n.moved = group, n.viewID, vid, l.now
+		n.m.SetView(l.now, vid, group)
+		l.collect(id)
 	}
 }
 
@@ -252,7 +295,7 @@ func (l *lan) collect(id uint64) {
 		l.logf("%d: %v ts%d view %s wait %v held %v msgs %d peer %d lost %v", id, e.Kind, e.Clock, e.View, e.Wait, e.Held, e.Messages, e.Peer, e.Lost)
 		n.evs = append(n.evs, e)
 	}
-	if err := n.m.invariants(); err != nil {
+	if err := n.m.invariants(l.now); err != nil {
 		l.t.Fatalf("%v\n%s", err, l.tail())
 	}
 	if err := l.safe(l.global && !l.installing); err != nil && l.tolerate {
@@ -306,16 +349,54 @@ func (l *lan) deliver(f inflight) {
 	l.collect(f.to)
 }
 
-// step delivers the next message, advancing the clock to its arrival.
+// step delivers the next message, advancing the clock to its arrival,
+// and ticks before it the machines whose deadline comes first.
 func (l *lan) step() bool {
 	if len(l.q) == 0 {
 		return false
 	}
-	if at := l.q[0].at; at.After(l.now) {
+	at := l.q[0].at
+	l.tickUntil(at)
+	if at.After(l.now) {
 		l.now = at
 	}
 	l.deliver(heap.Pop(&l.q).(inflight))
 	return true
+}
+
+// tickUntil ticks, in time order, every machine whose deadline is not
+// after end.
+func (l *lan) tickUntil(end time.Time) {
+	for {
+		var next time.Time
+		var who uint64
+		for _, id := range l.ids() {
+			if d := l.nodes[id].m.NextDeadline(); !d.IsZero() && !d.After(end) && (next.IsZero() || d.Before(next)) {
+				next, who = d, id
+			}
+		}
+		if who == 0 {
+			return
+		}
+		if next.After(l.now) {
+			l.now = next
+		}
+		l.nodes[who].m.Tick(l.now)
+		l.collect(who)
+	}
+}
+
+// quarantined returns the end of the first quarantine that holds back a
+// request or a reply, zero if none.
+func (l *lan) quarantined() time.Time {
+	var first time.Time
+	for _, id := range l.ids() {
+		m := l.nodes[id].m
+		if q := m.quiet; !q.IsZero() && (m.st == Wanted || len(m.deferred) > 0) && (first.IsZero() || q.Before(first)) {
+			first = q
+		}
+	}
+	return first
 }
 
 // run delivers what arrives until d has passed.
@@ -324,12 +405,21 @@ func (l *lan) run(d time.Duration) {
 	for len(l.q) > 0 && !l.q[0].at.After(end) {
 		l.step()
 	}
+	l.tickUntil(end)
 	l.now = end
 }
 
-// drain delivers until nothing is in flight.
+// drain delivers until nothing is in flight and no quarantine holds
+// anything back.
 func (l *lan) drain() {
-	for i := 0; l.step(); i++ {
+	for i := 0; ; i++ {
+		if !l.step() {
+			q := l.quarantined()
+			if q.IsZero() {
+				return
+			}
+			l.tickUntil(q)
+		}
 		if i > 1_000_000 {
 			l.t.Fatalf("no quiescence after %d steps\n%s", i, l.tail())
 		}
@@ -375,7 +465,7 @@ func (q *msgQueue) Pop() any {
 }
 
 // invariants checks a machine's state against itself.
-func (m *Machine) invariants() error {
+func (m *Machine) invariants(now time.Time) error {
 	for _, id := range m.needed {
 		if !m.isMember(id) || id == m.self {
 			return fmt.Errorf("node %d: needs %d, not another member of %v", m.self, id, m.members)
@@ -389,11 +479,11 @@ func (m *Machine) invariants() error {
 	switch {
 	case !slices.IsSorted(m.needed) || !slices.IsSortedFunc(m.deferred, func(a, b request) int { return cmpU(a.peer, b.peer) }):
 		return fmt.Errorf("node %d: needed %v or deferred %v unsorted", m.self, m.needed, m.deferred)
-	case m.st == Released && (len(m.needed) > 0 || len(m.deferred) > 0):
+	case m.st == Released && (len(m.needed) > 0 || len(m.deferred) > 0 && !m.quieted(now)):
 		return fmt.Errorf("node %d: released, needs %v, deferred %v", m.self, m.needed, m.deferred)
-	case m.st == Held && (len(m.needed) > 0 || !m.hasView || !m.quorate()):
+	case m.st == Held && (len(m.needed) > 0 || !m.hasView || m.quorum > 0 && len(m.members) <= m.quorum/2):
 		return fmt.Errorf("node %d: holds, needs %v, view %v (quorum %d)", m.self, m.needed, m.members, m.quorum)
-	case m.st == Wanted && m.hasView && len(m.needed) == 0 && m.quorate():
+	case m.st == Wanted && m.hasView && len(m.needed) == 0 && m.quorate(now) && !m.quieted(now):
 		return fmt.Errorf("node %d: wants with nothing missing", m.self)
 	case m.st != Released && m.ts == 0, m.ts > m.clock:
 		return fmt.Errorf("node %d: state %v, ts %d, clock %d", m.self, m.st, m.ts, m.clock)

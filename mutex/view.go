@@ -25,6 +25,8 @@ import (
 //   - A view without this node leaves the machine without a view: a holder
 //     loses the lock, a pending request waits and goes to every member of
 //     the next view, deferred requests are dropped.
+//   - With a quorum, a view that lost a member of the one before, or the
+//     first view after none, starts a quarantine (see Options.Quorum).
 //
 // The view may grant a pending request at once (its last missing members
 // left, or the quorum came back with no reply missing).
@@ -38,7 +40,7 @@ func (m *Machine) SetView(now time.Time, view string, members []uint64) {
 	if m.hasView && view == m.view && slices.Equal(ms, m.members) {
 		return // the view again: nothing changed
 	}
-	prev := m.members
+	prev, had := m.members, m.hasView
 	m.view = view
 	if _, ok := slices.BinarySearch(ms, m.self); !ok {
 		m.hasView, m.members = false, nil
@@ -48,11 +50,15 @@ func (m *Machine) SetView(now time.Time, view string, members []uint64) {
 		}
 		return
 	}
+	if m.quorum > 0 && (!had || slices.ContainsFunc(prev, func(id uint64) bool { _, ok := slices.BinarySearch(ms, id); return !ok })) {
+		m.quiet = now.Add(m.lease + m.lease/2)
+		m.stats.Quarantines++
+	}
 	m.hasView, m.members = true, ms
 	m.deferred = slices.DeleteFunc(m.deferred, func(r request) bool { return !m.isMember(r.peer) })
 	m.needed = slices.DeleteFunc(m.needed, func(id uint64) bool { return !m.isMember(id) })
 	switch {
-	case m.st == Held && !m.quorate():
+	case m.st == Held && !m.quorate(now):
 		m.lose(now) // the other side may hold a majority now
 	case m.st == Wanted:
 		m.ask(m.toAsk(prev))

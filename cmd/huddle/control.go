@@ -34,7 +34,7 @@ type controlFlags struct {
 
 // shownFlags are the configuration flags a control command's help lists:
 // those that find the node's socket. The others are accepted too.
-var shownFlags = []string{"config", "group", "id", "iface", "control-socket", "timeout", "json", "order"}
+var shownFlags = []string{"config", "group", "id", "iface", "control-socket", "timeout", "json", "order", "hold"}
 
 func newControlFlags(name, synopsis, about string) *controlFlags {
 	f := &controlFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
@@ -413,4 +413,42 @@ func cmdElect(args []string, stdout, stderr io.Writer) int {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func cmdLock(args []string, stdout, stderr io.Writer) int {
+	f := newControlFlags("huddle lock", "huddle lock [flags]",
+		"Acquires the group's lock (Ricart–Agrawala) on the running node, holds it for\n"+
+			"--hold, releases it, and prints how long it waited and held. --timeout bounds\n"+
+			"the wait for the lock; a request that times out is withdrawn.")
+	hold := f.fs.Duration("hold", 0, "how long to hold the lock")
+	rest, code, ok := f.parse(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(stderr, "huddle lock: unexpected argument %q\n", rest[0])
+		return exitUsage
+	}
+	if *hold < 0 {
+		fmt.Fprintln(stderr, "huddle lock: --hold is negative")
+		return exitUsage
+	}
+	t, err := f.findTarget()
+	if err != nil {
+		return fail(stderr, "huddle lock", err, true)
+	}
+	res, _, err := t.call(*f.timeout+*hold, "lock", control.LockArgs{HoldMs: hold.Milliseconds()})
+	if err != nil {
+		return fail(stderr, "huddle lock", err, false)
+	}
+	if *f.json {
+		stdout.Write(append(bytes.TrimSpace(res), '\n'))
+		return exitOK
+	}
+	var r control.LockResult
+	if err := json.Unmarshal(res, &r); err != nil {
+		return fail(stderr, "huddle lock", fmt.Errorf("the node's answer is malformed: %w", err), false)
+	}
+	fmt.Fprintf(stdout, "held the lock for %.1f ms after waiting %.1f ms\n", r.HeldMs, r.WaitMs)
+	return exitOK
 }

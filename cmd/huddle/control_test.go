@@ -49,6 +49,9 @@ func (f *fakeNode) Status(context.Context) (node.Status, error) {
 	return st, nil
 }
 
+func (f *fakeNode) Lock(context.Context) error   { return nil }
+func (f *fakeNode) Unlock(context.Context) error { return nil }
+
 func (f *fakeNode) Elect(context.Context) (node.ElectResult, error) {
 	return node.ElectResult{Started: true, Algorithm: "bully", Leader: 77, Round: 3}, nil
 }
@@ -115,7 +118,7 @@ func TestControlCommands(t *testing.T) {
 			"  1   incarnation 101  coordinator, this node\n  77  incarnation 177\n", "live peers: 77",
 			"  msgs_sent   12345\n  srm_spread    1.5\n"}},
 		{name: "status json", args: []string{"status", "--json", "--id=1"}, stdout: []string{`{"id":1,"incarnation":101,"group":"huddle",`,
-			`"view":"4.1","coordinator":1,"members":[{"id":1,"incarnation":101},{"id":77,"incarnation":177}],"peers":[77],"leader":0,"leader_round":0,"election":"","counters":{"msgs_sent":12345,"srm_spread":1.5}}` + "\n"}},
+			`"view":"4.1","coordinator":1,"members":[{"id":1,"incarnation":101},{"id":77,"incarnation":177}],"peers":[77],"leader":0,"leader_round":0,"election":"","lock":"","counters":{"msgs_sent":12345,"srm_spread":1.5}}` + "\n"}},
 		{name: "the only node of the group", args: []string{"status", "--json"}, stdout: []string{`{"id":1,`}},
 		{name: "two nodes of the group", env: []string{"HUDDLE_GROUP=lab"}, args: []string{"status"}, code: 1,
 			stderr: []string{`2 nodes of group "lab" run on this host: choose one with --id`, "Nodes running on this host:", "lab-2.sock  (--group lab --id 2)", "lab-3.sock  (--group lab --id 3)", "huddle-1.sock  (--group huddle --id 1)"}},
@@ -344,7 +347,7 @@ func parseStatus(t *testing.T, out string) map[string]any {
 	if err := d.Decode(&st); err != nil {
 		t.Fatalf("huddle status --json: %v\n%s", err, out)
 	}
-	for _, k := range []string{"id", "incarnation", "group", "addr", "iface", "src", "state", "view", "coordinator", "members", "peers", "leader", "leader_round", "election", "counters"} {
+	for _, k := range []string{"id", "incarnation", "group", "addr", "iface", "src", "state", "view", "coordinator", "members", "peers", "leader", "leader_round", "election", "lock", "counters"} {
 		if _, ok := st[k]; !ok {
 			t.Errorf("huddle status --json has no %q: %s", k, out)
 		}

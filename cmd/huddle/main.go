@@ -36,6 +36,7 @@ Usage:
   huddle status          print a running node's view, members and counters (--json)
   huddle send TEXT       multicast TEXT through the running node (--order fifo|total|safe)
   huddle elect           start a leader election from the running node and print the leader
+  huddle lock [--hold D] acquire the group's lock on the running node, hold it, release it
   huddle version         print the version
   huddle help            print this help
 
@@ -67,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdSend(args[1:], stdout, stderr)
 	case "elect":
 		return cmdElect(args[1:], stdout, stderr)
+	case "lock":
+		return cmdLock(args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(args[1:], stdout, stderr)
 	case "version", "--version", "-version":

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/huddle-lan/huddle/internal/node"
 	"github.com/huddle-lan/huddle/internal/wire"
@@ -16,6 +17,8 @@ type Node interface {
 	Status(ctx context.Context) (node.Status, error)
 	Multicast(ctx context.Context, service, payload []byte, order wire.Order) (uint64, error)
 	Elect(ctx context.Context) (node.ElectResult, error)
+	Lock(ctx context.Context) error
+	Unlock(ctx context.Context) error
 }
 
 var _ Node = (*node.Node)(nil)
@@ -27,6 +30,7 @@ func Commands(n Node) map[string]Handler {
 		"status": statusCommand(n),
 		"send":   sendCommand(n),
 		"elect":  electCommand(n),
+		"lock":   lockCommand(n),
 	}
 }
 
@@ -114,6 +118,50 @@ func electCommand(n Node) Handler {
 			return nil, nodeError(err, "starting an election", "its loop did not answer")
 		}
 		return res, nil
+	}
+}
+
+// LockArgs are the arguments of lock: how long to hold the lock.
+type LockArgs struct {
+	HoldMs int64 `json:"hold_ms,omitempty"`
+}
+
+// LockResult is lock's result: how long the node waited for the lock and
+// held it.
+type LockResult struct {
+	WaitMs float64 `json:"wait_ms"`
+	HeldMs float64 `json:"held_ms"`
+}
+
+// lockCommand acquires the group's lock on the node, holds it for hold_ms
+// and releases it. A request that times out before the lock is granted is
+// withdrawn; the hold ends early, and the lock is released, if the request
+// ends meanwhile.
+func lockCommand(n Node) Handler {
+	return func(ctx context.Context, args json.RawMessage) (any, error) {
+		var a LockArgs
+		if err := decodeArgs(args, &a); err != nil {
+			return nil, err
+		}
+		if a.HoldMs < 0 {
+			return nil, errorf(ErrBadRequest, "lock: hold_ms is negative")
+		}
+		start := time.Now()
+		if err := n.Lock(ctx); err != nil {
+			if errors.Is(err, node.ErrLockBusy) {
+				return nil, errorf(ErrFailed, "lock: this node already wants or holds the lock")
+			}
+			return nil, nodeError(err, "waiting for the lock", "another member held it, or the group had no quorum; the request was withdrawn")
+		}
+		got := time.Now()
+		select {
+		case <-time.After(time.Duration(a.HoldMs) * time.Millisecond):
+		case <-ctx.Done():
+		}
+		if err := n.Unlock(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, node.ErrNotHeld) {
+			return nil, nodeError(err, "releasing the lock", "its loop did not answer")
+		}
+		return LockResult{WaitMs: float64(got.Sub(start).Microseconds()) / 1000, HeldMs: float64(time.Since(got).Microseconds()) / 1000}, nil
 	}
 }
 

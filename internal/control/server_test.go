@@ -32,6 +32,7 @@ type fakeNode struct {
 	entered   chan struct{} // if set, gets a value when a blocking Multicast starts waiting
 	sent      []sentMsg
 	elections int
+	locks     int
 }
 
 type sentMsg struct {
@@ -49,6 +50,18 @@ func (f *fakeNode) Status(ctx context.Context) (node.Status, error) {
 		Members:  []node.Member{{ID: 1, Incarnation: 10}, {ID: 2, Incarnation: 20}},
 		Counters: node.Counters{{Name: "msgs_sent", Value: uint64(len(f.sent))}, {Name: "srm_spread", Value: 2.5}}}, nil
 }
+
+func (f *fakeNode) Lock(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return node.ErrStopped
+	}
+	f.locks++
+	return nil
+}
+
+func (f *fakeNode) Unlock(ctx context.Context) error { return nil }
 
 func (f *fakeNode) Elect(ctx context.Context) (node.ElectResult, error) {
 	f.mu.Lock()
@@ -160,7 +173,9 @@ func TestRequests(t *testing.T) {
 		{name: "elect", raw: `{"cmd":"elect"}` + "\n", want: `{"started":true,"algorithm":"ring","leader":2,"leader_round":1}`},
 		{name: "elect with arguments", raw: `{"cmd":"elect","args":{"now":true}}` + "\n", code: "bad_request", want: `unknown field \"now\"`},
 		{name: "elect on a stopping node", stopped: true, raw: `{"cmd":"elect"}` + "\n", code: "stopped"},
-		{name: "unknown command", raw: `{"cmd":"lock"}` + "\n", code: "unknown_command", want: `unknown command \"lock\" (this node knows: elect, panic, send, status)`},
+		{name: "lock", raw: `{"cmd":"lock","args":{"hold_ms":1}}` + "\n", want: `"held_ms":`},
+		{name: "lock with a negative hold", raw: `{"cmd":"lock","args":{"hold_ms":-1}}` + "\n", code: "bad_request", want: "negative"},
+		{name: "unknown command", raw: `{"cmd":"unlock"}` + "\n", code: "unknown_command", want: `unknown command \"unlock\" (this node knows: elect, lock, panic, send, status)`},
 		{name: "panicking command", raw: `{"cmd":"panic"}` + "\n", code: "failed", want: "internal error: boom"},
 		{name: "not JSON", raw: "status\n", code: "bad_request", want: "malformed request"},
 		{name: "no cmd", raw: "{}\n", code: "bad_request", want: `no \"cmd\"`},

@@ -32,6 +32,7 @@ type CoreOptions struct {
 	Settings       []vsync.Setting // protocol settings every member must share
 	Seed           uint64          // seeds the protocol's randomness (timer jitter)
 	Election       ElectionOptions
+	Quorum         int // the lock's: grant only in a view of more than Quorum/2 members; 0 = off
 }
 
 // CoreOptionsFrom takes a Core's options from a node's configuration.
@@ -43,6 +44,7 @@ func CoreOptionsFrom(c config.Config, inc, seed uint64) CoreOptions {
 		C1: c.SRM.C1, C2: c.SRM.C2, D1: c.SRM.D1, D2: c.SRM.D2, MinDelay: c.SRM.MinDelay.D(),
 		JoinTimeout: c.JoinTimeout.D(), Settings: Settings(c), Seed: seed,
 		Election: ElectionOptions{Algorithm: election.Algorithm(c.Election.Algorithm), Every: c.Election.Every.D(), Count: c.Election.Count},
+		Quorum:   c.Mutex.Quorum,
 	}
 }
 
@@ -58,6 +60,7 @@ func Settings(c config.Config) []vsync.Setting {
 		{Name: "heartbeat", Value: c.Heartbeat.D().String()},
 		{Name: "suspect_timeout", Value: c.SuspectTimeout.D().String()},
 		{Name: "election.algorithm", Value: c.Election.Algorithm},
+		{Name: "mutex.quorum", Value: strconv.Itoa(c.Mutex.Quorum)},
 	}
 }
 
@@ -75,6 +78,7 @@ type Core struct {
 	m      *vsync.Machine
 	mc     *multicast.Engine // m's
 	el     elect             // the leader election, on the election service
+	mu     lockPart          // the Ricart–Agrawala lock, on the mutex service
 	now    time.Time         // of the current step
 	ctlOut [][]byte          // NACKs and repairs of this turn
 	outbox [][]byte          // everything else
@@ -122,6 +126,7 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 		JoinTimeout: o.JoinTimeout, Settings: o.Settings, Claim: c.claim,
 	}, now)
 	c.el = newElect(o.ID, o.Election, o.Heartbeat, o.SuspectTimeout, now)
+	c.newLockPart(o.Quorum, o.SuspectTimeout)
 	c.mc = c.m.Engine()
 	return c
 }
@@ -137,6 +142,7 @@ func (c *Core) Receive(now time.Time, src netip.AddrPort, data []byte) {
 	c.now = now
 	c.m.Step(now, src, c.env)
 	c.electionStep(now)
+	c.lockStep()
 }
 
 func (c *Core) countDecodeError(err error) {
@@ -159,14 +165,19 @@ func (c *Core) Tick(now time.Time) {
 	c.now = now
 	c.m.Tick(now)
 	c.el.m.Tick(now)
+	c.syncView(now)
+	c.mu.m.Tick(now)
 	c.electionStep(now)
+	c.lockStep()
 }
 
 // NextDeadline implements sim.Machine.
 func (c *Core) NextDeadline() time.Time {
 	d := c.m.NextDeadline()
-	if e := c.electionDeadline(); !e.IsZero() && !d.IsZero() && e.Before(d) {
-		d = e
+	for _, e := range [...]time.Time{c.electionDeadline(), c.mu.m.NextDeadline()} {
+		if !e.IsZero() && !d.IsZero() && e.Before(d) {
+			d = e
+		}
 	}
 	return d
 }

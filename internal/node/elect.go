@@ -60,15 +60,20 @@ func newElect(self uint64, o ElectionOptions, heartbeat, suspect time.Duration, 
 
 // claim takes the election's messages out of the deliveries (Options.Claim).
 func (c *Core) claim(d *vsync.Delivery) bool {
-	if string(d.Service) != ElectionService {
+	switch string(d.Service) {
+	case ElectionService:
+		c.syncView(c.now) // a message of a view just installed: the machine must know the view first
+		c.el.m.Receive(c.now, d.Source, d.Payload)
+	case MutexService:
+		c.syncView(c.now)
+		c.mu.m.Receive(c.now, d.Source, d.Payload)
+	default:
 		return false
 	}
-	c.syncView(c.now) // a message of a view just installed: the machine must know the view first
-	c.el.m.Receive(c.now, d.Source, d.Payload)
 	return true
 }
 
-// syncView tells the election machine of the installed view, once.
+// syncView tells the election and the lock of the installed view, once.
 func (c *Core) syncView(now time.Time) {
 	e := &c.el
 	id, inc := c.m.ViewKey() // on every datagram: no copy of the view unless it changed
@@ -77,7 +82,9 @@ func (c *Core) syncView(now time.Time) {
 	}
 	e.view, e.viewInc = id, inc
 	e.queue = e.queue[:0] // messages for the old view's members and round
-	e.m.SetView(now, id.String(), c.m.View().IDs())
+	ids := c.m.View().IDs()
+	e.m.SetView(now, id.String(), ids)
+	c.mu.setView(now, id, ids)
 }
 
 // electionStep runs the election after the layers below moved: it tells
@@ -106,23 +113,31 @@ func (c *Core) electionStep(now time.Time) {
 	c.sendElection()
 }
 
-// sendElection sends the queued election messages, each addressed to its
-// member, in order; while a view change holds sends or the window is full
-// they wait for the next step.
+// sendElection sends the queued election messages.
 func (c *Core) sendElection() {
 	e := &c.el
-	n := 0
-	for _, msg := range e.queue {
-		_, err := c.m.Multicast(electionService, msg.Payload, wire.FIFO, msg.To)
+	n, dropped := c.sendAddressed(electionService, len(e.queue), func(i int) (uint64, []byte) { return e.queue[i].To, e.queue[i].Payload })
+	e.dropped += dropped
+	e.queue = append(e.queue[:0], e.queue[n:]...)
+}
+
+// sendAddressed sends the first n queued messages of a node protocol on
+// its service, each addressed to its member, in order, and returns how
+// many it took off the queue (and how many of those failed for good).
+// While a view change holds sends, or the window is full, the rest wait
+// for a later step.
+func (c *Core) sendAddressed(service []byte, n int, at func(i int) (to uint64, payload []byte)) (taken int, dropped uint64) {
+	for ; taken < n; taken++ {
+		to, p := at(taken)
+		_, err := c.m.Multicast(service, p, wire.FIFO, to)
 		if errors.Is(err, vsync.ErrBlocked) || errors.Is(err, multicast.ErrWindowFull) || errors.Is(err, vsync.ErrNotInView) {
 			break
 		}
 		if err != nil {
-			e.dropped++
+			dropped++
 		}
-		n++
 	}
-	e.queue = append(e.queue[:0], e.queue[n:]...)
+	return taken, dropped
 }
 
 // StartElection starts an election now, as `huddle elect` asks; false when

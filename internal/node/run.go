@@ -83,7 +83,9 @@ type Node struct {
 	sendErrors  uint64
 	pauses      uint64 // stretches of a heartbeat or more when the loop could not read
 	warned      map[string]bool
-	refused     error // the group refused this node
+	refused     error         // the group refused this node
+	lockWaiter  chan struct{} // a Lock call waiting for the lock
+	lockWork    *lockWorkload
 }
 
 // The workload queues at most maxSendsPerStep messages, or sendBytesPerStep
@@ -106,8 +108,9 @@ func New(o Options) *Node {
 	return &Node{
 		o: o, log: o.Log, warned: map[string]bool{}, order: ParseOrder(cfg.SendOrder),
 		sendc: make(chan *sendReq), calls: make(chan func(*Core)), stopped: make(chan struct{}),
-		core: NewCore(CoreOptionsFrom(cfg, o.Inc, seed), now),
-		work: newWorkload(cfg.SendRate, cfg.SendSize, cfg.SendCount, now.Add(cfg.JoinTimeout.D())),
+		core:     NewCore(CoreOptionsFrom(cfg, o.Inc, seed), now),
+		work:     newWorkload(cfg.SendRate, cfg.SendSize, cfg.SendCount, now.Add(cfg.JoinTimeout.D())),
+		lockWork: newLockWorkload(cfg.Mutex, seed, now.Add(cfg.JoinTimeout.D())),
 	}
 }
 
@@ -296,6 +299,7 @@ func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 		r.report() // a view installed now is logged before what is sent in it
 		r.sendPending()
 		r.pump(time.Now())
+		r.lockWork.step(time.Now(), r.core)
 		r.afterStep()
 		// Re-arm only for a new deadline: on most turns it has not
 		// moved, and re-arming costs a system call with a timerfd.
@@ -336,6 +340,9 @@ func (r *Node) newTimer(d time.Duration) loopTimer {
 func (r *Node) deadline() time.Time {
 	d := r.core.NextDeadline()
 	if next := r.work.next(); !next.IsZero() && !r.blocked && next.Before(d) {
+		d = next
+	}
+	if next := r.lockWork.next; r.lockWork.on && !next.IsZero() && next.Before(d) {
 		d = next
 	}
 	return d
@@ -462,6 +469,9 @@ func (r *Node) report() {
 	}
 	for _, ev := range r.core.TakeElectionEvents() {
 		r.logElection(ev)
+	}
+	for _, ev := range r.core.TakeMutexEvents() {
+		r.handleMutex(ev)
 	}
 }
 

@@ -28,6 +28,7 @@ type Status struct {
 	Leader      uint64   `json:"leader"`       // the elected leader this node knows; 0 = none yet
 	LeaderRound uint64   `json:"leader_round"` // the election round that chose it
 	Election    string   `json:"election"`     // the algorithm: ring or bully
+	Lock        string   `json:"lock"`         // this node and the group's lock: released, wanted or held
 	Counters    Counters `json:"counters"`
 }
 
@@ -63,6 +64,7 @@ func (r *Node) status() Status {
 	}
 	s.Leader, s.LeaderRound = r.core.Leader()
 	s.Election = c.Election.Algorithm
+	s.Lock = r.core.LockState().String()
 	for i, m := range v.Members {
 		s.Members[i] = Member{m.ID, m.Inc}
 	}

@@ -249,6 +249,14 @@ func (m *Machine) View() View { return m.view.clone() }
 // that poll for a view change on every step use it.
 func (m *Machine) ViewKey() (wire.ViewID, uint64) { return m.view.ID, m.coordInc() }
 
+// Heard returns what this node last heard from node id: the view its
+// datagram carried (its sender's installed view) and when it arrived;
+// zero if never. The lock's quorum mode leases on it.
+func (m *Machine) Heard(id uint64) (wire.ViewID, time.Time) {
+	h := m.heard[id]
+	return h.view, h.at
+}
+
 // Left reports whether the node is done: it left, or was refused.
 func (m *Machine) Left() bool { return m.st == gone }
 
