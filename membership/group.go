@@ -60,6 +60,16 @@ var (
 	// ErrRefused: the group refused this node (its ID is taken, or its
 	// settings differ from the group's; the log says which).
 	ErrRefused = vsync.ErrRefused
+	// ErrLockBusy: Lock or TryLock while this node already wants or holds
+	// the lock.
+	ErrLockBusy = node.ErrLockBusy
+	// ErrNotHeld: Unlock while this node neither holds nor wants the lock.
+	ErrNotHeld = node.ErrNotHeld
+	// ErrLockLost: Unlock after the lock was taken away while this node
+	// held it (quorum mode: the view lost the majority or the lease ran
+	// out; or this node was excluded from the view). Another node may
+	// have held it meanwhile: what was done under it is not protected.
+	ErrLockLost = node.ErrLockLost
 )
 
 // EventKind says what an Event is.
@@ -334,22 +344,48 @@ func (g *Group) Elect(ctx context.Context) (bool, error) {
 
 // Lock acquires the group's lock (Ricart–Agrawala over the view, on the
 // service "mutex"): it returns once this node holds it, or with ctx's
-// error, the request withdrawn. With mutex.quorum set, the lock is granted
-// only while the view holds a majority of that many members, and taken
-// away (logged as mutex.released with lost) when the view loses it.
-func (g *Group) Lock(ctx context.Context) error { return g.n.Lock(ctx) }
+// error, the request withdrawn (the replies this node deferred meanwhile
+// go out all the same). One lock per group; ErrLockBusy while this node
+// already wants or holds it.
+//
+// At most one member of a view holds the lock. Without mutex.quorum, the
+// two sides of a partition can each grant it, and both holders keep it
+// until they unlock. With mutex.quorum = N it is granted only while this
+// node's view holds a majority of N members and it heard from a majority
+// within the suspect timeout; a holder that loses either loses the lock
+// (logged as mutex.released with lost, and Unlock returns ErrLockLost),
+// so no two nodes anywhere hold it. Like any lease, this assumes the
+// holder runs: one that is paused (SIGSTOP, a swapped-out machine) learns
+// of the loss only when it runs again, so a resource that must never see
+// two writers needs a check of its own (a fencing token).
+func (g *Group) Lock(ctx context.Context) error {
+	return closedErr(g.n.Lock(ctx))
+}
 
 // TryLock is Lock that reports ctx ending before the grant as false.
-func (g *Group) TryLock(ctx context.Context) (bool, error) { return g.n.TryLock(ctx) }
+func (g *Group) TryLock(ctx context.Context) (bool, error) {
+	ok, err := g.n.TryLock(ctx)
+	return ok, closedErr(err)
+}
 
-// Unlock releases the lock this node holds.
+// Unlock releases the lock this node holds: ErrLockLost if it was taken
+// away since Lock returned, ErrNotHeld if this node neither holds nor
+// wants it.
 func (g *Group) Unlock() error {
 	select {
 	case <-g.done:
 		return ErrClosed
 	default:
 	}
-	return g.n.Unlock(context.Background())
+	return closedErr(g.n.Unlock(context.Background()))
+}
+
+// closedErr turns a stopped node's errors into ErrClosed.
+func closedErr(err error) error {
+	if errors.Is(err, node.ErrStopped) || errors.Is(err, vsync.ErrLeft) {
+		return ErrClosed
+	}
+	return err
 }
 
 // Self returns this node: its ID and incarnation.

@@ -90,6 +90,13 @@ const (
 // sendSize is the payload of each workload message, in bytes.
 const sendSize = 200
 
+// The lock workload of every node (dist_sync's, faster): think a random
+// time in lockThink, take the group's lock, hold it lockHold, release.
+const (
+	lockThink = "1s-4s"
+	lockHold  = 400 * time.Millisecond
+)
+
 // demo is one run.
 type demo struct {
 	o       Options
@@ -207,6 +214,7 @@ func (d *demo) flags(id uint64) []string {
 	return []string{"--profile", "local", "--id", strconv.FormatUint(id, 10),
 		"--trace-deliveries", "--send-rate", strconv.Itoa(d.o.Rate), "--send-size", strconv.Itoa(sendSize),
 		"--send-order", d.order(id), "--stats-interval", "1s", "--control-socket", "off",
+		"--lock-think", lockThink, "--lock-hold", lockHold.String(),
 		// A safety net: the nodes stop by themselves should the demo vanish.
 		"--duration", (d.o.Duration + 30*time.Second).String()}
 }
@@ -218,6 +226,7 @@ func (d *demo) config(id uint64) config.Config {
 	c.ID, c.Iface, c.ControlSocket = id, "sim0", "off"
 	c.TraceDeliveries, c.StatsInterval = true, config.Duration(time.Second)
 	c.SendRate, c.SendSize, c.SendOrder = d.o.Rate, sendSize, d.order(id)
+	c.Mutex.Think, c.Mutex.Hold = lockThink, config.Duration(lockHold)
 	c.Duration = config.Duration(d.o.Duration + 30*time.Second)
 	return c
 }
@@ -255,6 +264,7 @@ func (d *demo) header() {
 		parts = append(parts, nodeList(byOrder[ord])+" "+ord)
 	}
 	c.say(plain, "           %s", strings.Join(parts, ", "))
+	c.say(plain, "           and each takes the group's lock now and then: waits %s, holds it %v, releases it", lockThink, lockHold)
 	c.say(plain, "  plan     at %s kill the coordinator (SIGKILL), at %s restart it with the same ID, at %s stop every node and check the logs",
 		secs(d.at(killAt)), secs(d.at(restartAt)), secs(o.Duration))
 	c.say(plain, "  logs     %s", d.dir)
@@ -338,6 +348,9 @@ func (d *demo) kill() {
 	if v := d.w.current(running); v != nil && len(v.Members) > 0 && d.running[v.Members[0]] {
 		d.victim = v.Members[0]
 		what = "it was the coordinator of view " + v.ID + ", and so the total-order sequencer"
+	}
+	if d.w.holder == d.victim {
+		what += "; it holds the lock"
 	}
 	d.killed = time.Now()
 	d.w.down[d.victim] = true

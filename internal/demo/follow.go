@@ -48,6 +48,11 @@ type event struct {
 	Leader    uint64  `json:"leader"`
 	Sent      int     `json:"sent"`
 	Duration  float64 `json:"duration_ms"`
+	// Lock events.
+	WaitMs   float64 `json:"wait_ms"`
+	HeldMs   float64 `json:"held_ms"`
+	Messages int     `json:"messages"`
+	Lost     bool    `json:"lost"`
 	// node.stats counters the console sums up.
 	NacksSent     int64 `json:"nacks_sent"`
 	RepairsSent   int64 `json:"repairs_sent"`

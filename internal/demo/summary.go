@@ -41,6 +41,7 @@ type NodeSummary struct {
 	Nacks, Repairs   int64    // NACK datagrams and repairs sent
 	Found, Recovered int64    // messages found missing, and received later
 	Views            int      // views installed
+	Locks            int64    // lock entries
 	Stopped          int      // lives that logged node.stopped
 	StopReason       string   // of the last life
 }
@@ -188,6 +189,7 @@ func (d *demo) nodes(run *logcheck.Run) []NodeSummary {
 				ns.Repairs += st.Get("repairs_sent")
 				ns.Found += st.Get("gaps_detected")
 				ns.Recovered += st.Get("gaps_recovered")
+				ns.Locks += st.Get("lock_entries")
 			}
 			if !l.Stopped.IsZero() {
 				ns.Stopped++
@@ -208,7 +210,7 @@ func (d *demo) report(s *Summary) {
 		where = "in this process"
 	}
 	c.say(action, "summary: %s, %d nodes %s, %s loss", secs(d.stopped.Sub(d.start)), len(s.Nodes), where, pct(d.o.Loss))
-	c.say(plain, "  %4s %5s %6s %9s %6s %6s %6s %6s %7s %9s %5s", "node", "lives", "sent", "delivered", "fifo", "total", "safe", "NACKs", "repairs", "recovered", "views")
+	c.say(plain, "  %4s %5s %6s %9s %6s %6s %6s %6s %7s %9s %5s %5s", "node", "lives", "sent", "delivered", "fifo", "total", "safe", "NACKs", "repairs", "recovered", "views", "locks")
 	var all NodeSummary
 	for _, n := range s.Nodes {
 		d.nodeRow(fmt.Sprint(n.ID), n)
@@ -222,9 +224,10 @@ func (d *demo) report(s *Summary) {
 		all.Found += n.Found
 		all.Recovered += n.Recovered
 		all.Views += n.Views
+		all.Locks += n.Locks
 	}
 	d.nodeRow("all", all)
-	c.say(plain, "  (fifo, total, safe: delivered in each order; NACKs and repairs: sent; recovered: lost messages received later)")
+	c.say(plain, "  (fifo, total, safe: delivered in each order; NACKs and repairs: sent; recovered: lost messages received later; locks: entries)")
 	c.say(plain, "  %s", d.viewStory(s))
 	c.say(plain, "  checks of the logs (internal/logcheck):")
 	for _, ch := range s.Checks {
@@ -269,8 +272,8 @@ func (d *demo) nodeRow(name string, n NodeSummary) {
 	for _, x := range n.Sent {
 		sent += x
 	}
-	d.con.say(plain, "  %4s %5d %6d %9d %6d %6d %6d %6d %7d %9s %5d", name, n.Lives, sent, delivered,
-		n.Delivered[0], n.Delivered[1], n.Delivered[2], n.Nacks, n.Repairs, fmt.Sprint(n.Recovered), n.Views)
+	d.con.say(plain, "  %4s %5d %6d %9d %6d %6d %6d %6d %7d %9s %5d %5d", name, n.Lives, sent, delivered,
+		n.Delivered[0], n.Delivered[1], n.Delivered[2], n.Nacks, n.Repairs, fmt.Sprint(n.Recovered), n.Views, n.Locks)
 }
 
 // viewStory is one line about the views: how many, and the crash and

@@ -18,23 +18,25 @@ type watcher struct {
 	start time.Time
 	cnt   *counts
 
-	views  []*seenView          // in the order first seen
-	byKey  map[string]*seenView // by view ID and coordinator incarnation
-	last   map[uint64]*seenView // the view each node installed last
-	coord  uint64               // coordinator of the last view printed
-	stats  map[uint64]*[4]int64 // last repair counters of each node's current life
-	rep    [4]int64             // repair counters summed over lives, to now
-	susp   map[uint64]time.Time // last suspicion of each member printed
-	flush  map[string]bool      // view changes started, printed
-	warns  map[string]int       // warnings per event name
-	stop   bool                 // the demo is stopping the nodes
-	down   map[uint64]bool      // nodes the demo killed or stopped
-	fresh  map[uint64]bool      // nodes whose current life has no view yet
-	out    []line               // of this poll, printed in time order
-	left   []uint64             // nodes that logged member.left in this poll
-	leftAt time.Time
-	rounds map[uint64]*round // elections, by round
-	tick   struct {          // at the last traffic line
+	views   []*seenView          // in the order first seen
+	byKey   map[string]*seenView // by view ID and coordinator incarnation
+	last    map[uint64]*seenView // the view each node installed last
+	coord   uint64               // coordinator of the last view printed
+	stats   map[uint64]*[4]int64 // last repair counters of each node's current life
+	rep     [4]int64             // repair counters summed over lives, to now
+	susp    map[uint64]time.Time // last suspicion of each member printed
+	flush   map[string]bool      // view changes started, printed
+	warns   map[string]int       // warnings per event name
+	stop    bool                 // the demo is stopping the nodes
+	down    map[uint64]bool      // nodes the demo killed or stopped
+	fresh   map[uint64]bool      // nodes whose current life has no view yet
+	out     []line               // of this poll, printed in time order
+	left    []uint64             // nodes that logged member.left in this poll
+	leftAt  time.Time
+	rounds  map[uint64]*round // elections, by round
+	holder  uint64            // the node that last took the lock and has not released it, 0 for none
+	entries map[uint64]int    // lock entries, by node
+	tick    struct {          // at the last traffic line
 		at        time.Time
 		sent      [3]int64
 		delivered int64
@@ -86,7 +88,8 @@ func (v *seenView) installers() int {
 func newWatcher(con *console, start time.Time, cnt *counts) *watcher {
 	w := &watcher{con: con, start: start, cnt: cnt, byKey: map[string]*seenView{}, last: map[uint64]*seenView{},
 		stats: map[uint64]*[4]int64{}, susp: map[uint64]time.Time{}, flush: map[string]bool{},
-		warns: map[string]int{}, down: map[uint64]bool{}, fresh: map[uint64]bool{}, rounds: map[uint64]*round{}}
+		warns: map[string]int{}, down: map[uint64]bool{}, fresh: map[uint64]bool{}, rounds: map[uint64]*round{},
+		entries: map[uint64]int{}}
 	w.tick.at = start
 	return w
 }
@@ -170,6 +173,8 @@ func (w *watcher) event(ev event) {
 		w.left = append(w.left, ev.Node)
 	case "election.started", "election.won", "election.done":
 		w.election(ev)
+	case "mutex.acquired", "mutex.released":
+		w.lock(ev)
 	case "node.stats":
 		w.addStats(ev)
 	case "node.stopped":
@@ -394,6 +399,28 @@ func (w *watcher) election(ev event) {
 			}
 			w.emit(ev.Time, plain, "round %d: every node knows leader %d; %d election messages, %.1f ms%s",
 				ev.Round, r.leader, r.sent, r.longest, also)
+		}
+	}
+}
+
+// lock follows the lock: every entry, with its wait and messages, and a
+// lock taken away or passed on from a node that died holding it.
+func (w *watcher) lock(ev event) {
+	switch ev.Event {
+	case "mutex.acquired":
+		after := ""
+		if h := w.holder; h != 0 && h != ev.Node && w.down[h] {
+			after = fmt.Sprintf(", after node %d died holding it", h)
+		}
+		w.holder = ev.Node
+		w.entries[ev.Node]++
+		w.emit(ev.Time, good, "node %d takes the lock after waiting %.0f ms (%d messages)%s", ev.Node, ev.WaitMs, ev.Messages, after)
+	case "mutex.released":
+		if w.holder == ev.Node {
+			w.holder = 0
+		}
+		if ev.Lost {
+			w.emit(ev.Time, bad, "node %d lost the lock after %.0f ms: its view no longer has the quorum, or no longer holds it", ev.Node, ev.HeldMs)
 		}
 	}
 }

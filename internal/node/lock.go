@@ -20,6 +20,11 @@ var mutexService = []byte(MutexService)
 var (
 	ErrLockBusy = errors.New("node: this node already wants or holds the lock")
 	ErrNotHeld  = errors.New("node: this node neither holds nor wants the lock")
+	// ErrLockLost: the lock was taken away while this node held it, in
+	// quorum mode (its view lost the majority, or the lease ran out), or
+	// because this node left the view. Another node may have held it
+	// since.
+	ErrLockLost = errors.New("node: the lock was taken away while this node held it")
 )
 
 // lockPart is the Ricart–Agrawala lock's part of a Core.
@@ -128,7 +133,7 @@ func (r *Node) TryLock(ctx context.Context) (bool, error) {
 	var ok bool
 	if err := r.Do(ctx, func(c *Core) {
 		if ok = c.LockRequest(time.Now()); ok {
-			r.lockWaiter = got
+			r.lockWaiter, r.lockLost = got, false
 		}
 	}); err != nil {
 		return false, err
@@ -158,13 +163,21 @@ func (r *Node) TryLock(ctx context.Context) (bool, error) {
 	}
 }
 
-// Unlock releases the lock this node holds.
+// Unlock releases the lock this node holds: ErrLockLost if it was taken
+// away since it was granted, ErrNotHeld if this node neither holds nor
+// wants it.
 func (r *Node) Unlock(ctx context.Context) error {
-	var ok bool
-	if err := r.Do(ctx, func(c *Core) { ok = c.LockRelease(time.Now()) }); err != nil {
+	var ok, lost bool
+	if err := r.Do(ctx, func(c *Core) {
+		ok = c.LockRelease(time.Now())
+		lost, r.lockLost = r.lockLost && !ok, false
+	}); err != nil {
 		return err
 	}
-	if !ok {
+	switch {
+	case lost:
+		return ErrLockLost
+	case !ok:
 		return ErrNotHeld
 	}
 	return nil
@@ -185,6 +198,7 @@ func (r *Node) handleMutex(ev mutex.Event) {
 		r.lockWork.acquired(time.Now())
 	case mutex.Exited:
 		if ev.Lost {
+			r.lockLost = true
 			r.log.Warn().Uint64("clock", ev.Clock).Str("view", ev.View).Str("event", "mutex.released").Float64("held_ms", ms(ev.Held)).
 				Bool("lost", true).Msg("lock lost: the view no longer has the quorum, or no longer holds this node")
 		} else {

@@ -85,6 +85,7 @@ type Node struct {
 	warned      map[string]bool
 	refused     error         // the group refused this node
 	lockWaiter  chan struct{} // a Lock call waiting for the lock
+	lockLost    bool          // the lock was taken away since the last request
 	lockWork    *lockWorkload
 }
 

@@ -93,6 +93,8 @@ type Counters []Counter
 func (r *Node) counters() Counters {
 	cs, ms := r.core.Stats()
 	gs := r.core.MembershipStats()
+	es, edropped := r.core.ElectionStats()
+	ls, ldropped := r.core.MutexStats()
 	return Counters{
 		{"views_installed", gs.ViewsInstalled},
 		{"flushes_started", gs.FlushesStarted}, {"flush_restarts", gs.FlushRestarts},
@@ -121,6 +123,14 @@ func (r *Node) counters() Counters {
 		{"recovery_p99_us", ms.Recovery.Quantile(0.99).Microseconds()},
 		{"recovery_max_us", ms.Recovery.Max().Microseconds()},
 		{"srm_spread", ms.Spread},
+		{"elections_started", es.Started}, {"elections_won", es.Won},
+		{"election_msgs_sent", es.Sent.Total()}, {"election_msgs_recv", es.Received.Total()},
+		{"election_stale", es.Stale + es.Ignored},
+		{"election_bad", es.Malformed + es.Foreign}, {"election_dropped", edropped},
+		{"lock_requests", ls.Requests}, {"lock_entries", ls.Acquired}, {"lock_lost", ls.Lost},
+		{"lock_withdrawn", ls.Withdrawn}, {"lock_deferred", ls.Deferred}, {"lock_quarantines", ls.Quarantines},
+		{"lock_msgs_sent", ls.Sent.Total()}, {"lock_msgs_recv", ls.Received.Total()},
+		{"lock_stale", ls.Stale}, {"lock_bad", ls.Malformed + ls.Foreign}, {"lock_dropped", ldropped},
 	}
 }
 
