@@ -58,8 +58,10 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Message is a mutex message to send: Payload to the member To, addressed
-// and reliable (the group's Send). To is never 0 nor this node.
+// Message is a mutex message to send, reliable and FIFO: Payload to the
+// member To (the group's Send), or with To 0 to every other member of the
+// view at once (one multicast; the sender does not deliver its own). To
+// is never this node.
 type Message struct {
 	To      uint64
 	Payload []byte
@@ -130,8 +132,12 @@ type Event struct {
 	// Messages (Acquired) is the requests sent and the replies received
 	// for this entry: 2(n−1) in a view of n that did not change meanwhile.
 	Messages int
-	Peer     uint64 // Deferred: whose request this node deferred
-	Lost     bool   // Exited: taken away (quorum lost, or out of the view), not by Release
+	// Datagrams (Acquired) is the same, counting a request that went to
+	// every other member as one multicast once: n in a view of n that did
+	// not change meanwhile (repairs of lost datagrams are not counted).
+	Datagrams int
+	Peer      uint64 // Deferred: whose request this node deferred
+	Lost      bool   // Exited: taken away (quorum lost, or out of the view), not by Release
 }
 
 // Stats are a Machine's counters since New.
@@ -204,6 +210,7 @@ type Machine struct {
 	heldView string    // Held: the view it was acquired in
 	needed   []uint64  // Wanted: members whose reply is still needed, ascending
 	msgs     int       // Wanted, Held: requests sent and replies received for ts
+	dgrams   int       // the same, a multicast request counted once
 	deferred []request // members' requests deferred, by peer ascending
 
 	// naiveJoin, set only by tests, leaves joiners out of a pending
@@ -244,7 +251,7 @@ func (m *Machine) Request(now time.Time) bool {
 		return false
 	}
 	m.clock++
-	m.st, m.ts, m.reqAt, m.msgs = Wanted, m.clock, now, 0
+	m.st, m.ts, m.reqAt, m.msgs, m.dgrams = Wanted, m.clock, now, 0, 0
 	m.stats.Requests++
 	m.emit(Event{Kind: Requested, Clock: m.ts})
 	m.needed = nil
@@ -339,6 +346,7 @@ func (m *Machine) onReply(now time.Time, from, ts uint64) {
 		return
 	}
 	m.msgs++
+	m.dgrams++
 	i, ok := slices.BinarySearch(m.needed, from)
 	if !ok {
 		m.stats.Stale++ // a second reply, after a request sent again on a view change
@@ -359,7 +367,7 @@ func (m *Machine) tryEnter(now time.Time) {
 func (m *Machine) becomeHeld(now time.Time) {
 	m.st, m.heldAt, m.heldView = Held, now, m.view
 	m.stats.Acquired++
-	m.emit(Event{Kind: Acquired, Clock: m.ts, Wait: now.Sub(m.reqAt), Messages: m.msgs})
+	m.emit(Event{Kind: Acquired, Clock: m.ts, Wait: now.Sub(m.reqAt), Messages: m.msgs, Datagrams: m.dgrams})
 }
 
 // becomeReleased leaves Held or Wanted and answers the deferred requests
@@ -472,14 +480,24 @@ func (m *Machine) NextDeadline() time.Time {
 	return d
 }
 
-// ask sends this node's pending request to ids and needs their replies.
+// ask sends this node's pending request to ids and needs their replies:
+// one multicast when they are all the other members (and more than one).
 func (m *Machine) ask(ids []uint64) {
+	all := len(ids) > 1 && len(ids) == len(m.members)-1
 	for _, id := range ids {
 		if i, ok := slices.BinarySearch(m.needed, id); !ok {
 			m.needed = slices.Insert(m.needed, i, id)
 		}
-		m.send(id, kindRequest, m.ts)
+		if !all {
+			m.send(id, kindRequest, m.ts)
+			m.dgrams++
+		}
 		m.msgs++
+	}
+	if all {
+		m.send(0, kindRequest, m.ts)
+		m.stats.Sent.Request += uint64(len(ids) - 1) // one per member, like addressed requests
+		m.dgrams++
 	}
 }
 
@@ -533,9 +551,9 @@ func (m *Machine) emit(e Event) {
 	m.evs = append(m.evs, e)
 }
 
-// send queues the message [k, ts] to member to.
+// send queues the message [k, ts] to member to (0: every other member).
 func (m *Machine) send(to uint64, k kind, ts uint64) {
-	if to == m.self || to == 0 {
+	if to == m.self || to == 0 && k != kindRequest {
 		panic(fmt.Sprintf("mutex: node %d sends %v to %d", m.self, k, to))
 	}
 	start := len(m.arena)

@@ -36,9 +36,10 @@ type lan struct {
 	tolerate   bool  // record the first safety violation in violation instead of failing
 	violation  error // the first safety violation, with tolerate
 
-	carried Counts // messages sent on the network, by kind
-	dropped int
-	trace   []string // the last steps, for failure messages
+	carried   Counts // messages sent on the network, by kind (a multicast once per receiver)
+	datagrams int    // messages sent, a multicast counted once
+	dropped   int
+	trace     []string // the last steps, for failure messages
 }
 
 type node struct {
@@ -272,24 +273,31 @@ func (l *lan) release(id uint64) bool {
 func (l *lan) collect(id uint64) {
 	n := l.nodes[id]
 	for _, out := range n.m.TakeOutput() {
-		if out.To == id || out.To == 0 || !slices.Contains(n.view, out.To) {
+		if out.To == id || out.To != 0 && !slices.Contains(n.view, out.To) {
 			l.t.Fatalf("node %d (view %v) sends to %d\n%s", id, n.view, out.To, l.tail())
 		}
 		var c codec
 		msg, err := c.decode(out.Payload)
-		if err != nil {
-			l.t.Fatalf("node %d sends %x: %v", id, out.Payload, err)
+		if err != nil || out.To == 0 && msg.kind != kindRequest {
+			l.t.Fatalf("node %d sends %x to %d: %+v, %v", id, out.Payload, out.To, msg, err)
 		}
-		l.carried.add(msg.kind)
-		l.logf("%d → %d %v ts%d", id, out.To, msg.kind, msg.ts)
-		at := l.now.Add(l.delay())
-		pair := [2]uint64{id, out.To}
-		if at.Before(l.last[pair]) {
-			at = l.last[pair] // FIFO per sender and receiver
+		l.datagrams++
+		to := []uint64{out.To}
+		if out.To == 0 { // a multicast to the view's other members
+			to = slices.DeleteFunc(slices.Clone(n.view), func(x uint64) bool { return x == id })
 		}
-		l.last[pair] = at
-		l.seq++
-		heap.Push(&l.q, inflight{at: at, seq: l.seq, from: id, to: out.To, payload: out.Payload})
+		for _, dst := range to {
+			l.carried.add(msg.kind)
+			l.logf("%d → %d %v ts%d", id, dst, msg.kind, msg.ts)
+			at := l.now.Add(l.delay())
+			pair := [2]uint64{id, dst}
+			if at.Before(l.last[pair]) {
+				at = l.last[pair] // FIFO per sender and receiver
+			}
+			l.last[pair] = at
+			l.seq++
+			heap.Push(&l.q, inflight{at: at, seq: l.seq, from: id, to: dst, payload: out.Payload})
+		}
 	}
 	for _, e := range n.m.TakeEvents() {
 		l.logf("%d: %v ts%d view %s wait %v held %v msgs %d peer %d lost %v", id, e.Kind, e.Clock, e.View, e.Wait, e.Held, e.Messages, e.Peer, e.Lost)

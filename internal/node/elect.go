@@ -65,6 +65,9 @@ func (c *Core) claim(d *vsync.Delivery) bool {
 		c.syncView(c.now) // a message of a view just installed: the machine must know the view first
 		c.el.m.Receive(c.now, d.Source, d.Payload)
 	case MutexService:
+		if d.Source == c.opt.ID {
+			return true // its own multicast request
+		}
 		c.syncView(c.now)
 		c.mu.m.Receive(c.now, d.Source, d.Payload)
 	default:

@@ -190,7 +190,8 @@ func (r *Node) handleMutex(ev mutex.Event) {
 	case mutex.Requested:
 		e.Str("event", "mutex.requested").Msg("lock requested")
 	case mutex.Acquired:
-		e.Str("event", "mutex.acquired").Float64("wait_ms", ms(ev.Wait)).Int("messages", ev.Messages).Msg("lock acquired")
+		e.Str("event", "mutex.acquired").Float64("wait_ms", ms(ev.Wait)).Int("messages", ev.Messages).
+			Int("datagrams", ev.Datagrams).Msg("lock acquired")
 		if r.lockWaiter != nil {
 			r.lockWaiter <- struct{}{}
 			r.lockWaiter = nil
