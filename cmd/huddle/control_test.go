@@ -258,6 +258,26 @@ func TestControlProcess(t *testing.T) {
 			t.Errorf("huddle status: exit %d\n%s", code, out)
 		}
 
+		// huddle lock: alone in its view, the node takes the lock at once.
+		code, out = runBinary(t, bin, "lock", "--hold", "50ms", "--id", "1")
+		if code != exitOK || !regexp.MustCompile(`^held the lock for \d+\.\d ms after waiting \d+\.\d ms\n$`).MatchString(out) {
+			t.Errorf("huddle lock --hold 50ms: exit %d, %q", code, out)
+		}
+		n.waitEvent(t, 5*time.Second, "mutex.acquired", func(l logLine) bool { return num(l["messages"]) == 0 })
+		n.waitEvent(t, 5*time.Second, "mutex.released", func(l logLine) bool {
+			h, _ := l["held_ms"].(json.Number)
+			held, err := h.Float64()
+			return err == nil && held >= 50
+		})
+		code, out = runBinary(t, bin, "lock", "--json", "--id", "1")
+		var locked control.LockResult
+		if code != exitOK || json.Unmarshal([]byte(out), &locked) != nil || locked.HeldMs > 1000 {
+			t.Errorf("huddle lock --json: exit %d, %q", code, out)
+		}
+		if code, out = runBinary(t, bin, "lock", "--hold", "-1s", "--id", "1"); code != exitUsage || !strings.Contains(out, "--hold is negative") {
+			t.Errorf("huddle lock --hold -1s: exit %d, %q", code, out)
+		}
+
 		// A second node with the same ID on this host finds the socket in
 		// use, and says so before it joins.
 		log := filepath.Join(t.TempDir(), "twin.log")
