@@ -14,15 +14,19 @@ import (
 	"github.com/huddle-lan/huddle/membership"
 )
 
-// joinAll joins nodes 1..n on net and waits until every one of them has
-// the view of all n on service name.
-func joinAll(t *testing.T, ctx context.Context, net *membership.Network, n int, name string) ([]*membership.Group, []*membership.Service) {
+// joinAll joins nodes 1..n on net, their configuration changed by edit,
+// and waits until every one of them has the view of all n on service
+// name.
+func joinAll(t *testing.T, ctx context.Context, net *membership.Network, n int, name string, edit ...func(*config.Config)) ([]*membership.Group, []*membership.Service) {
 	t.Helper()
 	var gs []*membership.Group
 	var ss []*membership.Service
 	for id := 1; id <= n; id++ {
 		cfg := config.Local()
 		cfg.ID = uint64(id)
+		for _, e := range edit {
+			e(&cfg)
+		}
 		g, err := net.Join(ctx, cfg, zerolog.Nop())
 		if err != nil {
 			t.Fatalf("node %d: join: %v", id, err)

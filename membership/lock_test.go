@@ -16,13 +16,19 @@ import (
 )
 
 // TestLockMutualExclusion has three nodes on a lossy in-process network
-// take the group's lock 20 times each, all at once: an application-side
-// counter of the goroutines inside the critical section never exceeds
-// one, and every Lock is granted.
+// take the group's lock 20 times each, all at once, with and without a
+// quorum: an application-side counter of the goroutines inside the
+// critical section never exceeds one, and every Lock is granted.
 func TestLockMutualExclusion(t *testing.T) {
+	for _, quorum := range []int{0, 3} {
+		t.Run(fmt.Sprintf("quorum=%d", quorum), func(t *testing.T) { testMutualExclusion(t, quorum) })
+	}
+}
+
+func testMutualExclusion(t *testing.T, quorum int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	gs, _ := joinAll(t, ctx, membership.NewNetwork(0.05), 3, "app")
+	gs, _ := joinAll(t, ctx, membership.NewNetwork(0.05), 3, "app", func(c *config.Config) { c.Mutex.Quorum = quorum })
 	const per = 20
 	var inside, most, entries atomic.Int32
 	var wg sync.WaitGroup
