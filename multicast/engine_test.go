@@ -482,3 +482,54 @@ func TestSendersShareTheWindow(t *testing.T) {
 		t.Fatalf("the others quiet for two heartbeats: %d more fit, want the whole 896 back", n)
 	}
 }
+
+// TestTailProbe: a message followed by silence is announced by a session
+// message two one-way delays later (the floor, 500 µs, doubled), not at
+// the next heartbeat, so a receiver that lost it finds the gap at once;
+// messages that keep coming push the probe on, and a heartbeat that
+// comes first takes its place.
+func TestTailProbe(t *testing.T) {
+	e := newEngine(1)
+	e.Step(t0, addr2, session(2, 5, t0)) // a peer to tell
+	e.Tick(t0)
+	e.TakeOutput() // the first session message
+	now := t0.Add(10 * time.Millisecond)
+	e.Tick(now)
+	if _, err := e.Multicast([]byte("svc"), []byte("last"), wire.FIFO, 0); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.TakeOutput(); len(out) != 1 || out[0].Kind != wire.KindData {
+		t.Fatalf("sent %+v, want the data", out)
+	}
+	if d := e.NextDeadline(); d.Sub(now) != time.Millisecond {
+		t.Fatalf("next deadline %v after the data, want the probe after 1ms", d.Sub(now))
+	}
+	e.Tick(now.Add(time.Millisecond))
+	out := e.TakeOutput()
+	if len(out) != 1 || out[0].Kind != wire.KindSession || out[0].Session.Seq != 1 {
+		t.Fatalf("sent %+v, want a session message announcing seq 1", out)
+	}
+	if s := e.Stats(); s.TailProbes != 1 || s.SessionsSent != 2 {
+		t.Fatalf("stats %+v, want 1 probe of 2 sessions", s)
+	}
+	if d := e.NextDeadline(); d.Sub(now) < hb/2 {
+		t.Fatalf("a second probe due %v after the data", d.Sub(now))
+	}
+
+	// Steady traffic: each message moves the probe on; none fires.
+	for i := range 20 {
+		now = now.Add(500 * time.Microsecond)
+		e.Tick(now)
+		if _, err := e.Multicast([]byte("svc"), []byte(fmt.Sprint(i)), wire.FIFO, 0); err != nil {
+			t.Fatal(err)
+		}
+		for _, env := range e.TakeOutput() {
+			if env.Kind == wire.KindSession {
+				t.Fatalf("message %d: a session message under steady traffic", i)
+			}
+		}
+	}
+	if s := e.Stats(); s.TailProbes != 1 {
+		t.Fatalf("%d probes under steady traffic", s.TailProbes-1)
+	}
+}

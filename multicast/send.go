@@ -158,6 +158,7 @@ func (e *Engine) packData() {
 	e.emitBatch(all[start:len(all):len(all)])
 	e.batchBuf = all
 	e.sendq = e.sendq[:0]
+	e.probe()
 }
 
 func (e *Engine) emitBatch(batch []wire.Data) {

@@ -27,6 +27,7 @@ type Stats struct {
 	TooLarge          uint64 // reassembled messages over the maximum message size, dropped
 
 	SessionsSent uint64
+	TailProbes   uint64 // session messages sent early, announcing the last message sent when no more followed
 	SessionsRecv uint64
 	StaleInc     uint64 // datagrams from an older incarnation of a peer, ignored
 	Unhandled    uint64 // datagrams of kinds this layer does not handle

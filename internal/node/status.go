@@ -108,7 +108,7 @@ func (r *Node) counters() Counters {
 		{"malformed", cs.Malformed}, {"not_huddle", cs.NotHuddle}, {"unknown_kind", cs.UnknownKind},
 		{"foreign_group", cs.ForeignGroup}, {"own_echo", cs.OwnEcho}, {"truncated", r.truncated},
 		{"send_errors", r.sendErrors}, {"encode_errors", cs.EncodeErrors},
-		{"sessions_sent", ms.SessionsSent}, {"sessions_recv", ms.SessionsRecv},
+		{"sessions_sent", ms.SessionsSent}, {"sessions_recv", ms.SessionsRecv}, {"tail_probes", ms.TailProbes},
 		{"stale_incarnation", ms.StaleInc}, {"unhandled", ms.Unhandled}, {"peers", ms.Peers},
 		{"msgs_sent", ms.MsgsSent}, {"bytes_sent", ms.BytesSent}, {"data_datagrams", ms.DataDatagrams},
 		{"msgs_delivered", ms.MsgsDelivered}, {"bytes_delivered", ms.BytesDelivered},
