@@ -195,6 +195,7 @@ func (e *Engine) Tick(now time.Time) {
 		e.nextSession = now.Add(e.jitter(e.opt.Heartbeat))
 		e.probeAt = time.Time{}
 	case !e.probeAt.IsZero() && !now.Before(e.probeAt):
+		e.packData()
 		e.sendSession(now)
 		e.probeAt = time.Time{}
 		e.stats.TailProbes++

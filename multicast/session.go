@@ -189,8 +189,15 @@ func (e *Engine) updateStability(now time.Time) {
 }
 
 // refreshOwn moves our own stream's stable point (and so the send window)
-// up to what every live peer reports; alone, everything is stable.
-func (e *Engine) refreshOwn() { e.advanceStable(e.own, e.minReport(e.own, true)) }
+// up to what every live peer reports; alone, everything is stable. A
+// window that moves is not held: the lagging clock starts again (a full
+// window under load is flow control; only one that no peer lets move for
+// a suspect timeout names the peers holding it).
+func (e *Engine) refreshOwn() {
+	if e.advanceStable(e.own, e.minReport(e.own, true)) {
+		e.fullSince, e.lagReported = time.Time{}, false
+	}
+}
 
 func (e *Engine) minReport(st *stream, strict bool) uint64 {
 	m := st.received()
@@ -264,9 +271,9 @@ func (e *Engine) expirePeers(now time.Time) {
 	}
 }
 
-// checkLagging reports the peers that have held our send window full for
-// a suspect timeout: those whose receive report of our stream is the
-// lowest. DESIGN: a member that stays too far behind is reported, then
+// checkLagging reports the peers that have held our send window full, and
+// still, for a suspect timeout: those whose receive report of our stream
+// is the lowest. DESIGN: a member that stays too far behind is reported, then
 // suspected; the report is this layer's part, the suspicion membership's.
 func (e *Engine) checkLagging(now time.Time) {
 	if e.Unstable() < e.limit(wire.FIFO) {
