@@ -70,22 +70,23 @@ func Settings(c config.Config) []vsync.Setting {
 // drives it with a socket and the wall clock; the simulator drives the very
 // same Core with a virtual network and clock.
 type Core struct {
-	opt    CoreOptions
-	group  uint32
-	dec    *wire.Decoder
-	enc    *wire.Encoder
-	env    *wire.Envelope
-	m      *vsync.Machine
-	mc     *multicast.Engine // m's
-	el     elect             // the leader election, on the election service
-	mu     lockPart          // the Ricart–Agrawala lock, on the mutex service
-	now    time.Time         // of the current step
-	ctlOut [][]byte          // NACKs and repairs of this turn
-	outbox [][]byte          // everything else
-	all    [][]byte          // both, for TakeOutbox
-	bufs   [][]byte          // datagram buffers, reused from turn to turn
-	used   int               // of bufs, since the last TakeOutbox
-	stats  CoreStats
+	opt     CoreOptions
+	group   uint32
+	dec     *wire.Decoder
+	enc     *wire.Encoder
+	env     *wire.Envelope
+	m       *vsync.Machine
+	mc      *multicast.Engine // m's
+	el      elect             // the leader election, on the election service
+	mu      lockPart          // the Ricart–Agrawala lock, on the mutex service
+	now     time.Time         // of the current step
+	leaving bool              // Leave was called
+	ctlOut  [][]byte          // NACKs and repairs of this turn
+	outbox  [][]byte          // everything else
+	all     [][]byte          // both, for TakeOutbox
+	bufs    [][]byte          // datagram buffers, reused from turn to turn
+	used    int               // of bufs, since the last TakeOutbox
+	stats   CoreStats
 }
 
 var _ sim.Machine = (*Core)(nil)
@@ -221,7 +222,17 @@ func (c *Core) Fits(serviceLen, payloadLen int) bool { return c.m.Fits(serviceLe
 func (c *Core) Sending() bool { return c.m.Sending() }
 
 // Leave starts a graceful leave (see vsync.Machine.Leave).
-func (c *Core) Leave(now time.Time) { c.m.Leave(now) }
+//
+// The lock goes first: a holder releases it and a waiter withdraws (both
+// logged), and their deferred replies go out before the leave, so that
+// the lock is free before the group lets this node go; it takes no new
+// request after.
+func (c *Core) Leave(now time.Time) {
+	c.now, c.leaving = now, true
+	c.mu.m.Release(now)
+	c.lockStep()
+	c.m.Leave(now)
+}
 
 // Left reports whether the node left the group (or was refused).
 func (c *Core) Left() bool { return c.m.Left() }

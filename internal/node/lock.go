@@ -8,6 +8,7 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/membership/vsync"
 	"github.com/huddle-lan/huddle/mutex"
 )
 
@@ -81,6 +82,9 @@ func (c *Core) lockStep() {
 // LockRequest asks for the lock now; false when this node already wants
 // or holds it.
 func (c *Core) LockRequest(now time.Time) bool {
+	if c.leaving {
+		return false
+	}
 	c.now = now
 	ok := c.mu.m.Request(now)
 	c.lockStep()
@@ -130,15 +134,21 @@ func (r *Node) Lock(ctx context.Context) error {
 // as false, not as an error.
 func (r *Node) TryLock(ctx context.Context) (bool, error) {
 	got := make(chan struct{}, 1)
-	var ok bool
+	var ok, leaving bool
 	if err := r.Do(ctx, func(c *Core) {
+		if leaving = c.leaving; leaving {
+			return
+		}
 		if ok = c.LockRequest(time.Now()); ok {
 			r.lockWaiter, r.lockLost = got, false
 		}
 	}); err != nil {
 		return false, err
 	}
-	if !ok {
+	switch {
+	case leaving:
+		return false, vsync.ErrLeft
+	case !ok:
 		return false, ErrLockBusy
 	}
 	select {

@@ -206,3 +206,45 @@ func TestLockMessagesPerEntry(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaveReleasesTheLock: a holder that leaves releases the lock first
+// (logged as a release, not a loss), its deferred reply goes out before
+// the leave, and it takes no new request.
+func TestLeaveReleasesTheLock(t *testing.T) {
+	w := sim.New(sim.Options{Seed: 1})
+	addLockers(w, 0, ids(3)...)
+	settleViews(t, w, 3*time.Second, ids(3))
+	w.Do(1, func(m sim.Machine) { m.(*Core).LockRequest(w.Now()) })
+	if err := w.RunFor(50 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	w.Do(2, func(m sim.Machine) { m.(*Core).LockRequest(w.Now()) })
+	if err := w.RunFor(50 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := core(w, 1).LockState(), core(w, 2).LockState(); a != mutex.Held || b != mutex.Wanted {
+		t.Fatalf("node 1 %v, node 2 %v; want held and wanted", a, b)
+	}
+	w.Do(1, func(m sim.Machine) {
+		c := m.(*Core)
+		c.Leave(w.Now())
+		if c.LockState() != mutex.Released || c.LockRequest(w.Now()) {
+			t.Errorf("a leaving node is %v and takes requests", c.LockState())
+		}
+	})
+	var exited *mutex.Event
+	for _, ev := range core(w, 1).TakeMutexEvents() {
+		if ev.Kind == mutex.Exited {
+			exited = &ev
+		}
+	}
+	if exited == nil || exited.Lost {
+		t.Errorf("node 1 left holding the lock: %+v, want a release", exited)
+	}
+	if err := w.RunFor(20 * time.Millisecond); err != nil { // less than the leave takes
+		t.Fatal(err)
+	}
+	if st := core(w, 2).LockState(); st != mutex.Held {
+		t.Errorf("node 2 is %v 20 ms after node 1 left holding; want held (the reply went out with the leave)", st)
+	}
+}

@@ -297,10 +297,10 @@ func (r *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 		// process did not run (frozen, starved, blocked): the peers were
 		// not silent, we were deaf.
 		r.checkPause(&due)
-		r.report() // a view installed now is logged before what is sent in it
+		r.lockWork.step(time.Now(), r.core) // before report: a release is logged before its replies go out
+		r.report()                          // a view installed now is logged before what is sent in it
 		r.sendPending()
 		r.pump(time.Now())
-		r.lockWork.step(time.Now(), r.core)
 		r.afterStep()
 		// Re-arm only for a new deadline: on most turns it has not
 		// moved, and re-arming costs a system call with a timerfd.

@@ -1,0 +1,606 @@
+package logcheck
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Kinds of violation of the lock's guarantees found by CheckMutex
+// (DESIGN.md, "mutex": at most one holder, every request granted). In
+// their Violations, Node is the node that logged the offending event and
+// Seq the clock of its request; for MutexOverlap, Node entered while
+// Sender held the lock.
+const (
+	// MutexOverlap: two lives held the lock at once: the
+	// mutex.acquired…mutex.released intervals of two lives overlap (by
+	// more than MutexOptions.Slack).
+	MutexOverlap Kind = "mutex-overlap"
+	// MutexSequence: a life's lock events out of turn: mutex.acquired,
+	// mutex.released or mutex.withdrawn without the request (or grant)
+	// before it, a request while one is pending or held, a grant or
+	// release whose clock is not its request's, or request clocks that do
+	// not increase.
+	MutexSequence Kind = "mutex-sequence"
+	// MutexPending: a request neither granted nor withdrawn, pending for
+	// longer than MutexOptions.MaxPending before its node's log ends.
+	MutexPending Kind = "mutex-pending"
+)
+
+// The lock's events in the logs (DESIGN.md, "Logs").
+const (
+	evRequested = "mutex.requested"
+	evAcquired  = "mutex.acquired"
+	evReleased  = "mutex.released"
+	evWithdrawn = "mutex.withdrawn"
+	evDeferred  = "mutex.deferred"
+)
+
+// LockEvent is one of a life's mutex.* events.
+type LockEvent struct {
+	Event    string        // "mutex.requested", "mutex.acquired", "mutex.released", "mutex.withdrawn" or "mutex.deferred"
+	Clock    uint64        // the request's Lamport timestamp (deferred: the deferred request's)
+	View     string        // the view it happened in
+	Wait     time.Duration // acquired, withdrawn: since the request (wait_ms)
+	Held     time.Duration // released: since the grant (held_ms)
+	Messages int           // acquired: requests sent and replies received for it
+	Lost     bool          // released: taken away (quorum or view lost), not released
+	Peer     uint64        // deferred: whose request
+	Time     time.Time
+	Line     int
+}
+
+// MutexRun is a Run with the lock's events of each life. Run does not keep
+// them, so LoadMutex reads each log twice: once as Load does, then for the
+// mutex.* lines alone.
+type MutexRun struct {
+	*Run
+	Locks map[*Life][]LockEvent // in log order
+}
+
+// LoadMutex reads the logs at paths (one per node, typically) into a
+// MutexRun; its Run is what Load returns.
+func LoadMutex(paths ...string) (*MutexRun, error) {
+	m := &MutexRun{Run: &Run{}, Locks: map[*Life][]LockEvent{}}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("logcheck: %w", err)
+		}
+		err = m.Read(filepath.Base(p), f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("logcheck: %s: %w", p, err)
+		}
+	}
+	return m, nil
+}
+
+// Read adds the log read from rd, named name in reports, as Run.Read
+// does, then reads it again from the start for the lock's events.
+func (m *MutexRun) Read(name string, rd io.ReadSeeker) error {
+	first := len(m.Lives)
+	if err := m.Run.Read(name, rd); err != nil {
+		return err
+	}
+	if _, err := rd.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	return m.readLocks(rd, m.Lives[first:])
+}
+
+// readLocks reads the mutex.* events of one log whose lives are lives.
+// An event belongs to the last life of its node that began at or before
+// its line (lines before a node's first node.started belong to its first
+// life, as Run.Read has it).
+func (m *MutexRun) readLocks(rd io.Reader, lives []*Life) error {
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 256<<10), maxLine)
+	var ms []member
+	for n := 1; sc.Scan(); n++ {
+		b := sc.Bytes()
+		if !bytes.Contains(b, []byte(`"mutex.`)) {
+			continue // most lines: skip them unparsed
+		}
+		var ok bool
+		if ms, ok = splitObject(b, ms); !ok {
+			continue
+		}
+		if ev, node, ok := lockEvent(ms, n); ok {
+			if l := lifeAt(lives, node, n); l != nil {
+				m.Locks[l] = append(m.Locks[l], ev)
+			}
+		}
+	}
+	return sc.Err()
+}
+
+// lockEvent reads a mutex.* event and its node from the members of line n.
+func lockEvent(ms []member, n int) (LockEvent, uint64, bool) {
+	em, _ := lookup(ms, "event")
+	name, ok := em.text()
+	nm, _ := lookup(ms, "node")
+	node, okNode := nm.uint()
+	if !ok || !okNode || !strings.HasPrefix(name, "mutex.") {
+		return LockEvent{}, 0, false
+	}
+	get := func(key string) uint64 { v, _ := lookup(ms, key); u, _ := v.uint(); return u }
+	dur := func(key string) time.Duration {
+		v, _ := lookup(ms, key)
+		f, _ := v.float()
+		return time.Duration(math.Round(f * float64(time.Millisecond)))
+	}
+	ev := LockEvent{Event: name, Clock: get("clock"), Wait: dur("wait_ms"), Held: dur("held_ms"),
+		Messages: int(get("messages")), Peer: get("peer"), Line: n}
+	if v, ok := lookup(ms, "view"); ok {
+		ev.View, _ = v.text()
+	}
+	if v, ok := lookup(ms, "lost"); ok {
+		ev.Lost = string(v.val) == "true"
+	}
+	if v, ok := lookup(ms, "time"); ok {
+		ev.Time, _ = v.time()
+	}
+	return ev, node, true
+}
+
+// lifeAt returns the life of node holding line n, of lives (one log's).
+func lifeAt(lives []*Life, node uint64, n int) *Life {
+	var at *Life
+	for _, l := range lives {
+		if l.Node != node {
+			continue
+		}
+		if at == nil || l.Line <= n {
+			at = l
+		}
+	}
+	return at
+}
+
+// Death is when a node was killed (SIGKILL): its last log line came
+// before, by up to however long it ran on without logging.
+type Death struct {
+	Node uint64
+	At   time.Time
+}
+
+// MutexOptions shape CheckMutex.
+type MutexOptions struct {
+	// Deaths are the kills the caller knows of. A life that was running
+	// at a death of its node (the node's last life started before it) and
+	// whose log ends with the lock held or wanted is taken to hold or want
+	// it until then, not only until its last line. Without them a killed
+	// holder's interval ends at its last line, which makes the safety
+	// check weaker: pass the kill times when the test knows them.
+	Deaths []Death
+	// Slack forgives overlaps up to this long with a hold that ended by a
+	// release (lost or not) or by its node's exit. The log's times are
+	// when each node wrote its line: a node logs mutex.released right
+	// after its loop wrote the replies the release sends, and a node that
+	// leaves the group holding the lock logs its exit once the others
+	// installed a view without it, which lets them grant; so on a busy
+	// machine the next holder may log mutex.acquired a moment earlier.
+	// A hold that ended by a death or at the end of its log gets no slack:
+	// nothing the dead node sent lets another in. 0 forgives none;
+	// forgiven overlaps are counted in MutexResult.Forgiven.
+	Slack time.Duration
+	// MaxPending is how long a request may stay pending, neither granted
+	// nor withdrawn, when its life's log ends (its node died or exited
+	// while it waited): longer is a MutexPending violation, for the node
+	// waited while it ran. Default DefaultMaxPending.
+	MaxPending time.Duration
+	// MaxViolations is how many violations the Result lists; default
+	// DefaultMaxViolations. All are counted.
+	MaxViolations int
+}
+
+// DefaultMaxPending is MutexOptions.MaxPending's default: well above a
+// request's wait behind every other member of a LAN group under loss
+// (each hold, plus a suspect timeout for a holder that died), well below
+// the length of a test run.
+const DefaultMaxPending = 10 * time.Second
+
+// Interval is one life's hold of the lock: from its mutex.acquired to
+// its mutex.released, or to the end of its life.
+type Interval struct {
+	Life       *Life
+	Node       uint64
+	Clock      uint64 // its request's
+	View       string // the view it was acquired in
+	Start, End time.Time
+	// Ended says how it ended: "released"; "lost" (a mutex.released with
+	// lost: true: taken away); "death" (at a MutexOptions.Deaths time);
+	// "exit" (the node logged node.stopped while holding it) or "log end"
+	// (neither: killed, or still running), both at the life's last line;
+	// "out of turn" (a request or withdrawal while holding it, a
+	// MutexSequence violation).
+	Ended string
+	Line  int // of mutex.acquired
+}
+
+// Open reports whether the life ended while holding the lock.
+func (iv Interval) Open() bool {
+	return iv.Ended == "death" || iv.Ended == "exit" || iv.Ended == "log end"
+}
+
+// Overlap is two lives holding the lock at once: B entered while A held
+// it, for Length.
+type Overlap struct {
+	A, B   Interval
+	Length time.Duration
+}
+
+// MutexResult is the outcome of CheckMutex: the violations, and figures
+// of the lock's use.
+type MutexResult struct {
+	*Result
+	Requests  int // mutex.requested events
+	Entries   int // mutex.acquired events
+	Releases  int // mutex.released events, lost ones included
+	Lost      int // of those, with lost: true
+	Withdrawn int // mutex.withdrawn events
+	Deferred  int // mutex.deferred events
+	// Ended counts requests still pending when their life ended (by death
+	// or exit) within MaxPending; longer ones are MutexPending violations.
+	Ended int
+	// PerNode counts the entries of each node, over its lives.
+	PerNode map[uint64]int
+	// Waits, Holds and Messages are the wait_ms of each mutex.acquired,
+	// the held_ms of each mutex.released and the messages of each
+	// mutex.acquired, in the order of the lives; see Quantile.
+	Waits    []time.Duration
+	Holds    []time.Duration
+	Messages []int
+	// Intervals are every life's holds, by start time.
+	Intervals []Interval
+	// Overlaps are the MutexOverlap violations, all of them.
+	Overlaps []Overlap
+	// Forgiven counts the overlaps MutexOptions.Slack forgave, and
+	// MaxForgiven is the longest.
+	Forgiven    int
+	MaxForgiven time.Duration
+}
+
+// CheckMutex checks the Ricart–Agrawala lock (DESIGN.md, "mutex") from the
+// mutex.* events of every life, all logs sharing one clock:
+//
+//   - safety: no two lives' mutex.acquired…mutex.released intervals
+//     overlap (MutexOverlap). A hold still open when a life's log ends
+//     lasts until the node's death (MutexOptions.Deaths), else until its
+//     last line;
+//   - each life's events go request → (acquired → released) or
+//     withdrawn, with its request's clock, and request clocks increase
+//     (MutexSequence);
+//   - liveness: every request is granted or withdrawn, or is pending
+//     when its life ends (a death or exit), for at most
+//     MutexOptions.MaxPending (MutexPending).
+func (m *MutexRun) CheckMutex(o MutexOptions) *MutexResult {
+	if o.MaxPending <= 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	c := &lockCheck{run: m, o: o, lives: map[uint64]int{},
+		res: &MutexResult{Result: newResult("mutex", o.MaxViolations), PerNode: map[uint64]int{}}}
+	c.res.Lives = len(m.Lives)
+	for _, f := range m.Files {
+		c.res.Malformed += f.Malformed
+	}
+	for _, l := range m.Lives {
+		c.lives[l.Node]++
+	}
+	for _, l := range m.Lives {
+		c.walk(l)
+	}
+	c.overlaps()
+	return c.res
+}
+
+// lockCheck is the state of CheckMutex.
+type lockCheck struct {
+	run   *MutexRun
+	o     MutexOptions
+	res   *MutexResult
+	lives map[uint64]int // lives per node, to name incarnations only when needed
+}
+
+// lifeLock is where one life stands with the lock while its events are
+// walked.
+type lifeLock struct {
+	l       *Life
+	req     *LockEvent // the pending or held request; nil when released
+	held    *LockEvent // its grant, while held
+	lastReq uint64     // the clock of the life's last request
+}
+
+// walk checks the order of l's events and collects its holds and figures.
+func (c *lockCheck) walk(l *Life) {
+	s := &lifeLock{l: l}
+	evs := c.run.Locks[l]
+	for i := range evs {
+		c.step(s, &evs[i])
+	}
+	c.end(s)
+}
+
+func (c *lockCheck) step(s *lifeLock, e *LockEvent) {
+	switch e.Event {
+	case evRequested:
+		c.requested(s, e)
+	case evAcquired:
+		c.acquired(s, e)
+	case evReleased:
+		c.released(s, e)
+	case evWithdrawn:
+		c.withdrawn(s, e)
+	case evDeferred:
+		c.res.Deferred++
+	}
+}
+
+func (c *lockCheck) requested(s *lifeLock, e *LockEvent) {
+	c.res.Requests++
+	switch {
+	case s.held != nil:
+		c.sequence(s.l, e, fmt.Sprintf("while holding the lock of request clock %d (line %d): want a release first", s.req.Clock, s.held.Line))
+		c.closeHold(s, e.Time, "out of turn") // count the hold as ending here, and go on
+	case s.req != nil:
+		c.sequence(s.l, e, fmt.Sprintf("while request clock %d (line %d) was pending: want it granted or withdrawn first", s.req.Clock, s.req.Line))
+	case s.lastReq != 0 && e.Clock <= s.lastReq:
+		c.sequence(s.l, e, fmt.Sprintf("after a request with clock %d: want increasing clocks", s.lastReq))
+	}
+	s.req, s.held, s.lastReq = e, nil, e.Clock
+}
+
+func (c *lockCheck) acquired(s *lifeLock, e *LockEvent) {
+	c.res.Entries++
+	c.res.PerNode[s.l.Node]++
+	c.res.Waits = append(c.res.Waits, e.Wait)
+	c.res.Messages = append(c.res.Messages, e.Messages)
+	switch {
+	case s.held != nil:
+		c.sequence(s.l, e, fmt.Sprintf("while holding it already (acquired at line %d): want one grant per request", s.held.Line))
+		return
+	case s.req == nil:
+		c.sequence(s.l, e, "without a pending request: want mutex.requested first")
+	case e.Clock != s.req.Clock:
+		c.sequence(s.l, e, fmt.Sprintf("for request clock %d (line %d): want the request's clock", s.req.Clock, s.req.Line))
+	}
+	if s.req == nil {
+		s.req = e
+	}
+	s.held = e
+}
+
+func (c *lockCheck) released(s *lifeLock, e *LockEvent) {
+	c.res.Releases++
+	c.res.Holds = append(c.res.Holds, e.Held)
+	if e.Lost {
+		c.res.Lost++
+	}
+	switch {
+	case s.held == nil:
+		c.sequence(s.l, e, "without holding the lock: want mutex.acquired first")
+		s.req = nil // a pending request released counts as withdrawn
+		return
+	case e.Clock != s.held.Clock:
+		c.sequence(s.l, e, fmt.Sprintf("for the lock acquired with clock %d (line %d): want the grant's clock", s.held.Clock, s.held.Line))
+	}
+	how := "released"
+	if e.Lost {
+		how = "lost"
+	}
+	c.closeHold(s, e.Time, how)
+}
+
+func (c *lockCheck) withdrawn(s *lifeLock, e *LockEvent) {
+	c.res.Withdrawn++
+	switch {
+	case s.held != nil:
+		c.sequence(s.l, e, fmt.Sprintf("while holding the lock (acquired at line %d): want mutex.released", s.held.Line))
+		c.closeHold(s, e.Time, "out of turn")
+		return
+	case s.req == nil:
+		c.sequence(s.l, e, "without a pending request: want mutex.requested first")
+	case e.Clock != s.req.Clock:
+		c.sequence(s.l, e, fmt.Sprintf("for request clock %d (line %d): want the request's clock", s.req.Clock, s.req.Line))
+	}
+	s.req = nil
+}
+
+// closeHold ends s's hold at end.
+func (c *lockCheck) closeHold(s *lifeLock, end time.Time, how string) {
+	h := s.held
+	c.res.Intervals = append(c.res.Intervals, Interval{Life: s.l, Node: s.l.Node, Clock: h.Clock, View: h.View,
+		Start: h.Time, End: end, Ended: how, Line: h.Line})
+	s.req, s.held = nil, nil
+}
+
+// end closes what s's life left open when its log ended: a hold, or a
+// pending request, which must not have waited longer than MaxPending.
+func (c *lockCheck) end(s *lifeLock) {
+	end, how := c.lifeEnd(s.l)
+	switch {
+	case s.held != nil:
+		c.closeHold(s, end, how)
+	case s.req != nil:
+		waited := end.Sub(s.req.Time)
+		if waited <= c.o.MaxPending {
+			c.res.Ended++
+			return
+		}
+		c.res.add(Violation{Kind: MutexPending, Node: s.l.Node, Seq: s.req.Clock, Count: 1, File: s.l.File, Line: s.req.Line,
+			Detail: fmt.Sprintf("%s requested the lock (clock %d, view %s) at %s and waited %v, neither granted nor withdrawn, until its life ended (%s) at %s: want every request granted within %v",
+				c.name(s.l), s.req.Clock, s.req.View, clock(s.req.Time), waited.Round(time.Millisecond), how, clock(end), c.o.MaxPending)})
+	}
+}
+
+// lifeEnd returns when l ended and how: at the death of its node that it
+// ran into, else at its last line, by exit (node.stopped) or not.
+func (c *lockCheck) lifeEnd(l *Life) (time.Time, string) {
+	if d, ok := c.deathOf(l); ok {
+		return later(d, l.LastTime), "death"
+	}
+	if !l.Stopped.IsZero() {
+		return l.LastTime, "exit"
+	}
+	return l.LastTime, "log end"
+}
+
+// deathOf returns the death of l's node that happened while l ran: the
+// first after l started, provided no later life of the node started
+// before it.
+func (c *lockCheck) deathOf(l *Life) (time.Time, bool) {
+	var at time.Time
+	for _, d := range c.o.Deaths {
+		if d.Node == l.Node && !d.At.Before(l.Started) && (at.IsZero() || d.At.Before(at)) {
+			at = d.At
+		}
+	}
+	if at.IsZero() {
+		return at, false
+	}
+	for _, o := range c.run.Lives {
+		if o != l && o.Node == l.Node && o.Started.After(l.Started) && !o.Started.After(at) {
+			return time.Time{}, false // a later life ran at that death
+		}
+	}
+	return at, true
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// overlaps sorts the holds and reports each pair of lives' holds that
+// overlap by more than Slack.
+func (c *lockCheck) overlaps() {
+	ivs := c.res.Intervals
+	slices.SortStableFunc(ivs, func(a, b Interval) int { return a.Start.Compare(b.Start) })
+	var active []Interval // holds started so far that end after the current start
+	for _, b := range ivs {
+		active = slices.DeleteFunc(active, func(a Interval) bool { return !a.End.After(b.Start) })
+		for _, a := range active {
+			if a.Life == b.Life {
+				continue // out of turn: a MutexSequence already
+			}
+			c.overlap(a, b, earlier(a.End, b.End).Sub(b.Start))
+		}
+		active = append(active, b)
+	}
+}
+
+func (c *lockCheck) overlap(a, b Interval, d time.Duration) {
+	if d <= c.o.Slack && (a.Ended == "released" || a.Ended == "lost" || a.Ended == "exit") {
+		c.res.Forgiven++
+		c.res.MaxForgiven = max(c.res.MaxForgiven, d)
+		return
+	}
+	c.res.Overlaps = append(c.res.Overlaps, Overlap{A: a, B: b, Length: d})
+	c.res.add(Violation{Kind: MutexOverlap, Node: b.Node, Sender: a.Node, Seq: b.Clock, Count: 1, File: b.Life.File, Line: b.Line,
+		Detail: fmt.Sprintf("%s acquired the lock (clock %d, view %s) at %s, held until %s (%s), while %s held it (clock %d, view %s) from %s (%s:%d) until %s (%s): both held it for %v",
+			c.name(b.Life), b.Clock, b.View, clock(b.Start), clock(b.End), b.Ended,
+			c.name(a.Life), a.Clock, a.View, clock(a.Start), a.Life.File, a.Line, clock(a.End), a.Ended, d)})
+}
+
+func (c *lockCheck) sequence(l *Life, e *LockEvent, what string) {
+	c.res.add(Violation{Kind: MutexSequence, Node: l.Node, Seq: e.Clock, Count: 1, File: l.File, Line: e.Line,
+		Detail: fmt.Sprintf("%s logged %s (clock %d) %s", c.name(l), e.Event, e.Clock, what)})
+}
+
+// name is "node N", with the incarnation when the node has several lives.
+func (c *lockCheck) name(l *Life) string {
+	if c.lives[l.Node] > 1 {
+		return fmt.Sprintf("node %d (inc %d)", l.Node, l.Inc)
+	}
+	return fmt.Sprintf("node %d", l.Node)
+}
+
+// clock formats a log time to the microsecond, without the date.
+func clock(t time.Time) string { return t.UTC().Format("15:04:05.000000") }
+
+// OK reports whether no violation was found.
+func (r *MutexResult) OK() bool { return r.Result.OK() }
+
+// Err returns nil when no violation was found, else an error wrapping
+// ErrViolations whose text is String.
+func (r *MutexResult) Err() error {
+	if r.OK() {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrViolations, r.String())
+}
+
+// String is a summary line, then one line per listed violation.
+func (r *MutexResult) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d lives, %d requests, %d entries %s, %d released (%d lost), %d withdrawn, %d pending at a death or exit",
+		r.Check, r.Lives, r.Requests, r.Entries, perNode(r.PerNode), r.Releases, r.Lost, r.Withdrawn, r.Ended)
+	if len(r.Waits) > 0 {
+		fmt.Fprintf(&b, "; wait p50 %v p99 %v", Quantile(r.Waits, 0.5), Quantile(r.Waits, 0.99))
+	}
+	if r.Forgiven > 0 {
+		fmt.Fprintf(&b, "; %d overlaps within the slack (longest %v)", r.Forgiven, r.MaxForgiven)
+	}
+	if r.Malformed > 0 {
+		fmt.Fprintf(&b, ", %d malformed lines", r.Malformed)
+	}
+	if r.OK() {
+		b.WriteString(": ok")
+		return b.String()
+	}
+	kinds := make([]string, 0, len(r.ByKind))
+	for k, n := range r.ByKind {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(kinds)
+	fmt.Fprintf(&b, ": %d violations (%s)", r.Total, strings.Join(kinds, ", "))
+	for _, v := range r.Violations {
+		b.WriteString("\n  ")
+		b.WriteString(v.String())
+	}
+	if n := r.Total - len(r.Violations); n > 0 {
+		fmt.Fprintf(&b, "\n  ... and %d more", n)
+	}
+	return b.String()
+}
+
+// perNode formats entries by node, e.g. "(node 1: 12, node 2: 9)".
+func perNode(m map[uint64]int) string {
+	ids := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("node %d: %d", id, m[id])
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// Quantile is the q-quantile of ds by nearest rank (0.5: the median), 0
+// for none. ds is not changed.
+func Quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
