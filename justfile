@@ -9,7 +9,7 @@ test:
 
 # tests with the race detector, as CI runs them
 race:
-    go test -race ./multicast/... ./membership/... ./election/... ./internal/... ./cmd/...
+    go test -race ./multicast/... ./membership/... ./election/... ./mutex/... ./internal/... ./cmd/...
 
 # gofmt, go vet
 check:
@@ -31,6 +31,7 @@ fuzz time="2m":
     go test -run '^$' -fuzz '^FuzzEngine$' -fuzztime {{time}} ./multicast
     go test -run '^$' -fuzz '^FuzzMachine$' -fuzztime {{time}} ./membership/vsync
     go test -run '^$' -fuzz '^FuzzReceive$' -fuzztime {{time}} -fuzzminimizetime 3s ./election
+    go test -run '^$' -fuzz '^FuzzReceive$' -fuzztime {{time}} -fuzzminimizetime 3s ./mutex
 
 # wire codec benchmarks
 bench:
@@ -40,11 +41,13 @@ bench:
 run *args:
     go run ./cmd/huddle run --log-format console {{args}}
 
-# the virtual-LAN benchmarks, as root: reliable multicast against raw UDP, membership, total order
+# the virtual-LAN benchmarks, as root: reliable multicast against raw UDP, membership, total order, elections, the lock
 lab-bench count="3":
     go test -run '^$' -bench LAN -benchtime {{count}}x ./internal/bench
     go test -run '^$' -bench Membership -benchtime {{count}}x ./internal/bench
     go test -run '^$' -bench Order -benchtime {{count}}x ./internal/bench
+    go test -run '^$' -bench Election -benchtime {{count}}x ./internal/bench
+    go test -run '^$' -bench Lock -benchtime {{count}}x ./internal/bench
 
 # the demo: a group on a private virtual LAN, with loss, a crash and a rejoin
 demo *args:
