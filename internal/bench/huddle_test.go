@@ -33,7 +33,9 @@ type stat struct {
 	Peers             int       `json:"peers"`
 	MsgsSent          uint64    `json:"msgs_sent"`
 	DataDatagrams     uint64    `json:"data_datagrams"`
-	MsgsDelivered     uint64    `json:"msgs_delivered"`
+	MsgsDelivered     uint64    `json:"msgs_delivered"` // the application's: for_others and protocol_msgs taken off on reading
+	ForOthers         uint64    `json:"for_others"`     // addressed to another member, of msgs_delivered
+	ProtocolMsgs      uint64    `json:"protocol_msgs"`  // the election's and the lock's, of msgs_delivered
 	Duplicates        uint64    `json:"duplicates"`
 	GapsDetected      uint64    `json:"gaps_detected"`
 	GapsRecovered     uint64    `json:"gaps_recovered"`
@@ -262,6 +264,7 @@ func (n *node) read() {
 		if json.Unmarshal(line, &s) != nil {
 			continue
 		}
+		s.MsgsDelivered -= min(s.ForOthers+s.ProtocolMsgs, s.MsgsDelivered) // the workload's, not the election's
 		if s.Why == "exit" {
 			n.final, n.hasFinal = s, true
 		} else {

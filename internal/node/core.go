@@ -104,6 +104,7 @@ type CoreStats struct {
 	OwnEcho       uint64 // our own datagrams looped back
 	EncodeErrors  uint64
 	OversizedSent uint64 // datagrams over DatagramSize: none should be (every kind is sized to fit); counted, still sent
+	ProtocolMsgs  uint64 // deliveries taken by the node's own protocols (election, lock), of the engine's
 }
 
 // NewCore returns a Core whose first timer is due at now.

@@ -58,21 +58,22 @@ func newElect(self uint64, o ElectionOptions, heartbeat, suspect time.Duration, 
 	return e
 }
 
-// claim takes the election's messages out of the deliveries (Options.Claim).
+// claim takes the election's and the lock's messages out of the
+// deliveries (Options.Claim).
 func (c *Core) claim(d *vsync.Delivery) bool {
 	switch string(d.Service) {
 	case ElectionService:
 		c.syncView(c.now) // a message of a view just installed: the machine must know the view first
 		c.el.m.Receive(c.now, d.Source, d.Payload)
 	case MutexService:
-		if d.Source == c.opt.ID {
-			return true // its own multicast request
+		if d.Source != c.opt.ID { // not its own multicast request
+			c.syncView(c.now)
+			c.mu.m.Receive(c.now, d.Source, d.Payload)
 		}
-		c.syncView(c.now)
-		c.mu.m.Receive(c.now, d.Source, d.Payload)
 	default:
 		return false
 	}
+	c.stats.ProtocolMsgs++
 	return true
 }
 

@@ -198,6 +198,7 @@ type Stats struct {
 	OrderedDelivered uint64 // total and safe messages delivered
 	Unrecorded       uint64 // of those, delivered at a view's end without a record, by (source, seq)
 	Unheld           uint64 // recorded messages past a view's cut, which no member delivers
+	ForOthers        uint64 // other members' messages addressed to another member (Send), not delivered here
 }
 
 // New returns a joining Machine: it asks to be admitted at once, after it

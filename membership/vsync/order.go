@@ -113,6 +113,9 @@ func (m *Machine) hand(d Delivery) {
 // this node.
 func (m *Machine) give(d Delivery) {
 	if d.Dest != 0 && d.Dest != m.self {
+		if d.Source != m.self { // the engine counts only others' messages as delivered
+			m.stats.ForOthers++
+		}
 		return
 	}
 	if m.opt.Claim != nil && m.opt.Claim(&d) {
