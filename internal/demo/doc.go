@@ -1,6 +1,6 @@
 // Package demo runs `huddle demo`: a small group on a private virtual LAN,
-// with packet loss, traffic in every delivery order, a crash of the
-// coordinator and its restart, shown live on a console and checked from
+// with packet loss, traffic in every delivery order, the group's lock in
+// use, a crash of the coordinator and its restart, shown live on a console and checked from
 // the nodes' logs at the end.
 //
 //	s, err := demo.Run(ctx, demo.Options{Nodes: 5, Loss: 0.02, Bin: huddleBinary, Out: os.Stdout})
@@ -18,12 +18,13 @@
 //
 // The timeline, as fractions of Options.Duration: the nodes start at 0
 // and form a view; each multicasts Options.Rate messages per second (node
-// 1 fifo, node 2 safe, the others total order); at 40 % the coordinator of
+// 1 fifo, node 2 safe, the others total order) and takes the group's lock
+// now and then (think 1-4 s, hold 400 ms); at 40 % the coordinator of
 // the current view, which is also the total-order sequencer, is killed
 // with SIGKILL; at 65 % it is started again with the same ID; at 100 %
 // every node gets SIGTERM and leaves the group. Then the logs are checked
-// with internal/logcheck (membership, liveness and, where logcheck has it,
-// order) and by the demo itself (the group formed, excluded the killed
+// with internal/logcheck (membership, liveness, order where logcheck has
+// it, and the lock) and by the demo itself (the group formed, excluded the killed
 // node, took it back, delivered every order), and a summary is printed.
 //
 // Cleanup is unconditional: Run stops the nodes it started and deletes
