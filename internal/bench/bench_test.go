@@ -641,19 +641,26 @@ func (e *env) printTable() {
 	var w strings.Builder
 	fmt.Fprintf(&w, "\nhuddle reliable multicast benchmark: %s, GOMAXPROCS %d, lab loss method %q, veth MTU %s\n",
 		runtime.GOOS+"/"+runtime.GOARCH, runtime.GOMAXPROCS(0), e.method, e.mtu)
-	fmt.Fprintf(&w, "%-9s %-58s %-26s %-19s %s\n", "scenario", "figure", "value", "target", "result")
-	fail := 0
-	for _, r := range e.rows {
-		fmt.Fprintf(&w, "%-9s %-58s %-26s %-19s %s\n", r.scenario, r.figure, r.value, r.target, r.verdict)
-		if r.raw != "" {
-			fmt.Fprintf(&w, "%9s   └ %s\n", "", r.raw)
-		}
-		if r.verdict == "FAIL" {
-			fail++
-		}
-	}
+	fail := writeTable(&w, e.rows, 9, 58, 26, 19)
 	fmt.Fprintf(&w, "%d of %d targets missed\n", fail, countTargets(e.rows))
 	fmt.Print(w.String())
+}
+
+// writeTable writes rows as a benchmark's table, its columns (scenario,
+// figure, value, target) that wide, each row's details on a line of its
+// own, and returns the targets missed.
+func writeTable(w *strings.Builder, rows []row, scenario, figure, value, target int) (missed int) {
+	fmt.Fprintf(w, "%-*s %-*s %-*s %-*s %s\n", scenario, "scenario", figure, "figure", value, "value", target, "target", "result")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%-*s %-*s %-*s %-*s %s\n", scenario, r.scenario, figure, r.figure, value, r.value, target, r.target, r.verdict)
+		if r.raw != "" {
+			fmt.Fprintf(w, "%*s   └ %s\n", scenario, "", r.raw)
+		}
+		if r.verdict == "FAIL" {
+			missed++
+		}
+	}
+	return missed
 }
 
 func countTargets(rows []row) int {

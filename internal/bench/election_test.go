@@ -819,17 +819,7 @@ func (e *eenv) printElectionTable() {
 	if x := os.Getenv(extraArgsEnv); x != "" {
 		fmt.Fprintf(&w, "NOTE: %s=%q: not the LAN profile's defaults\n", extraArgsEnv, x)
 	}
-	fmt.Fprintf(&w, "%-12s %-66s %-9s %-11s %s\n", "scenario", "figure", "value", "target", "result")
-	fail := 0
-	for _, r := range e.rows {
-		fmt.Fprintf(&w, "%-12s %-66s %-9s %-11s %s\n", r.scenario, r.figure, r.value, r.target, r.verdict)
-		if r.raw != "" {
-			fmt.Fprintf(&w, "%12s   └ %s\n", "", r.raw)
-		}
-		if r.verdict == "FAIL" {
-			fail++
-		}
-	}
+	fail := writeTable(&w, e.rows, 12, 66, 9, 11)
 	fmt.Fprintf(&w, "%d of %d checks missed (messages: every run equal to the formula; failover: the right leader, kept)\n", fail, countTargets(e.rows))
 	fmt.Fprintf(&w, "reproduce: go test -run '^$' -bench Election -benchtime 3x ./internal/bench\n")
 	if len(e.diags) > 0 {

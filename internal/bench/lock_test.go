@@ -800,17 +800,7 @@ func (e *lenv) printLockTable() {
 	if x := os.Getenv(extraArgsEnv); x != "" {
 		fmt.Fprintf(&w, "NOTE: %s=%q\n", extraArgsEnv, x)
 	}
-	fmt.Fprintf(&w, "%-9s %-70s %-26s %-12s %s\n", "scenario", "figure", "value", "target", "result")
-	fail := 0
-	for _, r := range e.rows {
-		fmt.Fprintf(&w, "%-9s %-70s %-26s %-12s %s\n", r.scenario, r.figure, r.value, r.target, r.verdict)
-		if r.raw != "" {
-			fmt.Fprintf(&w, "%9s   └ %s\n", "", r.raw)
-		}
-		if r.verdict == "FAIL" {
-			fail++
-		}
-	}
+	fail := writeTable(&w, e.rows, 9, 70, 26, 12)
 	fmt.Fprintf(&w, "%d of %d targets missed\n", fail, countTargets(e.rows))
 	fmt.Fprintf(&w, "reproduce: go test -run '^$' -bench Lock -benchtime 3x ./internal/bench\n")
 	if len(e.diags) > 0 {

@@ -1053,17 +1053,7 @@ func (e *menv) printMembershipTable() {
 	if x := os.Getenv(extraArgsEnv); x != "" {
 		fmt.Fprintf(&w, "NOTE: %s=%q: not the LAN profile's defaults\n", extraArgsEnv, x)
 	}
-	fmt.Fprintf(&w, "%-10s %-62s %-12s %-11s %s\n", "scenario", "figure", "value", "target", "result")
-	fail := 0
-	for _, r := range e.rows {
-		fmt.Fprintf(&w, "%-10s %-62s %-12s %-11s %s\n", r.scenario, r.figure, r.value, r.target, r.verdict)
-		if r.raw != "" {
-			fmt.Fprintf(&w, "%10s   └ %s\n", "", r.raw)
-		}
-		if r.verdict == "FAIL" {
-			fail++
-		}
-	}
+	fail := writeTable(&w, e.rows, 10, 62, 12, 11)
 	fmt.Fprintf(&w, "%d of %d targets missed\n", fail, countTargets(e.rows))
 	fmt.Fprintf(&w, "\nfor comparison, the peers' figures from the issue (not measured here):\n")
 	fmt.Fprintf(&w, "  crash detection  huddle %s (crash), %s (coordcrash), %s (hang) | JGroups 1.5 s stock, 0.77 s tuned | Corosync 8 s default, 0.66 s tuned\n",

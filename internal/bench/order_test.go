@@ -386,17 +386,7 @@ func (e *oenv) printOrderTable() {
 	if x := os.Getenv(extraArgsEnv); x != "" {
 		fmt.Fprintf(&w, "NOTE: %s=%q\n", extraArgsEnv, x)
 	}
-	fmt.Fprintf(&w, "%-9s %-66s %-22s %-10s %s\n", "scenario", "figure", "value", "target", "result")
-	fail := 0
-	for _, r := range e.rows {
-		fmt.Fprintf(&w, "%-9s %-66s %-22s %-10s %s\n", r.scenario, r.figure, r.value, r.target, r.verdict)
-		if r.raw != "" {
-			fmt.Fprintf(&w, "%9s   └ %s\n", "", r.raw)
-		}
-		if r.verdict == "FAIL" {
-			fail++
-		}
-	}
+	fail := writeTable(&w, e.rows, 9, 66, 22, 10)
 	fmt.Fprintf(&w, "%d of %d targets missed\n", fail, countTargets(e.rows))
 	fmt.Fprintf(&w, "\nfor comparison, the peers' figures from the issue (3 members, 1000-byte messages; not measured here):\n")
 	fmt.Fprintf(&w, "  1 sender       huddle %s (3 members), %s (5) | JGroups SEQUENCER ~43 000 msg/s (non-coordinator sender) | Corosync agreed ~24 000\n",

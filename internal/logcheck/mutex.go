@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -563,23 +562,7 @@ func (r *MutexResult) String() string {
 	if r.Malformed > 0 {
 		fmt.Fprintf(&b, ", %d malformed lines", r.Malformed)
 	}
-	if r.OK() {
-		b.WriteString(": ok")
-		return b.String()
-	}
-	kinds := make([]string, 0, len(r.ByKind))
-	for k, n := range r.ByKind {
-		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
-	}
-	sort.Strings(kinds)
-	fmt.Fprintf(&b, ": %d violations (%s)", r.Total, strings.Join(kinds, ", "))
-	for _, v := range r.Violations {
-		b.WriteString("\n  ")
-		b.WriteString(v.String())
-	}
-	if n := r.Total - len(r.Violations); n > 0 {
-		fmt.Fprintf(&b, "\n  ... and %d more", n)
-	}
+	r.writeVerdict(&b, "")
 	return b.String()
 }
 

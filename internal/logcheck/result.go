@@ -162,25 +162,32 @@ func (r *Result) String() string {
 	if r.Malformed > 0 {
 		fmt.Fprintf(&b, ", %d malformed lines", r.Malformed)
 	}
+	extra := ""
+	if r.Missing > 0 {
+		extra = fmt.Sprintf(", %d messages missing", r.Missing)
+	}
+	r.writeVerdict(&b, extra)
+	return b.String()
+}
+
+// writeVerdict ends a summary line: ": ok", or the violations by kind
+// (then extra), and one line per violation listed.
+func (r *Result) writeVerdict(b *strings.Builder, extra string) {
 	if r.OK() {
 		b.WriteString(": ok")
-		return b.String()
+		return
 	}
 	kinds := make([]string, 0, len(r.ByKind))
 	for k, n := range r.ByKind {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 	}
 	sort.Strings(kinds)
-	fmt.Fprintf(&b, ": %d violations (%s)", r.Total, strings.Join(kinds, ", "))
-	if r.Missing > 0 {
-		fmt.Fprintf(&b, ", %d messages missing", r.Missing)
-	}
+	fmt.Fprintf(b, ": %d violations (%s)%s", r.Total, strings.Join(kinds, ", "), extra)
 	for _, v := range r.Violations {
 		b.WriteString("\n  ")
 		b.WriteString(v.String())
 	}
 	if n := r.Total - len(r.Violations); n > 0 {
-		fmt.Fprintf(&b, "\n  ... and %d more", n)
+		fmt.Fprintf(b, "\n  ... and %d more", n)
 	}
-	return b.String()
 }
