@@ -155,3 +155,28 @@ func ExampleGroup_Lock() {
 	// node 2 got it meanwhile: false
 	// node 2 holds the lock
 }
+
+// TestLockLostWithTheQuorum: with mutex.quorum 3, a holder left alone
+// loses the lock, and Unlock says so.
+func TestLockLostWithTheQuorum(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gs, ss := joinAll(t, ctx, membership.NewNetwork(0), 3, "app", func(c *config.Config) { c.Mutex.Quorum = 3 })
+	if err := gs[0].Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range gs[1:] {
+		if err := g.Leave(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitForMembers(ss[0], 1)
+	if err := gs[0].Unlock(); !errors.Is(err, membership.ErrLockLost) {
+		t.Errorf("Unlock alone, below the quorum: %v, want ErrLockLost", err)
+	}
+	short, stop := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer stop()
+	if ok, err := gs[0].TryLock(short); ok || err != nil {
+		t.Errorf("TryLock alone, below the quorum: %v, %v; want false, nil", ok, err)
+	}
+}
