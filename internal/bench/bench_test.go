@@ -523,8 +523,9 @@ func (e *env) addDelivery(scenario string, g *groupRun) {
 	ok := true
 	var parts []string
 	for _, n := range g.receivers {
-		ok = ok && n.hasFinal && n.final.MsgsDelivered == uint64(g.spec.count) && n.final.Skipped == 0
-		parts = append(parts, fmt.Sprintf("h%d %d/%d skipped %d", n.host, n.final.MsgsDelivered, g.spec.count, n.final.Skipped))
+		got := appDelivered(&n.final)
+		ok = ok && n.hasFinal && got == uint64(g.spec.count) && n.final.Skipped == 0
+		parts = append(parts, fmt.Sprintf("h%d %d/%d skipped %d", n.host, got, g.spec.count, n.final.Skipped))
 	}
 	var warns []string
 	for _, n := range g.nodes() {

@@ -33,9 +33,9 @@ type stat struct {
 	Peers             int       `json:"peers"`
 	MsgsSent          uint64    `json:"msgs_sent"`
 	DataDatagrams     uint64    `json:"data_datagrams"`
-	MsgsDelivered     uint64    `json:"msgs_delivered"` // the application's: for_others and protocol_msgs taken off on reading
-	ForOthers         uint64    `json:"for_others"`     // addressed to another member, of msgs_delivered
-	ProtocolMsgs      uint64    `json:"protocol_msgs"`  // the election's and the lock's, of msgs_delivered
+	MsgsDelivered     uint64    `json:"msgs_delivered"`
+	ForOthers         uint64    `json:"for_others"`    // addressed to another member, of msgs_delivered
+	ProtocolMsgs      uint64    `json:"protocol_msgs"` // the election's and the lock's, of msgs_delivered
 	Duplicates        uint64    `json:"duplicates"`
 	GapsDetected      uint64    `json:"gaps_detected"`
 	GapsRecovered     uint64    `json:"gaps_recovered"`
@@ -264,7 +264,6 @@ func (n *node) read() {
 		if json.Unmarshal(line, &s) != nil {
 			continue
 		}
-		s.MsgsDelivered -= min(s.ForOthers+s.ProtocolMsgs, s.MsgsDelivered) // the workload's, not the election's
 		if s.Why == "exit" {
 			n.final, n.hasFinal = s, true
 		} else {
@@ -367,5 +366,12 @@ func deliveryRate(ss []stat, count uint64, progress, value func(*stat) uint64) t
 }
 
 func delivered(s *stat) uint64 { return s.MsgsDelivered }
+
+// appDelivered is what of msgs_delivered reached the application: not
+// the members' messages addressed to others, nor the election's and the
+// lock's, which the node handles itself.
+func appDelivered(s *stat) uint64 {
+	return s.MsgsDelivered - min(s.ForOthers+s.ProtocolMsgs, s.MsgsDelivered)
+}
 func processed(s *stat) uint64 { return s.MsgsDelivered + s.Skipped }
 func sent(s *stat) uint64      { return s.MsgsSent }
