@@ -40,7 +40,9 @@
 //     each receiver's msgs_delivered from its node.stats every 100 ms,
 //     from the first sample with a delivery to reaching N (interpolated
 //     within the last interval); the slowest receiver counts, as a ratio to
-//     the ceiling (target ≥ 70 %).
+//     a raw run of its own, measured on the same LAN just before it; the
+//     figure is the median of those ratios (target ≥ 70 %), for the
+//     machine's load drifts over a benchmark.
 //   - loss5: the same with the lab's 5 % random loss on each receiver's
 //     input (lab.SetLoss; iptables statistic or nft numgen in the host).
 //     Targets: ≥ 50 % of the 0 %-loss ceiling, every message delivered and
