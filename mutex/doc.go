@@ -6,18 +6,24 @@
 // A Machine is a deterministic state machine: no goroutines, sockets,
 // clock, timers or randomness. The node loop (or the simulator) drives it:
 //
-//	m := mutex.New(mutex.Options{Self: id, Quorum: 5})
+//	m := mutex.New(mutex.Options{Self: id, Quorum: 5, Lease: suspect, Heard: lastHeardInMyView})
 //	for {
 //		// a view was installed:
 //		m.SetView(now, view.ID, view.Members) // may grant, or take the lock away
 //		// a mutex message arrived from a member:
 //		m.Receive(now, from, payload)
-//		// `huddle lock` / `huddle unlock`:
+//		// `huddle lock`, Group.Lock, Group.Unlock:
 //		m.Request(now) // false while wanted or held
 //		m.Release(now) // releases, or withdraws a pending request
+//		// time passed (quorum mode: leases and quarantines):
+//		m.Tick(now) // at m.NextDeadline()
 //
 //		for _, msg := range m.TakeOutput() {
-//			svc.Send(ctx, msg.To, msg.Payload) // addressed, reliable, FIFO
+//			if msg.To == 0 {
+//				svc.Multicast(ctx, msg.Payload, membership.FIFO) // a request to every other member
+//			} else {
+//				svc.Send(ctx, msg.To, msg.Payload) // addressed, reliable, FIFO
+//			}
 //		}
 //		log(m.TakeEvents()) // mutex.requested, mutex.acquired, mutex.released, ...
 //	}
@@ -36,6 +42,8 @@
 // asks again the members whose reply may have been lost with it. Safety
 // holds per view: at most one holder among the members of a view. With
 // Options.Quorum, a view below the majority of the cluster grants nothing
-// and takes the lock from its holder, so at most one holder exists in the
-// whole cluster once every member has installed its view.
+// and takes the lock from its holder; and since views overlap while
+// members move from one to the next, the lock is also leased (see
+// Options.Quorum): at most one holder exists in the whole cluster at any
+// instant, for holders that run.
 package mutex

@@ -513,7 +513,8 @@ func (m *Machine) others() []uint64 {
 }
 
 // TakeOutput returns the messages to send since the last call, each to one
-// member other than this node. The caller owns the payloads.
+// member other than this node, or (To 0) to all of them. The caller owns
+// the payloads.
 func (m *Machine) TakeOutput() []Message {
 	out := m.out
 	m.out, m.arena = nil, nil
