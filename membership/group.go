@@ -112,7 +112,7 @@ type Message struct {
 const EventBuffer = 1024
 
 // MaxServiceName is the longest service name, in bytes.
-const MaxServiceName = 64
+const MaxServiceName = node.MaxServiceName
 
 // Group is this node's membership of a group, with the node that runs
 // it. Make one with Join, or with Network.Join in one process. Its

@@ -34,7 +34,7 @@ type controlFlags struct {
 
 // shownFlags are the configuration flags a control command's help lists:
 // those that find the node's socket. The others are accepted too.
-var shownFlags = []string{"config", "group", "id", "iface", "control-socket", "timeout", "json", "order", "hold"}
+var shownFlags = []string{"config", "group", "id", "iface", "control-socket", "timeout", "json", "order", "service", "hold"}
 
 func newControlFlags(name, synopsis, about string) *controlFlags {
 	f := &controlFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
@@ -324,6 +324,7 @@ func cmdSend(args []string, stdout, stderr io.Writer) int {
 			"window is full or a view change holds sends, up to --timeout; a message that\n"+
 			"times out is not sent. Flags may follow TEXT; -- ends them.")
 	order := f.fs.String("order", "fifo", "delivery `order`: fifo, total or safe")
+	service := f.fs.String("service", "", "the group `service` to send on (a program's Group.Service); empty is the application's channel")
 	rest, code, ok := f.parse(args, stdout, stderr)
 	if !ok {
 		return code
@@ -336,7 +337,7 @@ func cmdSend(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "huddle send: --order %q is not fifo, total or safe\n", *order)
 		return exitUsage
 	}
-	a := control.SendArgs{Text: rest[0], Order: *order}
+	a := control.SendArgs{Text: rest[0], Order: *order, Service: *service}
 	if !utf8.ValidString(a.Text) {
 		a.Text, a.Payload = "", []byte(rest[0]) // JSON strings are UTF-8: send the bytes as they are
 	}

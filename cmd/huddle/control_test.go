@@ -258,6 +258,17 @@ func TestControlProcess(t *testing.T) {
 			t.Errorf("huddle status: exit %d\n%s", code, out)
 		}
 
+		// huddle send --service: a program's service.
+		code, out = runBinary(t, bin, "send", "--service", "chat", "--id", "1", "on chat")
+		if m := regexp.MustCompile(`^sent: seq (\d+), order fifo\n$`).FindStringSubmatch(out); code != exitOK || m == nil {
+			t.Errorf("huddle send --service chat: exit %d, %q", code, out)
+		} else {
+			n.waitEvent(t, 5*time.Second, "deliver", func(l logLine) bool { return l["service"] == "chat" && fmt.Sprint(l["seq"]) == m[1] })
+		}
+		if code, out = runBinary(t, bin, "send", "--service", "election", "--id", "1", "x"); code != exitFailure || !strings.Contains(out, `service "election" is the node's own`) {
+			t.Errorf("huddle send --service election: exit %d, %q", code, out)
+		}
+
 		// huddle lock: alone in its view, the node takes the lock at once.
 		code, out = runBinary(t, bin, "lock", "--hold", "50ms", "--id", "1")
 		if code != exitOK || !regexp.MustCompile(`^held the lock for \d+\.\d ms after waiting \d+\.\d ms\n$`).MatchString(out) {

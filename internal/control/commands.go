@@ -54,6 +54,10 @@ type SendArgs struct {
 	Text    string `json:"text,omitempty"`
 	Payload []byte `json:"payload,omitempty"`
 	Order   string `json:"order,omitempty"` // fifo (the default), total or safe
+	// Service is the group service to send on: "" (the default) is the
+	// application's channel, the workload's; programs open others with
+	// Group.Service. Not "election" nor "mutex", the node's own.
+	Service string `json:"service,omitempty"`
 }
 
 // SendResult is send's result: the message's sequence number among this
@@ -67,7 +71,8 @@ type SendResult struct {
 var Orders = []string{"fifo", "total", "safe"}
 
 // sendCommand multicasts a message from the node, on the application's
-// channel (no service, like the workload's messages). It waits while the
+// channel (no service, like the workload's messages) or on the service
+// named. It waits while the
 // send window is full or a view change holds sends, up to the request's
 // timeout; a message that times out is not sent.
 func sendCommand(n Node) Handler {
@@ -90,6 +95,16 @@ func sendCommand(n Node) Handler {
 		if order.String() != a.Order {
 			return nil, errorf(ErrBadRequest, fmt.Sprintf("send: order %q is not fifo, total or safe", a.Order))
 		}
+		switch {
+		case len(a.Service) > node.MaxServiceName:
+			return nil, errorf(ErrBadRequest, fmt.Sprintf("send: service name of %d bytes (at most %d)", len(a.Service), node.MaxServiceName))
+		case node.Reserved(a.Service):
+			return nil, errorf(ErrBadRequest, fmt.Sprintf("send: service %q is the node's own (its election and lock use election and mutex)", a.Service))
+		}
+		var service []byte
+		if a.Service != "" {
+			service = []byte(a.Service)
+		}
 		st, err := n.Status(ctx)
 		if err != nil {
 			return nil, nodeError(err, "reading the node's status", "its loop did not answer; the message was not sent")
@@ -97,7 +112,7 @@ func sendCommand(n Node) Handler {
 		if st.State == node.StateJoining {
 			return nil, errorf(ErrNotInView, fmt.Sprintf("node %d is not in a view yet: it is still joining group %q; try again in a moment", st.ID, st.Group))
 		}
-		seq, err := n.Multicast(ctx, nil, payload, order)
+		seq, err := n.Multicast(ctx, service, payload, order)
 		if err != nil {
 			return nil, nodeError(err, "sending", "the send window stayed full, or a view change held sends; the message was not sent")
 		}

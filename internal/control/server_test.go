@@ -36,6 +36,7 @@ type fakeNode struct {
 }
 
 type sentMsg struct {
+	service string
 	payload string
 	order   wire.Order
 }
@@ -86,7 +87,7 @@ func (f *fakeNode) Multicast(ctx context.Context, service, payload []byte, order
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.sent = append(f.sent, sentMsg{string(payload), order})
+	f.sent = append(f.sent, sentMsg{string(service), string(payload), order})
 	return uint64(len(f.sent)), nil
 }
 
@@ -164,6 +165,9 @@ func TestRequests(t *testing.T) {
 		{name: "send text", raw: `{"cmd":"send","args":{"text":"hi","order":"total"}}` + "\n", want: `{"seq":1,"order":"total"}`, sent: "hi/total"},
 		{name: "send payload", raw: `{"cmd":"send","args":{"payload":"/2hp"}}` + "\n", want: `"order":"fifo"`, sent: "\xffhi/fifo"},
 		{name: "send empty", raw: `{"cmd":"send","args":{"order":"safe"}}` + "\n", want: `"order":"safe"`, sent: "/safe"},
+		{name: "send on a service", raw: `{"cmd":"send","args":{"text":"hi","service":"chat"}}` + "\n", want: `"order":"fifo"`, sent: "chat:hi/fifo"},
+		{name: "send on the lock's service", raw: `{"cmd":"send","args":{"text":"hi","service":"mutex"}}` + "\n", code: "bad_request", want: `service \"mutex\" is the node's own`},
+		{name: "send on a long service", raw: `{"cmd":"send","args":{"text":"hi","service":"` + strings.Repeat("s", 65) + `"}}` + "\n", code: "bad_request", want: "65 bytes (at most 64)"},
 		{name: "send text and payload", raw: `{"cmd":"send","args":{"text":"a","payload":"Yg=="}}` + "\n", code: "bad_request", want: "not both"},
 		{name: "send bad order", raw: `{"cmd":"send","args":{"text":"a","order":"record"}}` + "\n", code: "bad_request", want: `order \"record\" is not fifo, total or safe`},
 		{name: "send args not an object", raw: `{"cmd":"send","args":"a"}` + "\n", code: "bad_request", want: "malformed arguments"},
@@ -204,6 +208,9 @@ func TestRequests(t *testing.T) {
 			}
 			var sent string
 			for _, m := range f.sent {
+				if m.service != "" {
+					sent += m.service + ":"
+				}
 				sent += m.payload + "/" + m.order.String()
 			}
 			if sent != c.sent {

@@ -509,6 +509,9 @@ func (r *Node) logDelivery(d *vsync.Delivery) {
 		if d.Final {
 			e = e.Bool("final", true)
 		}
+		if len(d.Service) > 0 {
+			e = e.Str("service", string(d.Service))
+		}
 		e.Int("len", len(d.Payload)).Uint32("crc", crc32.ChecksumIEEE(d.Payload)).Msg("delivered")
 	}
 }

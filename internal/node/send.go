@@ -12,6 +12,14 @@ import (
 // ErrStopped is returned by Multicast when the node has stopped.
 var ErrStopped = errors.New("node: stopped")
 
+// MaxServiceName is the longest service name, in bytes.
+const MaxServiceName = 64
+
+// Reserved reports whether service is one the node's own protocols use
+// (the election's and the lock's): their messages are not an
+// application's to send.
+func Reserved(service string) bool { return service == ElectionService || service == MutexService }
+
 // A sendReq is one Multicast call handed to the loop. Its state decides
 // the race between the loop sending it and the caller giving up.
 type sendReq struct {
