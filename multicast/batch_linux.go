@@ -5,28 +5,52 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
+	"runtime"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
 )
 
 // batchIO moves up to max datagrams per system call with recvmmsg and
-// sendmmsg (through x/net/ipv4's ReadBatch and WriteBatch). The message
-// headers are allocated once and pointed at the caller's buffers per call.
+// sendmmsg: reads through x/net/ipv4's ReadBatch, writes with a sendmmsg
+// of its own (see send). The message headers are allocated once and
+// pointed at the caller's buffers per call.
 type batchIO struct {
 	pc    *ipv4.PacketConn
 	group *net.UDPAddr
 	rmsgs []ipv4.Message
-	wmsgs []ipv4.Message
+	wmsgs []ipv4.Message // for WriteBatch, without a raw connection
+
+	raw  syscall.RawConn
+	name unix.RawSockaddrInet4 // the group
+	hdrs []unix.Mmsghdr
+	iovs []unix.Iovec
+
+	rhdrs  []unix.Mmsghdr // recvmmsg's
+	riovs  []unix.Iovec
+	rnames []unix.RawSockaddrInet4 // the senders
 }
 
 const defaultMaxBatch = 64
 
-func newBatchIO(_ *net.UDPConn, pc *ipv4.PacketConn, group *net.UDPAddr, max int) batchIO {
+func newBatchIO(udp *net.UDPConn, pc *ipv4.PacketConn, group *net.UDPAddr, max int) batchIO {
 	if max <= 0 {
 		max = defaultMaxBatch
 	}
 	b := batchIO{pc: pc, group: group, rmsgs: make([]ipv4.Message, max), wmsgs: make([]ipv4.Message, max)}
+	if ip4 := group.IP.To4(); udp != nil && ip4 != nil {
+		if rc, err := udp.SyscallConn(); err == nil {
+			b.raw, b.hdrs, b.iovs = rc, make([]unix.Mmsghdr, max), make([]unix.Iovec, max)
+			b.rhdrs, b.riovs, b.rnames = make([]unix.Mmsghdr, max), make([]unix.Iovec, max), make([]unix.RawSockaddrInet4, max)
+			b.name = unix.RawSockaddrInet4{Family: unix.AF_INET}
+			port := (*[2]byte)(unsafe.Pointer(&b.name.Port)) // network byte order in memory
+			port[0], port[1] = byte(group.Port>>8), byte(group.Port)
+			copy(b.name.Addr[:], ip4)
+		}
+	}
 	for i := range b.rmsgs {
 		b.rmsgs[i].Buffers = make([][]byte, 1)
 		b.wmsgs[i].Buffers = make([][]byte, 1)
@@ -36,6 +60,9 @@ func newBatchIO(_ *net.UDPConn, pc *ipv4.PacketConn, group *net.UDPAddr, max int
 }
 
 func (b *batchIO) read(pkts []Packet) (int, error) {
+	if b.raw != nil {
+		return b.recv(pkts)
+	}
 	ms := b.rmsgs[:min(len(pkts), len(b.rmsgs))]
 	for i := range ms {
 		ms[i].Buffers[0] = pkts[i].Buf
@@ -68,7 +95,13 @@ func (b *batchIO) write(datagrams [][]byte) error {
 		for i := range ms {
 			ms[i].Buffers[0] = datagrams[i]
 		}
-		n, err := b.pc.WriteBatch(ms, 0)
+		var n int
+		var err error
+		if b.raw != nil {
+			n, err = b.send(datagrams)
+		} else {
+			n, err = b.pc.WriteBatch(ms, 0)
+		}
 		if err != nil {
 			if isClosed(err) {
 				return err
@@ -82,3 +115,96 @@ func (b *batchIO) write(datagrams [][]byte) error {
 }
 
 func isClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
+
+// send is one sendmmsg of the first datagrams to the group, as a raw
+// system call: the loop goroutine keeps its P through it. Through the
+// runtime's syscall entry (x/net's WriteBatch), a sendmmsg longer than
+// 20 µs, which a batch to a bridge of several hosts is, lets sysmon hand
+// the P to another thread and back: context switches the sender paid for
+// with every batch. The socket is non-blocking, so the call never waits;
+// a full send buffer (EAGAIN) parks the goroutine in the poller as before.
+func (b *batchIO) send(datagrams [][]byte) (int, error) {
+	n := min(len(datagrams), len(b.hdrs))
+	for i, d := range datagrams[:n] {
+		iov := &b.iovs[i]
+		iov.Base = nil
+		if len(d) > 0 {
+			iov.Base = &d[0]
+		}
+		iov.SetLen(len(d))
+		h := &b.hdrs[i].Hdr
+		h.Name, h.Namelen = (*byte)(unsafe.Pointer(&b.name)), unix.SizeofSockaddrInet4
+		h.Iov = iov
+		h.SetIovlen(1)
+	}
+	var sent int
+	var errno syscall.Errno
+	err := b.raw.Write(func(fd uintptr) bool {
+		r, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(n), 0, 0, 0)
+		if e == unix.EAGAIN || e == unix.EINTR {
+			return false // wait until writable
+		}
+		sent, errno = int(r), e
+		return true
+	})
+	runtime.KeepAlive(datagrams)
+	switch {
+	case err != nil:
+		return 0, err
+	case errno != 0:
+		return -1, errno // as WriteBatch says it: the first datagram failed
+	}
+	return sent, nil
+}
+
+// recv is read as one raw recvmmsg, for the reason send gives: the
+// reader goroutine keeps its P, and an empty socket (EAGAIN) parks it in
+// the poller as before.
+func (b *batchIO) recv(pkts []Packet) (int, error) {
+	n := min(len(pkts), len(b.rhdrs))
+	if n == 0 {
+		return 0, nil
+	}
+	for i := range n {
+		iov := &b.riovs[i]
+		iov.Base = nil
+		if buf := pkts[i].Buf; len(buf) > 0 {
+			iov.Base = &buf[0]
+		}
+		iov.SetLen(len(pkts[i].Buf))
+		h := &b.rhdrs[i]
+		h.Hdr = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&b.rnames[i])), Namelen: unix.SizeofSockaddrInet4, Iov: iov}
+		h.Hdr.SetIovlen(1)
+		h.Len = 0
+	}
+	var got int
+	var errno syscall.Errno
+	err := b.raw.Read(func(fd uintptr) bool {
+		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(n), 0, 0, 0)
+		if e == unix.EAGAIN || e == unix.EINTR {
+			return false // wait until readable
+		}
+		got, errno = int(r), e
+		return true
+	})
+	runtime.KeepAlive(pkts)
+	switch {
+	case err != nil:
+		return 0, err
+	case errno != 0:
+		return 0, os.NewSyscallError("recvmmsg", errno)
+	}
+	for i := range got {
+		p, h := &pkts[i], &b.rhdrs[i]
+		p.N = int(h.Len)
+		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+			p.N = len(p.Buf) + 1
+		}
+		p.Src = netip.AddrPort{}
+		if sa := &b.rnames[i]; h.Hdr.Namelen >= unix.SizeofSockaddrInet4 && sa.Family == unix.AF_INET {
+			port := (*[2]byte)(unsafe.Pointer(&sa.Port))
+			p.Src = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(port[0])<<8|uint16(port[1]))
+		}
+	}
+	return got, nil
+}

@@ -5,18 +5,20 @@ package bench
 // counts datagrams instead of benchmarking (see TestMain).
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
+	"net/netip"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
-	"golang.org/x/net/ipv4"
+	"github.com/rs/zerolog"
+
+	"github.com/huddle-lan/huddle/multicast"
 )
 
 const helperEnv = "HUDDLE_BENCH_HELPER"
@@ -72,110 +74,89 @@ func helperMain(args []string) error {
 }
 
 // blast multicasts size-byte datagrams to group on iface as fast as it can
-// for d, batch datagrams per sendmmsg call (x/net/ipv4 WriteBatch), with
-// multicast loopback off (nothing listens on this host).
+// for d, batch datagrams per sendmmsg call, with multicast loopback off
+// (nothing listens on this host). It sends through huddle's own socket
+// layer (multicast.Open, WriteBatch), with huddle's socket options, so that
+// the ceiling and huddle differ by the protocol alone, not by how they
+// make their system calls.
 func blast(group, iface string, size int, d time.Duration, batch int) error {
-	ga, err := net.ResolveUDPAddr("udp4", group)
+	ga, err := netip.ParseAddrPort(group)
 	if err != nil {
 		return err
 	}
-	ifi, err := net.InterfaceByName(iface)
-	if err != nil {
-		return err
-	}
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero})
+	c, err := multicast.Open(multicast.SocketOptions{Group: ga, Iface: iface, TTL: 1, SendBuffer: 4 << 20, MaxBatch: batch}, zerolog.Nop())
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	pc := ipv4.NewPacketConn(c)
-	if err := errors.Join(pc.SetMulticastInterface(ifi), pc.SetMulticastTTL(1), pc.SetMulticastLoopback(false)); err != nil {
-		return err
-	}
-	// The default send buffer, as huddle's socket has.
-	msgs := make([]ipv4.Message, batch)
-	for i := range msgs {
-		msgs[i].Buffers = [][]byte{make([]byte, size)}
-		msgs[i].Addr = ga
+	dgrams := make([][]byte, batch)
+	for i := range dgrams {
+		dgrams[i] = make([]byte, size)
 	}
 	var res blastResult
 	start := time.Now()
 	end := start.Add(d)
 	for seq := uint64(0); time.Now().Before(end); {
-		for i := range msgs {
+		for i := range dgrams {
 			seq++
-			binary.BigEndian.PutUint64(msgs[i].Buffers[0], seq)
+			binary.BigEndian.PutUint64(dgrams[i], seq)
 		}
-		for ms := msgs; len(ms) > 0; {
-			n, err := pc.WriteBatch(ms, 0)
-			if err != nil {
-				res.Errors++
-				if res.Errors > 1000 {
-					return fmt.Errorf("send: %w", err)
-				}
-				break
+		if err := c.WriteBatch(dgrams); err != nil {
+			res.Errors++
+			if res.Errors > 1000 {
+				return fmt.Errorf("send: %w", err)
 			}
-			res.Sent += int64(n)
-			ms = ms[n:]
+			continue
 		}
+		res.Sent += int64(len(dgrams))
 	}
 	res.Seconds = time.Since(start).Seconds()
 	res.CPU = cpuSeconds()
 	return json.NewEncoder(os.Stdout).Encode(res)
 }
 
-// sink joins group on iface, prints "ready", counts the datagrams that
-// arrive (recvmmsg batches of 64, as huddle reads), and stops after idle
-// without a datagram once the first arrived, or after total. It prints a
-// sinkResult.
+// sink joins group on iface through huddle's socket layer, as huddle does
+// (multicast.Open, ReadBatch of 64), prints "ready", counts the datagrams
+// that arrive, and stops after idle without a datagram once the first
+// arrived, or after total. It prints a sinkResult.
 func sink(group, iface string, rcvbuf int, idle, total time.Duration) error {
-	ga, err := net.ResolveUDPAddr("udp4", group)
+	ga, err := netip.ParseAddrPort(group)
 	if err != nil {
 		return err
 	}
-	ifi, err := net.InterfaceByName(iface)
+	c, err := multicast.Open(multicast.SocketOptions{Group: ga, Iface: iface, TTL: 1, RecvBuffer: rcvbuf}, zerolog.Nop())
 	if err != nil {
 		return err
 	}
-	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		rc.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
-		})
-		return serr
-	}}
-	lp, err := lc.ListenPacket(context.Background(), "udp4", ga.String())
-	if err != nil {
-		return err
-	}
-	c := lp.(*net.UDPConn)
 	defer c.Close()
-	pc := ipv4.NewPacketConn(c)
-	if err := pc.JoinGroup(ifi, ga); err != nil {
-		return err
+	res := sinkResult{RcvBuf: c.RcvBuf}
+	pkts := make([]multicast.Packet, 64)
+	for i := range pkts {
+		pkts[i].Buf = make([]byte, 65536)
 	}
-	if err := c.SetReadBuffer(rcvbuf); err != nil {
-		return err
-	}
-	var res sinkResult
-	if rc, err := c.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) {
-			res.RcvBuf, _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF)
-		})
-	}
-	msgs := make([]ipv4.Message, 64)
-	for i := range msgs {
-		msgs[i].Buffers = [][]byte{make([]byte, 65536)}
-	}
-	fmt.Println("ready")
-	end := time.Now().Add(total)
-	for {
-		deadline := end
-		if q := time.Now().Add(idle); res.Got > 0 && q.Before(end) {
-			deadline = q
+	// The socket has no read deadline: a watcher closes it once the
+	// sink has been idle long enough, or at the end.
+	var last atomic.Int64 // arrival of the last datagram, Unix ns; 0 before the first
+	stop := make(chan struct{})
+	go func() {
+		end := time.Now().Add(total)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(idle / 4):
+			}
+			now := time.Now()
+			if l := last.Load(); now.After(end) || l != 0 && now.Sub(time.Unix(0, l)) > idle {
+				c.Close()
+				return
+			}
 		}
-		c.SetReadDeadline(deadline)
-		n, err := pc.ReadBatch(msgs, 0)
+	}()
+	defer close(stop)
+	fmt.Println("ready")
+	for {
+		n, err := c.ReadBatch(pkts)
 		if err != nil {
 			break
 		}
@@ -184,9 +165,10 @@ func sink(group, iface string, rcvbuf int, idle, total time.Duration) error {
 			res.FirstNs = now
 		}
 		res.LastNs = now
+		last.Store(now)
 		res.Got += int64(n)
 	}
-	res.Drops = udpDrops(ga.Port)
+	res.Drops = udpDrops(int(ga.Port()))
 	res.CPU = cpuSeconds()
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
