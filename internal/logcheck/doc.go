@@ -66,4 +66,28 @@
 // messages a sender sent in V when it and the receiver both went on to
 // the same V' (Missing). A life's last view, a sender that crashed or left
 // in V and deliveries that name no view escape these checks.
+//
+// CheckOrder (order.go) checks total order and safe delivery from the
+// deliver events' gseq and order.
+//
+// # The lock check
+//
+// LoadMutex reads the same logs as Load and, in a second pass, the lock's
+// events (mutex.requested, mutex.acquired, mutex.released, mutex.withdrawn,
+// mutex.deferred) of each life. MutexRun.CheckMutex then checks:
+//
+//   - safety: no two lives' acquired…released intervals overlap in time
+//     (MutexOverlap; all namespaces of a lab share one clock). A hold still
+//     open when its log ends lasts until the node's death, if
+//     MutexOptions.Deaths names it, else until the log's last line;
+//     MutexOptions.Slack forgives short overlaps after a release or an
+//     exit (each node writes its own log), never after a death;
+//   - sequence: per life, requested → acquired → released, or requested →
+//     withdrawn, with matching clocks (MutexSequence);
+//   - liveness: no request stays neither granted nor withdrawn while its
+//     node runs on for longer than MutexOptions.MaxPending
+//     (MutexPending).
+//
+// MutexResult also carries the figures the tests and benchmarks print:
+// entries per node, waits, holds, messages per entry, lost releases.
 package logcheck
