@@ -302,6 +302,17 @@ func printStatus(w io.Writer, st node.Status, path string) {
 	} else if st.State != node.StateJoining {
 		fmt.Fprintf(w, "no leader yet (%s election)\n", st.Election)
 	}
+	switch st.Lock {
+	case "":
+	case "released":
+		fmt.Fprintln(w, "lock: this node neither holds nor wants it")
+	case "wanted":
+		fmt.Fprintln(w, "lock: this node wants it")
+	case "held":
+		fmt.Fprintln(w, "lock: this node holds it")
+	default:
+		fmt.Fprintf(w, "lock: %s\n", st.Lock)
+	}
 	peers := make([]string, len(st.Peers))
 	for i, p := range st.Peers {
 		peers[i] = fmt.Sprint(p)
