@@ -1,14 +1,14 @@
 package election
 
 import (
-	"cmp"
-	"container/heap"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/testutil/msgnet"
 )
 
 // lan is a tiny network of Machines in virtual time: every Message goes to
@@ -20,11 +20,9 @@ type lan struct {
 	now   time.Time
 	opt   Options
 	nodes map[uint64]*node
-	q     msgQueue
-	seq   uint64
+	net   msgnet.Net
 	delay func() time.Duration
 	rng   *rand.Rand // nil: a view change drops every message in flight among its members; else each is delivered first or dropped at random
-	last  map[[2]uint64]time.Time
 	epoch int
 
 	carried Counts // messages sent on the network, by kind
@@ -39,16 +37,9 @@ type node struct {
 	evs    []Event
 }
 
-type inflight struct {
-	at       time.Time
-	seq      uint64
-	from, to uint64
-	payload  []byte
-}
-
 func newLAN(t testing.TB, opt Options, delay time.Duration) *lan {
 	return &lan{t: t, now: time.Unix(1_800_000_000, 0), opt: opt, nodes: map[uint64]*node{},
-		delay: func() time.Duration { return delay }, last: map[[2]uint64]time.Time{}}
+		delay: func() time.Duration { return delay }}
 }
 
 // add creates fresh machines (a new node, or a restart of a crashed one).
@@ -72,7 +63,7 @@ func (l *lan) install(group ...uint64) {
 	l.epoch++
 	vid := fmt.Sprintf("%d.%d", l.epoch, group[0])
 	l.logf("view %s %v", vid, group)
-	for _, i := range l.order(group) {
+	for _, i := range msgnet.Order(l.rng, len(group)) {
 		n := l.nodes[group[i]]
 		n.view, n.viewID = group, vid
 		n.m.SetView(l.now, vid, group)
@@ -89,114 +80,14 @@ func (l *lan) crash(id uint64) {
 }
 
 // settle decides the fate of the messages in flight from or to the nodes
-// in touched, whose view is about to change. Per sender and receiver, in
-// FIFO order: when both stay together (together), all are delivered before
-// the install (virtual synchrony), or all held and delivered after it (a
-// loop that queued its sends through the flush), or a prefix is delivered
-// and the rest lost; otherwise (a crash, a partition) a prefix is
-// delivered and the rest lost. Without rng, all are lost.
+// in touched, whose view is about to change (msgnet.Net.Settle).
 func (l *lan) settle(touched map[uint64]bool, together func(a, b uint64) bool) {
-	held := map[uint64]bool{} // by seq
-	touches := func(f inflight) bool { return (touched[f.from] || touched[f.to]) && !held[f.seq] }
-	for pass := 0; pass < 3 && l.rng != nil; pass++ {
-		pairs := map[[2]uint64][]inflight{}
-		var keys [][2]uint64
-		for _, f := range l.sorted() {
-			if touches(f) {
-				k := [2]uint64{f.from, f.to}
-				if pairs[k] == nil {
-					keys = append(keys, k)
-				}
-				pairs[k] = append(pairs[k], f)
-			}
-		}
-		fate := map[uint64]int{} // by seq: 0 drop, 1 deliver now, 2 hold
-		for _, k := range keys {
-			fs := pairs[k]
-			n := 0 // delivered now
-			switch r := l.rng.IntN(3); {
-			case !l.sameView(k[0], k[1]):
-			case together(k[0], k[1]) && r == 0:
-				n = len(fs)
-			case together(k[0], k[1]) && r == 1:
-				for _, f := range fs {
-					held[f.seq] = true
-				}
-				continue
-			default:
-				n = l.rng.IntN(len(fs) + 1)
-			}
-			for i, f := range fs {
-				if i < n {
-					fate[f.seq] = 1
-				}
-			}
-		}
-		var now []inflight
-		l.filter(func(f inflight) bool {
-			if !touches(f) {
-				return true
-			}
-			if fate[f.seq] == 1 {
-				now = append(now, f)
-			} else {
-				l.dropped++
-			}
-			return false
-		})
-		for _, f := range now {
-			l.deliver(f)
-		}
-	}
-	l.filter(func(f inflight) bool {
-		if touches(f) {
-			l.dropped++
-			return false
-		}
-		return true
-	})
-}
-
-// sorted returns what is in flight in arrival order.
-func (l *lan) sorted() []inflight {
-	fs := slices.Clone(l.q)
-	slices.SortFunc(fs, func(a, b inflight) int {
-		if c := a.at.Compare(b.at); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.seq, b.seq)
-	})
-	return fs
-}
-
-// filter keeps the messages in flight for which keep is true; the others
-// are visited in arrival order.
-func (l *lan) filter(keep func(inflight) bool) {
-	var q msgQueue
-	for _, f := range l.sorted() {
-		if keep(f) {
-			q = append(q, f)
-		}
-	}
-	l.q = q
-	heap.Init(&l.q)
+	l.dropped += l.net.Settle(l.rng, touched, l.sameView, together, l.deliver)
 }
 
 func (l *lan) sameView(a, b uint64) bool {
 	na, nb := l.nodes[a], l.nodes[b]
 	return na != nil && nb != nil && na.viewID != "" && na.viewID == nb.viewID
-}
-
-// order is the order in which members install a view: random with rng.
-func (l *lan) order(group []uint64) []int {
-	idx := make([]int, len(group))
-	for i := range idx {
-		idx[i] = i
-	}
-	if l.rng != nil {
-		l.rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
-	}
-	return idx
 }
 
 func (l *lan) start(id uint64) bool {
@@ -220,14 +111,7 @@ func (l *lan) collect(id uint64) {
 		}
 		l.carried.add(msg.kind)
 		l.logf("%d → %d %v r%d %d", id, out.To, msg.kind, msg.round, msg.id)
-		at := l.now.Add(l.delay())
-		pair := [2]uint64{id, out.To}
-		if at.Before(l.last[pair]) {
-			at = l.last[pair] // FIFO per sender and receiver
-		}
-		l.last[pair] = at
-		l.seq++
-		heap.Push(&l.q, inflight{at: at, seq: l.seq, from: id, to: out.To, payload: out.Payload})
+		l.net.Send(l.now.Add(l.delay()), id, out.To, out.Payload)
 	}
 	for _, e := range n.m.TakeEvents() {
 		l.logf("%d: %v r%d leader %d sent %d", id, e.Kind, e.Round, e.Leader, e.Sent)
@@ -238,22 +122,19 @@ func (l *lan) collect(id uint64) {
 	}
 }
 
-func (l *lan) deliver(f inflight) {
-	n := l.nodes[f.to]
+func (l *lan) deliver(f msgnet.Msg) {
+	n := l.nodes[f.To]
 	if n == nil {
 		l.dropped++
 		return
 	}
-	n.m.Receive(l.now, f.from, f.payload)
-	l.collect(f.to)
+	n.m.Receive(l.now, f.From, f.Payload)
+	l.collect(f.To)
 }
 
 // next returns when the next thing happens: a delivery or a deadline.
 func (l *lan) next() (time.Time, bool) {
-	var at time.Time
-	if len(l.q) > 0 {
-		at = l.q[0].at
-	}
+	at, _ := l.net.Next()
 	for _, n := range l.nodes {
 		if d := n.m.NextDeadline(); !d.IsZero() && (at.IsZero() || d.Before(at)) {
 			at = d
@@ -271,8 +152,8 @@ func (l *lan) step() bool {
 	if at.After(l.now) {
 		l.now = at
 	}
-	if len(l.q) > 0 && !l.q[0].at.After(l.now) {
-		l.deliver(heap.Pop(&l.q).(inflight))
+	if at, ok := l.net.Next(); ok && !at.After(l.now) {
+		l.deliver(l.net.Pop())
 		return true
 	}
 	for _, id := range l.ids() {
@@ -329,22 +210,3 @@ func (l *lan) logf(format string, args ...any) {
 }
 
 func (l *lan) tail() string { return strings.Join(l.trace, "\n") }
-
-// msgQueue is a heap of messages by arrival, then by sending order.
-type msgQueue []inflight
-
-func (q msgQueue) Len() int { return len(q) }
-func (q msgQueue) Less(i, j int) bool {
-	if !q[i].at.Equal(q[j].at) {
-		return q[i].at.Before(q[j].at)
-	}
-	return q[i].seq < q[j].seq
-}
-func (q msgQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *msgQueue) Push(x any)   { *q = append(*q, x.(inflight)) }
-func (q *msgQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
-}

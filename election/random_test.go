@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/testutil"
+	"github.com/huddle-lan/huddle/internal/testutil/msgnet"
 )
 
 // TestRandomViews runs seeded histories of starts, crashes, joins,
@@ -175,16 +176,11 @@ func (h *history) join() {
 }
 
 func (h *history) partition() {
-	gi := h.rng.IntN(len(h.groups))
-	g := h.groups[gi]
-	if len(g) < 2 {
+	groups, a, b, ok := msgnet.Split(h.rng, h.groups, h.rng.IntN(len(h.groups)))
+	if !ok {
 		return
 	}
-	h.rng.Shuffle(len(g), func(i, j int) { g[i], g[j] = g[j], g[i] })
-	k := 1 + h.rng.IntN(len(g)-1)
-	a, b := slices.Clone(g[:k]), slices.Clone(g[k:])
-	h.groups[gi] = a
-	h.groups = append(h.groups, b)
+	h.groups = groups
 	h.l.install(a...)
 	h.l.install(b...)
 }
@@ -193,11 +189,7 @@ func (h *history) merge() {
 	if len(h.groups) < 2 {
 		return
 	}
-	i := h.rng.IntN(len(h.groups))
-	j := h.rng.IntN(len(h.groups) - 1)
-	if j >= i {
-		j++
-	}
+	i, j := msgnet.PickTwo(h.rng, len(h.groups))
 	g := append(slices.Clone(h.groups[i]), h.groups[j]...)
 	h.groups[i] = g
 	h.groups = slices.Delete(h.groups, j, j+1)

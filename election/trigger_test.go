@@ -158,15 +158,13 @@ func TestRestartInNewView(t *testing.T) {
 			l.install(members...)
 			l.start(members[0])
 			l.run(1500 * time.Microsecond) // the election is under way
-			held := slices.Clone(l.q)      // delivered after the new view, as a loop that queued them would
+			held := l.net.Sorted()         // delivered after the new view, as a loop that queued them would
 			l.crash(members[2])
 			rest := slices.Delete(slices.Clone(members), 2, 3)
 			l.install(rest...)
 			for _, f := range held {
-				if f.from != members[2] && f.to != members[2] {
-					l.seq++
-					f.seq = l.seq
-					l.q.Push(f)
+				if f.From != members[2] && f.To != members[2] {
+					l.net.Requeue(f)
 				}
 			}
 			l.drain()

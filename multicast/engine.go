@@ -58,6 +58,7 @@ type Engine struct {
 	timers      timerHeap
 	nextSession time.Time
 	probeAt     time.Time         // a session message announcing the tail of what was just sent; zero for none
+	probeAfter  time.Duration     // how long after the last data (probeDelay, at each heartbeat)
 	lastNow     time.Time         // of the last Step or Tick
 	fullSince   time.Time         // since when the send window has been full; zero when it is not
 	lagReported bool              // the laggards of this full window were reported
@@ -118,6 +119,7 @@ type Delivery struct {
 func New(opt Options, now time.Time) *Engine {
 	opt = withDefaults(opt)
 	e := &Engine{opt: opt, peers: make(map[uint64]*peer), streams: make(map[uint64]*stream), absent: make(map[uint64]*peer), nextSession: now}
+	e.probeAfter = e.probeDelay() // no peers yet: the floor
 	e.own = newStream(opt.Self, opt.Inc, 1, e.ringSize())
 	return e
 }
@@ -193,7 +195,7 @@ func (e *Engine) Tick(now time.Time) {
 		e.packData() // the session message announces what was queued before it
 		e.sendSession(now)
 		e.nextSession = now.Add(e.jitter(e.opt.Heartbeat))
-		e.probeAt = time.Time{}
+		e.probeAt, e.probeAfter = time.Time{}, e.probeDelay()
 	case !e.probeAt.IsZero() && !now.Before(e.probeAt):
 		e.packData()
 		e.sendSession(now)
@@ -209,16 +211,25 @@ func (e *Engine) Tick(now time.Time) {
 // than at the next heartbeat (a node that sends one message and then waits
 // for an answer, as the lock and the elections do, would otherwise stall
 // the group for a heartbeat at every loss). Under steady traffic the later
-// data reveal a gap and the probe never fires.
+// data reveal a gap and the probe never fires. It runs with every batch
+// sent, so the delay is the one probeDelay worked out at the last
+// heartbeat.
 func (e *Engine) probe() {
 	if len(e.peers) == 0 {
 		return // nobody to tell
 	}
+	e.probeAt = e.lastNow.Add(e.probeAfter)
+}
+
+// probeDelay is two of the largest one-way delays to the peers (at least
+// MinDelay each), at most half a heartbeat: long enough for the data to
+// arrive first.
+func (e *Engine) probeDelay() time.Duration {
 	d := e.opt.MinDelay
 	for id := range e.peers {
 		d = max(d, e.delay(id))
 	}
-	e.probeAt = e.lastNow.Add(min(2*d, e.opt.Heartbeat/2))
+	return min(2*d, e.opt.Heartbeat/2)
 }
 
 // Paused tells the engine that this node could not observe the network for

@@ -195,7 +195,8 @@ type Machine struct {
 	quorum int
 	lease  time.Duration
 	heard  func(id uint64) time.Time
-	quiet  time.Time // quorum mode: no reply and no entry before this
+	quiet  time.Time   // quorum mode: no reply and no entry before this
+	ends   []time.Time // leaseEnds' scratch
 
 	hasView bool
 	view    string
@@ -422,12 +423,13 @@ func (m *Machine) leaseEnds() time.Time {
 	if need == 0 {
 		return time.Unix(1<<62, 0) // this node alone is a majority: forever
 	}
-	ends := make([]time.Time, 0, len(m.members))
+	ends := m.ends[:0] // NextDeadline asks at every turn of the node's loop: no allocation
 	for _, id := range m.members {
 		if at := m.heard(id); id != m.self && !at.IsZero() {
 			ends = append(ends, at.Add(m.lease))
 		}
 	}
+	m.ends = ends
 	if len(ends) < need {
 		return longAgo
 	}

@@ -167,25 +167,11 @@ func (e *eenv) electGroup(b *testing.B, scenario, alg string, n, rate int, socke
 // startNode starts host's node with control socket sock (or "off").
 func (g *egroup) startNode(host int, sock string) {
 	g.b.Helper()
-	name := fmt.Sprintf("%s-h%d", g.name, host)
-	n := &mnode{host: host, log: filepath.Join(g.l.LogDir(), name+".json")}
-	bin := g.e.huddle(g.b)
-	argv := []string{bin, "run", "--control-socket", sock, "--profile", "lan", "--id", strconv.Itoa(host), "--iface", lab.Iface,
-		"--addr", g.addr, "--log-format", "json", "--log-file", n.log, "--loopback=false", "--election", g.alg}
+	extra := []string{"--election", g.alg}
 	if g.rate > 0 {
-		argv = append(argv, "--send-rate", strconv.Itoa(g.rate), "--send-size", "1000")
+		extra = append(extra, "--send-rate", strconv.Itoa(g.rate), "--send-size", "1000")
 	}
-	argv = append(argv, strings.Fields(os.Getenv(extraArgsEnv))...)
-	n.start = time.Now()
-	p, err := g.l.Start(host, name, argv)
-	if err != nil {
-		g.b.Fatal(err)
-	}
-	n.proc = p
-	if n.pid, err = huddlePID(p, bin); err != nil {
-		g.b.Fatal(err)
-	}
-	g.nodes[host] = n
+	g.startWith(host, sock, "lan", extra...)
 }
 
 // elEvent is one election event of a node's log (election.started,

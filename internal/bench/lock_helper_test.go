@@ -297,23 +297,7 @@ func (e *lenv) lockGroup(b *testing.B, scenario string, hs []int, args func(int)
 // the extra flags args.
 func (g *lgroup) startNode(host int, sock string, args []string) {
 	g.b.Helper()
-	name := fmt.Sprintf("%s-h%d", g.name, host)
-	n := &mnode{host: host, log: filepath.Join(g.l.LogDir(), name+".json")}
-	bin := g.e.huddle(g.b)
-	argv := []string{bin, "run", "--control-socket", sock, "--profile", "local", "--id", strconv.Itoa(host), "--iface", lab.Iface,
-		"--addr", g.addr, "--log-format", "json", "--log-file", n.log, "--loopback=false", "--stats-interval", lockStatsEvery.String()}
-	argv = append(argv, args...)
-	argv = append(argv, strings.Fields(os.Getenv(extraArgsEnv))...)
-	n.start = time.Now()
-	p, err := g.l.Start(host, name, argv)
-	if err != nil {
-		g.b.Fatal(err)
-	}
-	n.proc = p
-	if n.pid, err = huddlePID(p, bin); err != nil {
-		g.b.Fatal(err)
-	}
-	g.nodes[host] = n
+	g.startWith(host, sock, "local", append([]string{"--stats-interval", lockStatsEvery.String()}, args...)...)
 }
 
 // counterSnap is the counters of every node of a group, read by their

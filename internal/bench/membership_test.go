@@ -234,12 +234,21 @@ func (e *menv) newGroup(b *testing.B, scenario string, hs []int, rate int) *mgro
 // start starts a node on host.
 func (g *mgroup) start(host int) *mnode {
 	g.b.Helper()
+	return g.startWith(host, "off", "lan", "--send-rate", strconv.Itoa(g.rate), "--send-size", "1000")
+}
+
+// startWith starts a node on host with control socket sock (or "off"),
+// the profile, and the flags in extra (then BENCH_HUDDLE_ARGS'), logging
+// JSON to the LAN's log directory; the membership, election and lock
+// benchmarks start their nodes through it.
+func (g *mgroup) startWith(host int, sock, profile string, extra ...string) *mnode {
+	g.b.Helper()
 	name := fmt.Sprintf("%s-h%d", g.name, host)
 	n := &mnode{host: host, log: filepath.Join(g.l.LogDir(), name+".json")}
 	bin := g.e.huddle(g.b)
-	argv := []string{bin, "run", "--control-socket", "off", "--profile", "lan", "--id", strconv.Itoa(host), "--iface", lab.Iface,
-		"--addr", g.addr, "--log-format", "json", "--log-file", n.log, "--loopback=false",
-		"--send-rate", strconv.Itoa(g.rate), "--send-size", "1000"}
+	argv := []string{bin, "run", "--control-socket", sock, "--profile", profile, "--id", strconv.Itoa(host), "--iface", lab.Iface,
+		"--addr", g.addr, "--log-format", "json", "--log-file", n.log, "--loopback=false"}
+	argv = append(argv, extra...)
 	argv = append(argv, strings.Fields(os.Getenv(extraArgsEnv))...)
 	n.start = time.Now()
 	p, err := g.l.Start(host, name, argv)

@@ -230,6 +230,7 @@ func (c *Core) Sending() bool { return c.m.Sending() }
 // request after.
 func (c *Core) Leave(now time.Time) {
 	c.now, c.leaving = now, true
+	c.syncView(now)
 	c.mu.m.Release(now)
 	c.lockStep()
 	c.m.Leave(now)

@@ -63,9 +63,11 @@ func (l *lockPart) setView(now time.Time, id wire.ViewID, members []uint64) {
 }
 
 // lockStep sends what the lock machine wants sent and takes its events.
+//
+// The lock must know the installed view first: Receive and Tick sync it
+// (electionStep), and so do LockRequest and LockRelease.
 func (c *Core) lockStep() {
 	l := &c.mu
-	c.syncView(c.now)
 	for _, msg := range l.m.TakeOutput() {
 		if len(l.queue) >= maxElectionQueue {
 			l.dropped++
@@ -86,6 +88,7 @@ func (c *Core) LockRequest(now time.Time) bool {
 		return false
 	}
 	c.now = now
+	c.syncView(now)
 	ok := c.mu.m.Request(now)
 	c.lockStep()
 	return ok
@@ -95,6 +98,7 @@ func (c *Core) LockRequest(now time.Time) bool {
 // when this node neither holds nor wants it.
 func (c *Core) LockRelease(now time.Time) bool {
 	c.now = now
+	c.syncView(now)
 	ok := c.mu.m.Release(now)
 	c.lockStep()
 	return ok
