@@ -443,10 +443,17 @@ func (c *lockCheck) end(s *lifeLock) {
 }
 
 // lifeEnd returns when l ended and how: at the death of its node that it
-// ran into, else at its last line, by exit (node.stopped) or not.
+// ran into, else at its last line, by exit (node.stopped) or not. A line
+// up to deathSkew after the death was still written by the life (the
+// caller takes the time just before it sends the signal); a later one is
+// the next process's, written before its node.started (a socket warning),
+// and says nothing of when this life ended.
 func (c *lockCheck) lifeEnd(l *Life) (time.Time, string) {
 	if d, ok := c.deathOf(l); ok {
-		return later(d, l.LastTime), "death"
+		if l.LastTime.After(d) && l.LastTime.Sub(d) <= deathSkew {
+			d = l.LastTime
+		}
+		return d, "death"
 	}
 	if !l.Stopped.IsZero() {
 		return l.LastTime, "exit"
@@ -475,12 +482,9 @@ func (c *lockCheck) deathOf(l *Life) (time.Time, bool) {
 	return at, true
 }
 
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
+// deathSkew is how long after the death a killed life's last line may
+// still come: the signal's delivery.
+const deathSkew = 10 * time.Millisecond
 
 func earlier(a, b time.Time) time.Time {
 	if a.Before(b) {

@@ -329,6 +329,7 @@ func TestCheckMutexRestart(t *testing.T) {
 	n1, n2, n3 := lockBase()
 	n3.req(210, 8).acq(220, 8, 10, 4)                                      // killed at 230
 	n1.req(225, 9).acq(240, 9, 15, 4).rel(260, 9, 20)                      // granted once node 3 is gone
+	n3.at(299).line("socket.rcvbuf_capped", "")                            // the new process, before its node.started
 	n3.at(300).started(301).req(310, 1).acq(320, 1, 10, 4).rel(330, 1, 10) // the new life starts its clock again
 	logs := finish(400, n1, n2)
 	n3.at(400).stopped()
