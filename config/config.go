@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -158,6 +159,9 @@ type Config struct {
 
 	// Security configures datagram sealing.
 	Security Security `toml:"security"`
+
+	// Drop injects receive-side loss for experiments.
+	Drop Drop `toml:"drop"`
 }
 
 // SRM holds the timer constants of Scalable Reliable Multicast (Floyd et
@@ -262,6 +266,61 @@ type Security struct {
 	// default) sends datagrams in the clear. Every member must use the same
 	// key.
 	Key string `toml:"key"`
+}
+
+// Drop configures the node's built-in fault injection, the analogue of
+// JGroups' DISCARD: datagrams this node receives are dropped at random
+// before the protocol sees them, as if the network had lost them. It is an
+// experiment tool for machines where kernel loss (netem, iptables, nft)
+// cannot be had; each dropped datagram is counted as injected_drops. A
+// running node's rule can be changed with huddle drop.
+type Drop struct {
+	// Rate is the probability that a received datagram is dropped, 0 to 1.
+	// Default 0 (off).
+	Rate float64 `toml:"rate"`
+	// From limits the drop to datagrams from these node IDs; with Rate 1 it
+	// cuts this node off from them (one side of a partition). Default empty:
+	// datagrams from every sender.
+	From IDList `toml:"from"`
+	// Seed seeds the drop's random choices, so that a run's drop pattern
+	// can be repeated. Default 0: derived from the node's ID and
+	// incarnation, a new pattern each start.
+	Seed uint64 `toml:"seed"`
+}
+
+// IDList is a list of node IDs, written "3,4" in flags and the
+// environment, and as a string or an array of numbers in TOML.
+type IDList []uint64
+
+// String formats the list as its IDs separated by commas.
+func (l IDList) String() string {
+	parts := make([]string, len(l))
+	for i, id := range l {
+		parts[i] = strconv.FormatUint(id, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (l IDList) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler: IDs separated by
+// commas (spaces allowed); empty is the empty list.
+func (l *IDList) UnmarshalText(b []byte) error {
+	var out IDList
+	for _, f := range strings.Split(string(b), ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || n < 1 {
+			return fmt.Errorf("%q is not a list of node IDs (e.g. 3,4; each 1 to 2^63-1)", b)
+		}
+		out = append(out, uint64(n))
+	}
+	*l = out
+	return nil
 }
 
 // Duration is a time.Duration that reads and writes as text such as

@@ -72,6 +72,9 @@ var usage = map[string]string{
 	"mutex.hold":         "lock workload: hold the lock this `long` each time",
 	"mutex.quorum":       "expected cluster `size`: lock only with a majority of it; 0 is off",
 	"security.key":       "group `key` sealing datagrams (AES-GCM), at least 16 bytes; prefer HUDDLE_SECURITY_KEY, flags show in ps",
+	"drop.rate":          "experiment: drop each received datagram with this `probability`, 0 to 1 (built-in loss, counted as injected_drops)",
+	"drop.from":          "experiment: drop only datagrams from these node `IDs` (e.g. 3,4); empty is every sender",
+	"drop.seed":          "experiment: `seed` of the drop's random choices; 0 derives one from the ID and incarnation",
 }
 
 // AddFlags registers one flag per Config field on fs, named after its TOML

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -112,7 +113,7 @@ func TestLoadPrecedence(t *testing.T) {
 			}
 			want := LAN()
 			tt.want(&want)
-			if got != want {
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("got  %+v\nwant %+v", got, want)
 			}
 		})
@@ -282,6 +283,7 @@ func everything() Config {
 		Election:        Election{Algorithm: "bully", Every: ms(1500), Count: 7},
 		Mutex:           Mutex{Quorum: 5, Think: "3s-5s", Hold: ms(4000)},
 		Security:        Security{Key: "0123456789abcdef-'\"x"},
+		Drop:            Drop{Rate: 0.25, From: IDList{3, 4}, Seed: 9},
 	}
 }
 
@@ -309,7 +311,7 @@ func TestEveryFieldHasFlagAndEnv(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if got != all {
+		if !reflect.DeepEqual(got, all) {
 			t.Errorf("%s:\ngot  %+v\nwant %+v", name, got, all)
 		}
 	}
@@ -322,7 +324,7 @@ func TestTOMLRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v\n%s", err, doc)
 		}
-		if got != c {
+		if !reflect.DeepEqual(got, c) {
 			t.Errorf("round trip:\ngot  %+v\nwant %+v\n%s", got, c, doc)
 		}
 	}

@@ -63,6 +63,8 @@ func (s setting) set(text string) error {
 	switch p := s.v.Addr().Interface().(type) {
 	case *Duration:
 		return p.UnmarshalText([]byte(text))
+	case *IDList:
+		return p.UnmarshalText([]byte(text))
 	case *string:
 		*p = text
 	case *bool:

@@ -50,6 +50,8 @@ func (c *Config) Validate() error {
 		checkThink(c.Mutex),
 		inRange("mutex.hold", c.Mutex.Hold, 0, Duration(time.Hour)),
 		checkKey(c.Security.Key),
+		inRange("drop.rate", c.Drop.Rate, 0, 1),
+		checkIDs("drop.from", c.Drop.From),
 	)
 }
 
@@ -142,6 +144,18 @@ func checkKey(k string) error {
 func checkThink(m Mutex) error {
 	if _, _, _, err := m.ThinkRange(); err != nil {
 		return problem("mutex.think", "", "%q is not a time or a range MIN-MAX of times (e.g. 3s-5s): %v", m.Think, err)
+	}
+	return nil
+}
+
+func checkIDs(key string, ids IDList) error {
+	for _, id := range ids {
+		if id < 1 || id > math.MaxInt64 {
+			return problem(key, "", "ID %d is out of range (1 to 2^63-1)", id)
+		}
+	}
+	if len(ids) > 1024 {
+		return problem(key, "", "%d IDs are too many (at most 1024)", len(ids))
 	}
 	return nil
 }
