@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,7 +35,7 @@ type controlFlags struct {
 
 // shownFlags are the configuration flags a control command's help lists:
 // those that find the node's socket. The others are accepted too.
-var shownFlags = []string{"config", "group", "id", "iface", "control-socket", "timeout", "json", "order", "service", "hold"}
+var shownFlags = []string{"config", "group", "id", "iface", "control-socket", "timeout", "json", "order", "service", "hold", "rate", "from", "seed"}
 
 func newControlFlags(name, synopsis, about string) *controlFlags {
 	f := &controlFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
@@ -297,6 +298,9 @@ func printStatus(w io.Writer, st node.Status, path string) {
 		}
 		tw.Flush()
 	}
+	if st.Drop != nil {
+		fmt.Fprintf(w, "%s (an experiment: huddle drop --rate 0 ends it)\n", describeDrop(*st.Drop))
+	}
 	if st.Leader != 0 {
 		fmt.Fprintf(w, "leader %d (%s election, round %d)\n", st.Leader, st.Election, st.LeaderRound)
 	} else if st.State != node.StateJoining {
@@ -463,4 +467,72 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "held the lock for %.1f ms after waiting %.1f ms\n", r.HeldMs, r.WaitMs)
 	return exitOK
+}
+
+func cmdDrop(args []string, stdout, stderr io.Writer) int {
+	f := newControlFlags("huddle drop", "huddle drop [flags]",
+		"Sets the running node's built-in fault injection, for experiments where kernel\n"+
+			"loss (netem, iptables, nft) cannot be had: the node drops each datagram it\n"+
+			"receives with probability --rate, before the protocol sees it, only from the\n"+
+			"senders --from lists when given. --rate 0 turns it off. Without --rate it\n"+
+			"prints the rule in force. Dropped datagrams are counted as injected_drops.")
+	rate := f.fs.Float64("rate", -1, "drop each received datagram with this `probability`, 0 to 1")
+	from := f.fs.String("from", "", "only datagrams from these node `IDs` (e.g. 3,4); empty is every sender")
+	seed := f.fs.Uint64("seed", 0, "restart the random choices from this `seed`; 0 goes on with them")
+	rest, code, ok := f.parse(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	var ids config.IDList
+	if err := ids.UnmarshalText([]byte(*from)); err != nil {
+		fmt.Fprintf(stderr, "huddle drop: --from: %v\n", err)
+		return exitUsage
+	}
+	a := control.DropArgs{From: ids, Seed: *seed}
+	switch {
+	case len(rest) > 0:
+		fmt.Fprintf(stderr, "huddle drop: unexpected argument %q\n", rest[0])
+		return exitUsage
+	case *rate != -1 && !(*rate >= 0 && *rate <= 1):
+		fmt.Fprintf(stderr, "huddle drop: --rate %v is out of range (0 to 1)\n", *rate)
+		return exitUsage
+	case *rate == -1 && (len(ids) > 0 || *seed != 0):
+		fmt.Fprintln(stderr, "huddle drop: --from and --seed go with --rate")
+		return exitUsage
+	case *rate != -1:
+		a.Rate = rate
+	}
+	t, err := f.findTarget()
+	if err != nil {
+		return fail(stderr, "huddle drop", err, true)
+	}
+	res, _, err := t.call(*f.timeout, "drop", a)
+	if err != nil {
+		return fail(stderr, "huddle drop", err, false)
+	}
+	if *f.json {
+		stdout.Write(append(bytes.TrimSpace(res), '\n'))
+		return exitOK
+	}
+	var r control.DropResult
+	if err := json.Unmarshal(res, &r); err != nil {
+		return fail(stderr, "huddle drop", fmt.Errorf("the node's answer is malformed: %w", err), false)
+	}
+	fmt.Fprintf(stdout, "%s; %d datagrams dropped so far\n", describeDrop(r.Drop), r.InjectedDrops)
+	return exitOK
+}
+
+// describeDrop says in words what a fault injection rule drops.
+func describeDrop(d node.Drop) string {
+	if !d.Active() {
+		return "built-in drop off"
+	}
+	who := "every sender"
+	if len(d.From) > 0 {
+		who = "node " + config.IDList(d.From).String()
+		if len(d.From) > 1 {
+			who = "nodes " + config.IDList(d.From).String()
+		}
+	}
+	return fmt.Sprintf("built-in drop: %s of the datagrams from %s", strconv.FormatFloat(d.Rate*100, 'f', -1, 64)+"%", who)
 }

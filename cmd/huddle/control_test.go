@@ -36,6 +36,7 @@ type fakeNode struct {
 	joining bool
 	mu      sync.Mutex
 	sent    []string // "payload/order"
+	drop    node.Drop
 }
 
 func (f *fakeNode) Status(context.Context) (node.Status, error) {
@@ -43,10 +44,25 @@ func (f *fakeNode) Status(context.Context) (node.Status, error) {
 		Src: "127.0.0.1:7468", State: node.StateMember, View: fmt.Sprintf("4.%d", f.id), Coordinator: f.id,
 		Members: []node.Member{{ID: f.id, Incarnation: 100 + f.id}, {ID: 77, Incarnation: 177}}, Peers: []uint64{77},
 		Counters: node.Counters{{Name: "msgs_sent", Value: uint64(12345)}, {Name: "srm_spread", Value: 1.5}}}
+	f.mu.Lock()
+	if f.drop.Active() {
+		d := f.drop
+		st.Drop = &d
+		st.Counters = append(st.Counters, node.Counter{Name: "injected_drops", Value: uint64(42)})
+	}
+	f.mu.Unlock()
 	if f.joining {
 		st.State, st.View, st.Coordinator, st.Members, st.Peers = node.StateJoining, "0.0", 0, []node.Member{}, []uint64{}
 	}
 	return st, nil
+}
+
+func (f *fakeNode) SetDrop(_ context.Context, d node.Drop) (node.Drop, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := f.drop
+	f.drop = d
+	return old, nil
 }
 
 func (f *fakeNode) Lock(context.Context) error   { return nil }
@@ -151,6 +167,17 @@ func TestControlCommands(t *testing.T) {
 		{name: "send bad timeout", args: []string{"send", "--timeout", "0s", "a"}, code: 2, stderr: []string{"--timeout must be above 0"}},
 		{name: "send unknown flag", args: []string{"send", "a", "--bogus"}, code: 2, stderr: []string{"flag provided but not defined: -bogus"}},
 		{name: "send to no node", args: []string{"send", "--id", "4", "a"}, code: 1, stderr: []string{"huddle send: no node is running at"}},
+
+		{name: "drop report", args: []string{"drop", "--id", "9", "--control-socket", explicit}, stdout: []string{"built-in drop off; 0 datagrams dropped so far\n"}},
+		{name: "drop set", args: []string{"drop", "--control-socket", explicit, "--rate", "0.05", "--from", "3,4"},
+			stdout: []string{"built-in drop: 5% of the datagrams from nodes 3,4; 42 datagrams dropped so far\n"}},
+		{name: "drop shows in status", args: []string{"status", "--control-socket", explicit},
+			stdout: []string{"built-in drop: 5% of the datagrams from nodes 3,4 (an experiment: huddle drop --rate 0 ends it)", "injected_drops     42"}},
+		{name: "drop json", args: []string{"drop", "--control-socket", explicit, "--json", "--rate", "0"},
+			stdout: []string{`{"drop":{"rate":0},"before":{"rate":0.05,"from":[3,4]},"injected_drops":0}` + "\n"}},
+		{name: "drop bad rate", args: []string{"drop", "--rate", "2"}, code: 2, stderr: []string{"--rate 2 is out of range (0 to 1)"}},
+		{name: "drop bad from", args: []string{"drop", "--rate", "1", "--from", "3,x"}, code: 2, stderr: []string{`--from: "3,x" is not a list of node IDs`}},
+		{name: "drop from without rate", args: []string{"drop", "--from", "3"}, code: 2, stderr: []string{"--from and --seed go with --rate"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, kv := range c.env {

@@ -37,6 +37,7 @@ Usage:
   huddle send TEXT       multicast TEXT through the running node (--order fifo|total|safe)
   huddle elect           start a leader election from the running node and print the leader
   huddle lock [--hold D] acquire the group's lock on the running node, hold it, release it
+  huddle drop --rate P   make the running node drop received datagrams at random (an experiment)
   huddle version         print the version
   huddle help            print this help
 
@@ -70,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdElect(args[1:], stdout, stderr)
 	case "lock":
 		return cmdLock(args[1:], stdout, stderr)
+	case "drop":
+		return cmdDrop(args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(args[1:], stdout, stderr)
 	case "version", "--version", "-version":

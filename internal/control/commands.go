@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/node"
@@ -19,6 +20,7 @@ type Node interface {
 	Elect(ctx context.Context) (node.ElectResult, error)
 	Lock(ctx context.Context) error
 	Unlock(ctx context.Context) error
+	SetDrop(ctx context.Context, d node.Drop) (node.Drop, error)
 }
 
 var _ Node = (*node.Node)(nil)
@@ -31,6 +33,7 @@ func Commands(n Node) map[string]Handler {
 		"send":   sendCommand(n),
 		"elect":  electCommand(n),
 		"lock":   lockCommand(n),
+		"drop":   dropCommand(n),
 	}
 }
 
@@ -178,6 +181,76 @@ func lockCommand(n Node) Handler {
 		}
 		return LockResult{WaitMs: float64(got.Sub(start).Microseconds()) / 1000, HeldMs: float64(time.Since(got).Microseconds()) / 1000}, nil
 	}
+}
+
+// DropArgs are the arguments of drop: the node's new fault injection
+// rule (see node.Drop). Without Rate the command changes nothing and
+// reports the rule in force.
+type DropArgs struct {
+	Rate *float64 `json:"rate,omitempty"` // 0 to 1; 0 turns the drop off
+	From []uint64 `json:"from,omitempty"` // only datagrams from these senders; empty: every sender
+	Seed uint64   `json:"seed,omitempty"` // restarts the random choices; 0 keeps them going
+}
+
+// DropResult is drop's result: the rule in force after the command, the
+// one it replaced (when it changed the rule), and the datagrams dropped so
+// far.
+type DropResult struct {
+	Drop          node.Drop  `json:"drop"`
+	Before        *node.Drop `json:"before,omitempty"`
+	InjectedDrops uint64     `json:"injected_drops"`
+}
+
+// maxDropFrom bounds drop's list of senders, as the drop.from setting.
+const maxDropFrom = 1024
+
+// dropCommand sets or reports the node's built-in fault injection.
+func dropCommand(n Node) Handler {
+	return func(ctx context.Context, args json.RawMessage) (any, error) {
+		var a DropArgs
+		if err := decodeArgs(args, &a); err != nil {
+			return nil, err
+		}
+		if err := a.check(); err != nil {
+			return nil, err
+		}
+		var res DropResult
+		if a.Rate != nil {
+			before, err := n.SetDrop(ctx, node.Drop{Rate: *a.Rate, From: a.From, Seed: a.Seed})
+			if err != nil {
+				return nil, nodeError(err, "setting the drop", "its loop did not answer")
+			}
+			res.Before = &before
+		}
+		st, err := n.Status(ctx)
+		if err != nil {
+			return nil, nodeError(err, "reading the node's status", "its loop did not answer")
+		}
+		if st.Drop != nil {
+			res.Drop = *st.Drop
+		}
+		if v, ok := st.Counters.Get("injected_drops"); ok {
+			res.InjectedDrops, _ = v.(uint64)
+		}
+		return res, nil
+	}
+}
+
+func (a DropArgs) check() error {
+	switch {
+	case a.Rate == nil && (a.From != nil || a.Seed != 0):
+		return errorf(ErrBadRequest, "drop: from and seed go with a rate")
+	case a.Rate != nil && !(*a.Rate >= 0 && *a.Rate <= 1):
+		return errorf(ErrBadRequest, fmt.Sprintf("drop: rate %v is out of range (0 to 1)", *a.Rate))
+	case len(a.From) > maxDropFrom:
+		return errorf(ErrBadRequest, fmt.Sprintf("drop: %d senders are too many (at most %d)", len(a.From), maxDropFrom))
+	}
+	for _, id := range a.From {
+		if id < 1 || id > math.MaxInt64 {
+			return errorf(ErrBadRequest, fmt.Sprintf("drop: sender ID %d is out of range (1 to 2^63-1)", id))
+		}
+	}
+	return nil
 }
 
 // decodeArgs decodes a command's arguments strictly into v; no arguments

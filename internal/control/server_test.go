@@ -33,6 +33,8 @@ type fakeNode struct {
 	sent      []sentMsg
 	elections int
 	locks     int
+	drop      node.Drop
+	drops     uint64 // injected_drops reported
 }
 
 type sentMsg struct {
@@ -47,9 +49,15 @@ func (f *fakeNode) Status(ctx context.Context) (node.Status, error) {
 	if f.stopped {
 		return node.Status{}, node.ErrStopped
 	}
-	return node.Status{ID: 1, Group: "g", State: f.state, View: "2.1", Coordinator: 1,
+	st := node.Status{ID: 1, Group: "g", State: f.state, View: "2.1", Coordinator: 1,
 		Members:  []node.Member{{ID: 1, Incarnation: 10}, {ID: 2, Incarnation: 20}},
-		Counters: node.Counters{{Name: "msgs_sent", Value: uint64(len(f.sent))}, {Name: "srm_spread", Value: 2.5}}}, nil
+		Counters: node.Counters{{Name: "msgs_sent", Value: uint64(len(f.sent))}, {Name: "srm_spread", Value: 2.5}}}
+	if f.drop.Active() {
+		d := f.drop
+		st.Drop = &d
+		st.Counters = append(st.Counters, node.Counter{Name: "injected_drops", Value: f.drops})
+	}
+	return st, nil
 }
 
 func (f *fakeNode) Lock(ctx context.Context) error {
@@ -63,6 +71,17 @@ func (f *fakeNode) Lock(ctx context.Context) error {
 }
 
 func (f *fakeNode) Unlock(ctx context.Context) error { return nil }
+
+func (f *fakeNode) SetDrop(ctx context.Context, d node.Drop) (node.Drop, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return node.Drop{}, node.ErrStopped
+	}
+	old := f.drop
+	f.drop, f.drops = d, 7
+	return old, nil
+}
 
 func (f *fakeNode) Elect(ctx context.Context) (node.ElectResult, error) {
 	f.mu.Lock()
@@ -179,7 +198,14 @@ func TestRequests(t *testing.T) {
 		{name: "elect on a stopping node", stopped: true, raw: `{"cmd":"elect"}` + "\n", code: "stopped"},
 		{name: "lock", raw: `{"cmd":"lock","args":{"hold_ms":1}}` + "\n", want: `"held_ms":`},
 		{name: "lock with a negative hold", raw: `{"cmd":"lock","args":{"hold_ms":-1}}` + "\n", code: "bad_request", want: "negative"},
-		{name: "unknown command", raw: `{"cmd":"unlock"}` + "\n", code: "unknown_command", want: `unknown command \"unlock\" (this node knows: elect, lock, panic, send, status)`},
+		{name: "drop report", raw: `{"cmd":"drop"}` + "\n", want: `{"drop":{"rate":0},"injected_drops":0}`},
+		{name: "drop set", raw: `{"cmd":"drop","args":{"rate":0.25,"from":[3,4],"seed":9}}` + "\n", want: `{"drop":{"rate":0.25,"from":[3,4],"seed":9},"before":{"rate":0},"injected_drops":7}`},
+		{name: "drop off", raw: `{"cmd":"drop","args":{"rate":0}}` + "\n", want: `{"drop":{"rate":0},"before":{"rate":0},"injected_drops":0}`},
+		{name: "drop rate too high", raw: `{"cmd":"drop","args":{"rate":1.5}}` + "\n", code: "bad_request", want: "rate 1.5 is out of range (0 to 1)"},
+		{name: "drop from without rate", raw: `{"cmd":"drop","args":{"from":[3]}}` + "\n", code: "bad_request", want: "go with a rate"},
+		{name: "drop from ID 0", raw: `{"cmd":"drop","args":{"rate":1,"from":[0]}}` + "\n", code: "bad_request", want: "sender ID 0 is out of range"},
+		{name: "drop on a stopping node", stopped: true, raw: `{"cmd":"drop","args":{"rate":1}}` + "\n", code: "stopped"},
+		{name: "unknown command", raw: `{"cmd":"unlock"}` + "\n", code: "unknown_command", want: `unknown command \"unlock\" (this node knows: drop, elect, lock, panic, send, status)`},
 		{name: "panicking command", raw: `{"cmd":"panic"}` + "\n", code: "failed", want: "internal error: boom"},
 		{name: "not JSON", raw: "status\n", code: "bad_request", want: "malformed request"},
 		{name: "no cmd", raw: "{}\n", code: "bad_request", want: `no \"cmd\"`},

@@ -32,7 +32,8 @@ type CoreOptions struct {
 	Settings       []vsync.Setting // protocol settings every member must share
 	Seed           uint64          // seeds the protocol's randomness (timer jitter)
 	Election       ElectionOptions
-	Quorum         int // the lock's: grant only in a view of more than Quorum/2 members; 0 = off
+	Quorum         int  // the lock's: grant only in a view of more than Quorum/2 members; 0 = off
+	Drop           Drop // built-in fault injection; Drop.Seed 0 derives the drop's seed from Seed
 }
 
 // CoreOptionsFrom takes a Core's options from a node's configuration.
@@ -45,6 +46,7 @@ func CoreOptionsFrom(c config.Config, inc, seed uint64) CoreOptions {
 		JoinTimeout: c.JoinTimeout.D(), Settings: Settings(c), Seed: seed,
 		Election: ElectionOptions{Algorithm: election.Algorithm(c.Election.Algorithm), Every: c.Election.Every.D(), Count: c.Election.Count},
 		Quorum:   c.Mutex.Quorum,
+		Drop:     Drop{Rate: c.Drop.Rate, From: c.Drop.From, Seed: c.Drop.Seed},
 	}
 }
 
@@ -79,6 +81,7 @@ type Core struct {
 	mc      *multicast.Engine // m's
 	el      elect             // the leader election, on the election service
 	mu      lockPart          // the Ricart–Agrawala lock, on the mutex service
+	drop    *dropper          // built-in fault injection
 	now     time.Time         // of the current step
 	leaving bool              // Leave was called
 	ctlOut  [][]byte          // NACKs and repairs of this turn
@@ -104,6 +107,7 @@ type CoreStats struct {
 	OwnEcho       uint64 // our own datagrams looped back
 	EncodeErrors  uint64
 	OversizedSent uint64 // datagrams over DatagramSize: none should be (every kind is sized to fit); counted, still sent
+	InjectedDrops uint64 // datagrams the built-in fault injection dropped (Drop)
 	ProtocolMsgs  uint64 // deliveries taken by the node's own protocols (election, lock), of the engine's
 }
 
@@ -117,6 +121,7 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 		env:   wire.NewEnvelope(o.DatagramSize),
 	}
 	c.dec.Filter(c.group, o.ID, o.Inc)
+	c.drop = newDropper(o.Drop, o.Seed)
 	c.m = vsync.New(vsync.Options{
 		Engine: multicast.Options{
 			Self: o.ID, Inc: o.Inc, Group: c.group,
@@ -141,11 +146,21 @@ func (c *Core) Receive(now time.Time, src netip.AddrPort, data []byte) {
 		c.countDecodeError(err)
 		return
 	}
+	if c.drop.hit(c.env.From) {
+		c.stats.InjectedDrops++
+		return
+	}
 	c.now = now
 	c.m.Step(now, src, c.env)
 	c.electionStep(now)
 	c.lockStep()
 }
+
+// SetDrop replaces the built-in fault injection's rule (see Drop).
+func (c *Core) SetDrop(d Drop) { c.drop.set(d) }
+
+// Drop returns the built-in fault injection's rule.
+func (c *Core) Drop() Drop { return c.drop.rule }
 
 func (c *Core) countDecodeError(err error) {
 	switch {

@@ -630,6 +630,9 @@ func (r *Node) logStarted() {
 		Int64("heartbeat_ms", c.Heartbeat.D().Milliseconds()).Int64("suspect_ms", c.SuspectTimeout.D().Milliseconds()).
 		Int("datagram_size", c.DatagramSize).Int("ttl", c.TTL).Bool("loopback", c.Loopback).
 		Str("control_socket", c.ControlSocket).Msg("node started")
+	if d := r.core.Drop(); d.Active() {
+		r.logDrop("node.drop", d)
+	}
 }
 
 func (r *Node) logStats(why string) {

@@ -23,12 +23,13 @@ type Status struct {
 	State       string   `json:"state"` // see State
 	View        string   `json:"view"`  // "epoch.coordinator"; "0.0" before the first view
 	Coordinator uint64   `json:"coordinator"`
-	Members     []Member `json:"members"`      // oldest first; the first coordinates
-	Peers       []uint64 `json:"peers"`        // live peers heard, members or not
-	Leader      uint64   `json:"leader"`       // the elected leader this node knows; 0 = none yet
-	LeaderRound uint64   `json:"leader_round"` // the election round that chose it
-	Election    string   `json:"election"`     // the algorithm: ring or bully
-	Lock        string   `json:"lock"`         // this node and the group's lock: released, wanted or held
+	Members     []Member `json:"members"`        // oldest first; the first coordinates
+	Peers       []uint64 `json:"peers"`          // live peers heard, members or not
+	Leader      uint64   `json:"leader"`         // the elected leader this node knows; 0 = none yet
+	LeaderRound uint64   `json:"leader_round"`   // the election round that chose it
+	Election    string   `json:"election"`       // the algorithm: ring or bully
+	Lock        string   `json:"lock"`           // this node and the group's lock: released, wanted or held
+	Drop        *Drop    `json:"drop,omitempty"` // the built-in fault injection, when on
 	Counters    Counters `json:"counters"`
 }
 
@@ -65,6 +66,9 @@ func (r *Node) status() Status {
 	s.Leader, s.LeaderRound = r.core.Leader()
 	s.Election = c.Election.Algorithm
 	s.Lock = r.core.LockState().String()
+	if d := r.core.Drop(); d.Active() {
+		s.Drop = &d
+	}
 	for i, m := range v.Members {
 		s.Members[i] = Member{m.ID, m.Inc}
 	}
@@ -107,6 +111,7 @@ func (r *Node) counters() Counters {
 		{"bytes_in", cs.BytesIn}, {"bytes_out", cs.BytesOut},
 		{"malformed", cs.Malformed}, {"not_huddle", cs.NotHuddle}, {"unknown_kind", cs.UnknownKind},
 		{"foreign_group", cs.ForeignGroup}, {"own_echo", cs.OwnEcho}, {"truncated", r.truncated},
+		{"injected_drops", cs.InjectedDrops},
 		{"send_errors", r.sendErrors}, {"encode_errors", cs.EncodeErrors},
 		{"sessions_sent", ms.SessionsSent}, {"sessions_recv", ms.SessionsRecv}, {"tail_probes", ms.TailProbes},
 		{"stale_incarnation", ms.StaleInc}, {"unhandled", ms.Unhandled}, {"peers", ms.Peers},

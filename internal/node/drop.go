@@ -1,0 +1,94 @@
+package node
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+)
+
+// Drop is the node's built-in fault injection (the drop.* settings), the
+// analogue of JGroups' DISCARD: each datagram that arrives is dropped with
+// probability Rate before the protocol sees it, as if the network had lost
+// it, when From is empty or names its sender. It is for experiments on
+// machines where kernel loss (netem, iptables, nft) cannot be had.
+type Drop struct {
+	Rate float64  `json:"rate"`           // 0 to 1; 0 is off
+	From []uint64 `json:"from,omitempty"` // only datagrams from these senders; empty: every sender
+	// Seed seeds the random choices; 0 keeps the current source (at
+	// start: one derived from the node's protocol seed).
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// Active reports whether the rule drops anything.
+func (d Drop) Active() bool { return d.Rate > 0 }
+
+// dropper applies a Drop rule with a seeded random source of its own, so
+// that the protocol's randomness (timer jitter) does not depend on it.
+type dropper struct {
+	rule Drop
+	from map[uint64]bool // nil: every sender
+	rng  *rand.Rand
+}
+
+// dropSalt keeps the drop's random stream apart from the protocol's when
+// both are derived from one seed.
+const dropSalt = 0x64726f70 // "drop"
+
+func newDropper(d Drop, seed uint64) *dropper {
+	x := &dropper{rng: rand.New(rand.NewPCG(seed, dropSalt))}
+	x.set(d)
+	return x
+}
+
+// set replaces the rule; a non-zero Seed restarts the random source.
+func (x *dropper) set(d Drop) {
+	d.From = slices.Clone(d.From)
+	x.rule, x.from = d, nil
+	if len(d.From) > 0 {
+		x.from = make(map[uint64]bool, len(d.From))
+		for _, id := range d.From {
+			x.from[id] = true
+		}
+	}
+	if d.Seed != 0 {
+		x.rng = rand.New(rand.NewPCG(d.Seed, dropSalt))
+	}
+}
+
+// hit reports whether a datagram from sender is to be dropped.
+func (x *dropper) hit(sender uint64) bool {
+	switch {
+	case x.rule.Rate <= 0:
+		return false
+	case x.from != nil && !x.from[sender]:
+		return false
+	case x.rule.Rate >= 1:
+		return true
+	}
+	return x.rng.Float64() < x.rule.Rate
+}
+
+// SetDrop replaces the running node's fault injection rule and returns the
+// one it replaced; the change is logged as node.drop.
+func (r *Node) SetDrop(ctx context.Context, d Drop) (Drop, error) {
+	var old Drop
+	err := r.Do(ctx, func(c *Core) {
+		old = c.Drop()
+		c.SetDrop(d)
+		r.logDrop("node.drop", c.Drop())
+	})
+	return old, err
+}
+
+// logDrop logs the fault injection rule in force.
+func (r *Node) logDrop(event string, d Drop) {
+	e := r.log.Info().Str("event", event).Float64("rate", d.Rate).Uints64("from", orEmpty(d.From))
+	if d.Seed != 0 {
+		e = e.Uint64("seed", d.Seed)
+	}
+	if !d.Active() {
+		e.Msg("built-in drop off")
+		return
+	}
+	e.Msg("built-in drop: received datagrams are dropped at random (an experiment)")
+}

@@ -1,0 +1,151 @@
+package node
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/testutil"
+)
+
+// addDroppers adds nodes whose built-in drop discards a rate of what they
+// receive, on a network that itself loses nothing.
+func addDroppers(w *sim.World, rate float64, ids ...uint64) {
+	for _, id := range ids {
+		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
+			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
+				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin,
+				Window: 256, Seed: uint64(seed), Drop: Drop{Rate: rate}}, w.Now())
+		})
+	}
+}
+
+// TestBuiltInDropIsLoss: the built-in drop looks like loss to the
+// protocol. With 10 % of every node's datagrams dropped on a lossless
+// network, the group forms, every message of every order reaches every
+// member once, in order and in view (the virtual synchrony checks run
+// after every step), the losses are repaired with NACKs, and each node
+// counts about a tenth of what it received as injected_drops.
+func TestBuiltInDropIsLoss(t *testing.T) {
+	testutil.ForSeeds(t, 6, func(t *testing.T, seed int64) {
+		const rate, n, perSender = 0.1, 4, 150
+		w := sim.New(sim.Options{Seed: seed, Jitter: 100 * time.Microsecond})
+		l := newVSLedger()
+		w.Check("view synchrony", l.check)
+		addDroppers(w, rate, ids(n)...)
+		settleViews(t, w, 5*time.Second, ids(n))
+		var keys []msgKey
+		sent := 0
+		for step := 0; sent < n*perSender; step++ {
+			for _, id := range ids(n) {
+				w.Do(id, func(m sim.Machine) {
+					c := m.(*Core)
+					p := binary.BigEndian.AppendUint64(nil, uint64(step))
+					if k, err := l.multicast(c, id, c.opt.Inc, p, orders[step%len(orders)]); err == nil {
+						keys = append(keys, k)
+						sent++
+					}
+				})
+			}
+			if err := w.RunFor(2 * time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			if step > 10_000 {
+				t.Fatalf("only %d of %d messages sent", sent, n*perSender)
+			}
+		}
+		if err := w.RunFor(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := agreed(w, ids(n)); err != nil {
+			t.Fatalf("the drop split the group: %v\n%s", err, w.Trace())
+		}
+		for _, id := range ids(n) {
+			lf := l.life(id, core(w, id).opt.Inc)
+			for _, k := range keys {
+				if !lf.seen[k] {
+					t.Fatalf("node %d never delivered %v", id, k)
+				}
+			}
+		}
+		for _, id := range ids(n) {
+			cs, ms := core(w, id).Stats()
+			got := float64(cs.InjectedDrops) / float64(cs.DatagramsIn-cs.OwnEcho)
+			t.Logf("node %d: %d of %d datagrams dropped (%.3f), %d NACKs, %d repairs", id, cs.InjectedDrops, cs.DatagramsIn, got, ms.NacksSent, ms.RepairsSent)
+			if got < rate/2 || got > rate*1.5 {
+				t.Errorf("node %d dropped %.3f of its datagrams, want about %.2f", id, got, rate)
+			}
+			if ms.NacksSent == 0 {
+				t.Errorf("node %d sent no NACK: the drop did not look like loss", id)
+			}
+		}
+	})
+}
+
+// TestBuiltInDropCutsAndHeals: a rule of rate 1 from the other side's
+// nodes, set on a running group, partitions it as a cut in the network
+// would: each side installs a view of its own; with the rules off, the
+// sides merge again.
+func TestBuiltInDropCutsAndHeals(t *testing.T) {
+	w := sim.New(sim.Options{Seed: 1})
+	l := newVSLedger()
+	w.Check("view synchrony", l.check)
+	addDroppers(w, 0, ids(4)...)
+	settleViews(t, w, 2*time.Second, ids(4))
+	a, b := []uint64{1, 2}, []uint64{3, 4}
+	cut := func(side, other []uint64, rate float64) {
+		for _, id := range side {
+			w.Do(id, func(m sim.Machine) { m.(*Core).SetDrop(Drop{Rate: rate, From: other}) })
+		}
+	}
+	cut(a, b, 1)
+	cut(b, a, 1)
+	settleViews(t, w, 2*time.Second, a)
+	settleViews(t, w, 2*time.Second, b)
+	for _, id := range a {
+		if cs, _ := core(w, id).Stats(); cs.InjectedDrops == 0 {
+			t.Errorf("node %d counted no injected drop", id)
+		}
+		if d := core(w, id).Drop(); d.Rate != 1 || len(d.From) != 2 {
+			t.Errorf("node %d reports the rule %+v", id, d)
+		}
+	}
+	cut(a, b, 0)
+	cut(b, a, 0)
+	settleViews(t, w, 5*time.Second, ids(4))
+}
+
+// TestBuiltInDropFromOneSender drops only what one sender sends: the
+// others' datagrams all arrive, and the seed makes the choice repeatable.
+func TestBuiltInDropFromOneSender(t *testing.T) {
+	run := func() (drops uint64) {
+		w := sim.New(sim.Options{Seed: 3})
+		addDroppers(w, 0, ids(3)...)
+		settleViews(t, w, 2*time.Second, ids(3))
+		w.Do(3, func(m sim.Machine) { m.(*Core).SetDrop(Drop{Rate: 0.5, From: []uint64{2}, Seed: 7}) })
+		before, _ := core(w, 3).Stats()
+		if err := w.RunFor(500 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		after, _ := core(w, 3).Stats()
+		drops = after.InjectedDrops - before.InjectedDrops
+		if drops == 0 {
+			t.Fatal("node 3 dropped nothing from node 2")
+		}
+		// Node 3 hears node 1's heartbeats whole: roughly half of node
+		// 2's are missing, none of node 1's.
+		in := after.DatagramsIn - before.DatagramsIn
+		if drops*3 > in {
+			t.Errorf("node 3 dropped %d of %d datagrams: more than half of one sender's", drops, in)
+		}
+		if err := agreed(w, ids(3)); err != nil {
+			t.Errorf("half of one sender's heartbeats lost split the group: %v", err)
+		}
+		return drops
+	}
+	if a, b := run(), run(); a != b {
+		t.Errorf("the same seed dropped %d, then %d datagrams", a, b)
+	}
+}
