@@ -5,11 +5,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/huddle-lan/huddle/internal/systool"
 	"github.com/huddle-lan/huddle/internal/testutil"
 )
 
@@ -51,7 +51,7 @@ func TestCheckRouteInterfaceDown(t *testing.T) {
 	if err := checkRoute(lo, group); err != nil {
 		t.Fatalf("lo up: checkRoute: %v", err)
 	}
-	if out, err := exec.Command("ip", "link", "set", "lo", "down").CombinedOutput(); err != nil {
+	if out, err := systool.Command("ip", "link", "set", "lo", "down").CombinedOutput(); err != nil {
 		t.Fatalf("ip link set lo down: %v: %s", err, out)
 	}
 	if err := checkRoute(lo, group); !errors.Is(err, ErrNoRoute) {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
+	"github.com/huddle-lan/huddle/internal/systool"
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/multicast"
 )
@@ -401,7 +401,7 @@ func BenchmarkLoopbackBatch(b *testing.B) {
 // ip runs the ip command inside the test's private namespace.
 func ip(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("ip", args...).CombinedOutput()
+	out, err := systool.Command("ip", args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
 	}
@@ -421,26 +421,55 @@ func readSysctl(t *testing.T, name string) int {
 	return n
 }
 
-// TestRefusedDatagramDoesNotSinkTheBatch: a firewall that refuses one
-// datagram (EPERM) costs that datagram, not the rest of the batch.
+// TestRefusedDatagramDoesNotSinkTheBatch: a datagram the kernel refuses
+// costs that datagram, not the rest of the batch. The kernel refuses one
+// too large for UDP (EMSGSIZE) on any machine, and, where a firewall can be
+// had (iptables or nft), one that a rule refuses (EPERM).
 func TestRefusedDatagramDoesNotSinkTheBatch(t *testing.T) {
 	if !testutil.PrivateNetwork(t) {
 		return
 	}
-	// Refuse exactly the 777-byte UDP payloads (IP length 777+28).
-	if out, err := exec.Command("iptables", "-A", "OUTPUT", "-p", "udp", "-m", "length", "--length", "805",
-		"-j", "DROP").CombinedOutput(); err != nil {
-		t.Skipf("iptables cannot add a rule here: %v: %s", err, out)
+	refusals := []struct {
+		name string
+		bad  []byte
+	}{{"too large for UDP", make([]byte, 70000)}}
+	if fw, err := refuse777(); err == nil {
+		refusals = append(refusals, struct {
+			name string
+			bad  []byte
+		}{"refused by " + fw, make([]byte, 777)})
+	} else {
+		t.Logf("no firewall here, so no EPERM case: %v", err)
 	}
 	a, b := open(t, opts("lo")), open(t, opts("lo"))
-	batch := [][]byte{[]byte("first"), make([]byte, 777), []byte("third"), []byte("fourth")}
-	if err := a.WriteBatch(batch); err == nil {
-		t.Fatal("WriteBatch reported no error for the refused datagram")
-	}
-	got := read(t, b, 3, 2048)
-	for i, want := range []string{"first", "third", "fourth"} {
-		if string(got[i].data) != want {
-			t.Fatalf("datagram %d is %q, want %q: the batch after the refused one was lost", i, got[i].data, want)
+	for _, r := range refusals {
+		t.Logf("case: %s", r.name)
+		batch := [][]byte{[]byte("first"), r.bad, []byte("third"), []byte("fourth")}
+		if err := a.WriteBatch(batch); err == nil {
+			t.Fatalf("%s: WriteBatch reported no error for the refused datagram", r.name)
+		}
+		got := read(t, b, 3, 2048)
+		for i, want := range []string{"first", "third", "fourth"} {
+			if string(got[i].data) != want {
+				t.Fatalf("%s: datagram %d is %q, want %q: the batch after the refused one was lost", r.name, i, got[i].data, want)
+			}
 		}
 	}
+}
+
+// refuse777 makes the kernel refuse to send 777-byte UDP payloads (EPERM),
+// with iptables or else nft, and names the one it used.
+func refuse777() (string, error) {
+	// IP length 777+28; UDP length 777+8.
+	out, err := systool.Command("iptables", "-A", "OUTPUT", "-p", "udp", "-m", "length", "--length", "805", "-j", "DROP").CombinedOutput()
+	if err == nil {
+		return "iptables", nil
+	}
+	cmd := systool.Command("nft", "-f", "-")
+	cmd.Stdin = strings.NewReader("table inet hudtest { chain out { type filter hook output priority 0; udp length 785 drop; } }\n")
+	out2, err2 := cmd.CombinedOutput()
+	if err2 == nil {
+		return "nft", nil
+	}
+	return "", fmt.Errorf("iptables: %v: %s; nft: %v: %s", err, bytes.TrimSpace(out), err2, bytes.TrimSpace(out2))
 }

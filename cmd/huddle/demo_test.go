@@ -98,11 +98,11 @@ func TestDemoOnAVirtualLAN(t *testing.T) {
 }
 
 // TestDemoFallsBackInProcess runs the demo where no virtual LAN can be
-// built (no ip, no unshare on the PATH): it says why, runs the nodes in
-// its own process, and passes all the same.
+// built (no ip, no unshare on the PATH nor in the system directories): it
+// says why, runs the nodes in its own process, and passes all the same.
 func TestDemoFallsBackInProcess(t *testing.T) {
 	bin := buildHuddle(t)
-	env := []string{"PATH=" + t.TempDir(), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
+	env := []string{"PATH=" + t.TempDir(), "HUDDLE_TEST_SYSTOOL_DIRS=none", "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
 	code, out := runDemo(t, bin, env, "--nodes", "3", "--duration", "5s")
 	if code != exitOK {
 		t.Errorf("exit code %d, want 0", code)

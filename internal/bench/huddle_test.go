@@ -132,7 +132,7 @@ func (e *env) runGroup(b *testing.B, l *lab.LAN, spec groupSpec) *groupRun {
 		}
 		argv = append(argv, extra...)
 		argv = append(argv, strings.Fields(os.Getenv(extraArgsEnv))...)
-		p, err := l.Start(host, name, argv)
+		p, err := l.StartNode(host, name, argv)
 		if err != nil {
 			b.Fatal(err)
 		}

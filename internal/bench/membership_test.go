@@ -251,7 +251,7 @@ func (g *mgroup) startWith(host int, sock, profile string, extra ...string) *mno
 	argv = append(argv, extra...)
 	argv = append(argv, strings.Fields(os.Getenv(extraArgsEnv))...)
 	n.start = time.Now()
-	p, err := g.l.Start(host, name, argv)
+	p, err := g.l.StartNode(host, name, argv)
 	if err != nil {
 		g.b.Fatal(err)
 	}

@@ -144,7 +144,7 @@ func (e *oenv) runOrder(b *testing.B, l *lab.LAN, spec ospec) *orun {
 		argv = append(argv, extra...)
 		argv = append(argv, strings.Fields(os.Getenv(extraArgsEnv))...)
 		n.started = time.Now()
-		p, err := l.Start(host, name, argv)
+		p, err := l.StartNode(host, name, argv)
 		if err != nil {
 			b.Fatal(err)
 		}

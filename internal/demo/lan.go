@@ -82,7 +82,7 @@ func (c *lanCluster) describe(loss float64) string {
 	}
 	s := fmt.Sprintf("%d network namespaces on a bridge (%s), subnet %s", c.lan.Hosts(), mode, c.lan.Subnet())
 	if loss > 0 {
-		s += fmt.Sprintf("; %s loss on each host's ingress by %s", pct(loss), c.lan.LossMethod())
+		s += fmt.Sprintf("; %s loss on each host's ingress by %s", pct(loss), c.lan.LossDescription())
 	}
 	return s
 }
@@ -97,7 +97,7 @@ func (c *lanCluster) start(id uint64) error {
 	argv := append([]string{c.bin, "run"}, c.args(id)...)
 	argv = append(argv, "--iface", lab.Iface, "--addr", groupAddr, "--loopback=false",
 		"--log-format", "json", "--log-file", c.logPath(id))
-	p, err := c.lan.Start(int(id), "node"+strconv.FormatUint(id, 10), argv)
+	p, err := c.lan.StartNode(int(id), "node"+strconv.FormatUint(id, 10), argv)
 	if err != nil {
 		return err
 	}

@@ -4,10 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
+
+	"github.com/huddle-lan/huddle/internal/systool"
 )
+
+// packageOf names the Debian package of each system command the lab runs.
+var packageOf = map[string]string{"ip": "iproute2", "tc": "iproute2", "unshare": "util-linux", "nsenter": "util-linux",
+	"iptables-restore": "iptables", "nft": "nftables"}
 
 // ErrUnavailable is wrapped by the errors of Available and New when this
 // machine cannot host a virtual LAN.
@@ -49,8 +54,8 @@ func probeRoot() error {
 	if os.Geteuid() != 0 {
 		return errors.New("not root")
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		return errors.New("the ip command (iproute2) is not installed")
+	if !systool.Have("ip") {
+		return errors.New("the ip command is not installed (apt install iproute2)")
 	}
 	r := rootRunner()
 	name := fmt.Sprintf("hud%d-0-probe", selfPID)
@@ -68,13 +73,13 @@ func probeRoot() error {
 // the helper and creates a namespace inside it.
 func rootlessReason() error {
 	for _, tool := range []string{"unshare", "nsenter", "ip"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("the %s command is not installed", tool)
+		if !systool.Have(tool) {
+			return fmt.Errorf("the %s command is not installed (apt install %s)", tool, packageOf[tool])
 		}
 	}
 	r, err := rootlessRunner()
 	if err != nil {
-		return fmt.Errorf("unprivileged user namespaces are unusable (%s)", oneLine(err))
+		return fmt.Errorf("unprivileged user namespaces are unusable (%s); enable them (sysctl kernel.unprivileged_userns_clone=1 and user.max_user_namespaces above 0) or run as root", oneLine(err))
 	}
 	defer r.close()
 	if _, err := r.run("", "ip", "netns", "add", "probe"); err != nil {

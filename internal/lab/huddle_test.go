@@ -22,14 +22,14 @@ func TestHuddleThreeNodes(t *testing.T) {
 	for i := 1; i <= l.Hosts(); i++ {
 		argv := []string{bin, "run", "--control-socket", "off", "--profile", "local", "--id", strconv.Itoa(i),
 			"--iface", lab.Iface, "--addr", group, "--log-format", "json", "--log-file", nodeLog(l, i)}
-		p, err := l.Start(i, fmt.Sprintf("huddle%d", i), argv)
+		p, err := l.StartNode(i, fmt.Sprintf("huddle%d", i), argv)
 		if err != nil {
 			t.Fatal(err)
 		}
 		procs = append(procs, p)
 	}
 	for i := 1; i <= l.Hosts(); i++ {
-		waitPeers(t, l, i, procs[i-1], 10*time.Second)
+		waitPeers(t, l, i, procs[i-1], 10*time.Second, l.Hosts())
 	}
 	for _, p := range procs {
 		if err := p.Signal(syscall.SIGTERM); err != nil {
@@ -73,8 +73,9 @@ func nodeLog(l *lab.LAN, host int) string {
 	return filepath.Join(l.LogDir(), fmt.Sprintf("node%d.json", host))
 }
 
-// waitPeers polls host's node log until it has peer.seen for every other host.
-func waitPeers(t *testing.T, l *lab.LAN, host int, p *lab.Proc, timeout time.Duration) {
+// waitPeers polls host's node log until it has peer.seen for every other
+// host of the first n.
+func waitPeers(t *testing.T, l *lab.LAN, host int, p *lab.Proc, timeout time.Duration, n int) {
 	t.Helper()
 	var seen map[uint64]bool
 	for end := time.Now().Add(timeout); time.Now().Before(end) && !p.Exited(); time.Sleep(50 * time.Millisecond) {
@@ -85,7 +86,7 @@ func waitPeers(t *testing.T, l *lab.LAN, host int, p *lab.Proc, timeout time.Dur
 				seen[peer] = true
 			}
 		}
-		if all := allPeers(seen, host, l.Hosts()); all {
+		if all := allPeers(seen, host, n); all {
 			return
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,15 @@ type Options struct {
 	Rootless bool
 	// Grace is how long Close waits after SIGTERM before SIGKILL; default 3s.
 	Grace time.Duration
+	// LossMethod forces how loss is applied (MethodNetem, MethodIptables,
+	// MethodNft, MethodBuiltin); empty picks the first that works here.
+	LossMethod string
+	// CutMethod forces how cuts are made (MethodIptables, MethodNft,
+	// MethodRoute); empty picks the first that works here.
+	CutMethod string
+	// Seed seeds the built-in drop of the nodes (host i's node gets
+	// Seed*1000+i), so that a run's drop pattern repeats; default 1.
+	Seed uint64
 }
 
 // Host is one machine of the LAN. Hosts are numbered 1..N, and host i has
@@ -62,15 +72,23 @@ type LAN struct {
 	logDir string
 	ownDir bool
 
-	mu        sync.Mutex
-	procs     []*Proc
-	fw        firewall // lazily probed
-	fwReady   map[int]bool
-	lossMeth  string
-	cuts      bool
-	closed    bool
-	closeErr  error
-	closeOnce sync.Once
+	mu       sync.Mutex
+	procs    []*Proc
+	fw       firewall // lazily probed
+	fwReady  map[int]bool
+	lossMeth string
+	cutMeth  string
+	cuts     bool
+	// kernelLossWhyNot says why no kernel loss method works (builtin).
+	kernelLossWhyNot string
+	drops            map[int]float64         // host → built-in drop rate
+	sockets          map[int]string          // host → control socket of the node StartNode started there
+	sockDir          string                  // holds those sockets; made on first use
+	rpFilter         map[int]bool            // route cuts: strict reverse-path filtering is on in the host
+	blackholes       map[int]map[string]bool // route cuts: host → addresses blackholed
+	closed           bool
+	closeErr         error
+	closeOnce        sync.Once
 }
 
 // registry of the LANs alive in this process, so that the stale sweep never
@@ -130,6 +148,15 @@ func newLAN(opts Options) (*LAN, error) {
 	if opts.Loss < 0 || opts.Loss > 1 {
 		return nil, fmt.Errorf("lab: loss %v outside 0..1", opts.Loss)
 	}
+	if !slices.Contains([]string{"", MethodNetem, MethodIptables, MethodNft, MethodBuiltin}, opts.LossMethod) {
+		return nil, fmt.Errorf("lab: loss method %q: want netem, iptables, nft or builtin", opts.LossMethod)
+	}
+	if !slices.Contains([]string{"", MethodIptables, MethodNft, MethodRoute}, opts.CutMethod) {
+		return nil, fmt.Errorf("lab: cut method %q: want iptables, nft or route", opts.CutMethod)
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 1
+	}
 	prefix, err := netip.ParsePrefix(opts.Subnet)
 	if err != nil || !prefix.Addr().Is4() || prefix.Bits() > 30 {
 		return nil, fmt.Errorf("lab: subnet %q: want an IPv4 prefix of at most /30", opts.Subnet)
@@ -141,7 +168,16 @@ func newLAN(opts Options) (*LAN, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &LAN{opts: opts, run: run, bits: prefix.Bits(), fw: testFirewall, fwReady: map[int]bool{}}
+	l := &LAN{opts: opts, run: run, bits: prefix.Bits(), fw: testFirewall, fwReady: map[int]bool{},
+		drops: map[int]float64{}, sockets: map[int]string{}, rpFilter: map[int]bool{}, blackholes: map[int]map[string]bool{}}
+	for _, m := range []string{opts.LossMethod, opts.CutMethod} {
+		switch m {
+		case MethodIptables:
+			l.fw = fwIptables
+		case MethodNft:
+			l.fw = fwNft
+		}
+	}
 	l.id = register()
 	l.prefix = fmt.Sprintf("hud%d-%d", selfPID, l.id)
 	l.hub = l.prefix + "-hub"
@@ -295,6 +331,9 @@ func (l *LAN) Close() error {
 		errs := []error{l.deleteNamespaces(), l.run.close()}
 		if l.ownDir {
 			errs = append(errs, os.RemoveAll(l.logDir))
+		}
+		if l.sockDir != "" {
+			errs = append(errs, os.RemoveAll(l.sockDir))
 		}
 		unregister(l.id)
 		l.closeErr = errors.Join(errs...)

@@ -5,6 +5,17 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/huddle-lan/huddle/internal/systool"
+)
+
+// The ways to apply loss (LossMethod) and cuts (CutMethod).
+const (
+	MethodNetem    = "netem"    // loss: a netem qdisc on the hub's port toward the host
+	MethodIptables = "iptables" // loss and cuts: iptables rules in the host
+	MethodNft      = "nft"      // loss and cuts: nft rules in the host
+	MethodBuiltin  = "builtin"  // loss: the huddle nodes' own drop (--drop-rate), for nodes started with StartNode
+	MethodRoute    = "route"    // cuts: blackhole routes to the other side and strict reverse-path filtering
 )
 
 // firewall is the packet filter used in host namespaces for loss and cuts.
@@ -19,9 +30,9 @@ const (
 func (f firewall) String() string {
 	switch f {
 	case fwIptables:
-		return "iptables"
+		return MethodIptables
 	case fwNft:
-		return "nft"
+		return MethodNft
 	}
 	return "none"
 }
@@ -53,13 +64,15 @@ const nftScale = 1000000
 
 // SetLoss makes host drop each datagram it receives on eth0 with
 // probability p, independently of the other hosts; p=0 removes the loss.
-// The method (netem, iptables or nft, see LossMethod) is chosen on first use.
+// The method (see LossMethod) is chosen on first use: netem, else iptables
+// or nft, else the nodes' built-in drop, which reaches only huddle nodes
+// started with StartNode (a node started later gets the loss in force).
 func (l *LAN) SetLoss(host int, p float64) error {
 	h, err := l.host(host)
 	if err != nil {
 		return err
 	}
-	if p < 0 || p > 1 {
+	if !(p >= 0 && p <= 1) {
 		return fmt.Errorf("lab: loss %v outside 0..1", p)
 	}
 	l.mu.Lock()
@@ -70,14 +83,19 @@ func (l *LAN) SetLoss(host int, p float64) error {
 	if err := l.chooseLoss(h); err != nil {
 		return err
 	}
-	if l.lossMeth == "netem" {
+	switch l.lossMeth {
+	case MethodNetem:
 		return l.netemLoss(h, p)
+	case MethodBuiltin:
+		l.drops[h.Index] = p
+		return l.tellNode(h)
 	}
 	return l.filterLoss(h, p)
 }
 
-// LossMethod says how loss is applied: "netem", "iptables" or "nft"; it
-// probes on host 1 if SetLoss was not called yet, and is "" when none works.
+// LossMethod says how loss is applied: "netem", "iptables", "nft" or
+// "builtin"; it probes on host 1 if SetLoss was not called yet, and is ""
+// when none works (only when Options.LossMethod forces one).
 func (l *LAN) LossMethod() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -87,28 +105,95 @@ func (l *LAN) LossMethod() string {
 	return l.lossMeth
 }
 
+// LossDescription says in one line how loss is applied, and for the
+// built-in drop why the kernel could not apply it.
+func (l *LAN) LossDescription() string {
+	switch m := l.LossMethod(); m {
+	case MethodNetem:
+		return "netem on each host's port of the bridge"
+	case MethodIptables, MethodNft:
+		return m + " random drop in each host"
+	case MethodBuiltin:
+		return "the nodes' built-in drop (--drop-rate), since " + l.kernelLossWhyNot
+	}
+	return "none"
+}
+
 var errClosed = errors.New("lab: LAN closed")
 
 // chooseLoss picks the loss method once, trying netem on the hub side of h,
-// then the host firewall, and logs the choice.
+// then the host firewall, then the built-in drop, and logs the choice; the
+// caller holds l.mu.
 func (l *LAN) chooseLoss(h Host) error {
 	if l.lossMeth != "" {
 		return nil
 	}
-	nerr := l.probeNetem(h)
-	if nerr == nil {
-		l.lossMeth = "netem"
-		l.opts.Logf("lab: loss method: netem on the hub side of each host's veth")
+	want := l.opts.LossMethod
+	var why []string
+	if want == "" || want == MethodNetem {
+		err := l.probeNetem(h)
+		if err == nil {
+			l.lossMeth = MethodNetem
+			l.opts.Logf("lab: loss method: netem on the hub side of each host's veth")
+			return nil
+		}
+		why = append(why, toolProblem(err, "the kernel has no netem"))
+	}
+	if want == "" || want == MethodIptables || want == MethodNft {
+		fw, err := l.firewall(h)
+		if err == nil {
+			l.lossMeth = fw.String()
+			l.opts.Logf("lab: loss method: %s random drop in the host namespaces (%s)", l.lossMeth, strings.Join(why, ", "))
+			return nil
+		}
+		why = append(why, toolProblem(err, "firewall rules cannot be installed"))
+	}
+	l.kernelLossWhyNot = strings.Join(why, ", ")
+	if want == MethodBuiltin {
+		l.kernelLossWhyNot = "forced by Options.LossMethod"
+	}
+	if want == "" || want == MethodBuiltin {
+		l.lossMeth = MethodBuiltin
+		l.opts.Logf("lab: loss method: the nodes' built-in drop (%s)", l.kernelLossWhyNot)
 		return nil
 	}
-	fw, ferr := l.firewall(h)
-	if ferr != nil {
-		return fmt.Errorf("lab: no way to apply loss: netem: %v; firewall: %w", nerr, ferr)
+	return fmt.Errorf("lab: loss method %s unavailable: %s", want, l.kernelLossWhyNot)
+}
+
+// toolProblem says briefly why a probe failed: a missing command by name,
+// else what the command said, else fallback.
+func toolProblem(err error, fallback string) string {
+	var missing []string
+	for _, e := range flatten(err) {
+		var nf *systool.NotFoundError
+		if errors.As(e, &nf) {
+			missing = append(missing, strings.TrimSuffix(nf.Name, "-restore"))
+		}
 	}
-	l.lossMeth = fw.String()
-	l.opts.Logf("lab: loss method: %s random drop in the host namespaces (netem unavailable: %s)",
-		l.lossMeth, oneLine(nerr))
-	return nil
+	if len(missing) > 0 {
+		return strings.Join(missing, " and ") + " not installed"
+	}
+	var ce *CommandError
+	if errors.As(err, &ce) && strings.Contains(ce.Output, "qdisc kind is unknown") {
+		return fallback
+	}
+	msg := oneLine(err)
+	if len(msg) > 120 {
+		msg = fallback
+	}
+	return msg
+}
+
+// flatten returns err and the errors it joins.
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 // probeNetem adds and removes a netem qdisc on the hub's port toward h.
@@ -128,10 +213,11 @@ func (l *LAN) netemLoss(h Host, p float64) error {
 		}
 		return nil
 	}
-	pct := strconv.FormatFloat(p*100, 'f', -1, 64) + "%"
-	_, err := l.run.run("", "tc", "-n", l.hub, "qdisc", "replace", "dev", h.Port, "root", "netem", "loss", pct)
+	_, err := l.run.run("", "tc", "-n", l.hub, "qdisc", "replace", "dev", h.Port, "root", "netem", "loss", percent(p))
 	return err
 }
+
+func percent(p float64) string { return strconv.FormatFloat(p*100, 'f', -1, 64) + "%" }
 
 // filterLoss replaces h's loss rule.
 func (l *LAN) filterLoss(h Host, p float64) error {
@@ -157,6 +243,8 @@ func (l *LAN) filterLoss(h Host, p float64) error {
 
 // Cut drops all traffic between the hosts of a and those of b, in both
 // directions, by source address at the receiver. Cuts add up until Heal.
+// The method (CutMethod) is the host firewall where it works, else
+// blackhole routes with strict reverse-path filtering, which needs only ip.
 func (l *LAN) Cut(a, b []int) error {
 	if err := l.checkSides(a, b); err != nil {
 		return err
@@ -171,6 +259,17 @@ func (l *LAN) Cut(a, b []int) error {
 		return err
 	}
 	return l.cutFrom(b, a)
+}
+
+// CutMethod says how Cut works here: "iptables", "nft" or "route"; it
+// probes on host 1 if Cut was not called yet.
+func (l *LAN) CutMethod() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.chooseCut(l.hosts[0])
+	}
+	return l.cutMeth
 }
 
 func (l *LAN) checkSides(a, b []int) error {
@@ -192,10 +291,38 @@ func (l *LAN) checkSides(a, b []int) error {
 	return nil
 }
 
+// chooseCut picks the cut method once; the caller holds l.mu.
+func (l *LAN) chooseCut(h Host) error {
+	if l.cutMeth != "" {
+		return nil
+	}
+	want := l.opts.CutMethod
+	var why string
+	if want == "" || want == MethodIptables || want == MethodNft {
+		fw, err := l.firewall(h)
+		if err == nil {
+			l.cutMeth = fw.String()
+			return nil
+		}
+		why = toolProblem(err, "firewall rules cannot be installed")
+	}
+	if want == "" || want == MethodRoute {
+		l.cutMeth = MethodRoute
+		if why != "" {
+			l.opts.Logf("lab: cut method: blackhole routes and reverse-path filtering (firewall: %s)", why)
+		}
+		return nil
+	}
+	return fmt.Errorf("lab: cut method %s unavailable: %s", want, why)
+}
+
 // cutFrom makes every host of dst drop what comes from the hosts of src.
 func (l *LAN) cutFrom(dst, src []int) error {
-	if len(src) == 0 {
+	if len(src) == 0 || len(dst) == 0 {
 		return nil
+	}
+	if err := l.chooseCut(l.hosts[dst[0]-1]); err != nil {
+		return err
 	}
 	var addrs []string
 	for _, i := range src {
@@ -203,22 +330,55 @@ func (l *LAN) cutFrom(dst, src []int) error {
 	}
 	for _, i := range dst {
 		h := l.hosts[i-1]
-		fw, err := l.firewall(h)
-		if err != nil {
-			return err
-		}
-		if fw == fwIptables {
+		var err error
+		switch l.cutMeth {
+		case MethodRoute:
+			err = l.routeCut(h, addrs)
+		case MethodIptables:
 			script := "*filter\n"
 			for _, a := range addrs {
 				script += "-A HUDLAB-CUT -s " + a + " -j DROP\n"
 			}
 			err = l.iptables(h, script+"COMMIT\n")
-		} else {
+		default:
 			err = l.nft(h, fmt.Sprintf("add rule inet hudlab cut ip saddr { %s } drop\n", strings.Join(addrs, ", ")))
 		}
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// routeCut makes h drop datagrams from addrs without a firewall: a
+// blackhole route to each address, and strict reverse-path filtering,
+// under which the kernel drops what arrives from an address it would not
+// route back out of the interface it came in on.
+func (l *LAN) routeCut(h Host, addrs []string) error {
+	if !l.rpFilter[h.Index] {
+		script := fmt.Sprintf("echo 1 > /proc/sys/net/ipv4/conf/all/rp_filter && echo 1 > /proc/sys/net/ipv4/conf/%s/rp_filter", h.Iface)
+		if _, err := l.run.run("", "ip", "netns", "exec", h.Netns, "sh", "-c", script); err != nil {
+			return err
+		}
+		l.rpFilter[h.Index] = true
+	}
+	var b strings.Builder
+	for _, a := range addrs {
+		if !l.blackholes[h.Index][a] {
+			fmt.Fprintf(&b, "route add blackhole %s/32\n", a)
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if _, err := l.run.run(b.String(), "ip", "-n", h.Netns, "-b", "-"); err != nil {
+		return err
+	}
+	if l.blackholes[h.Index] == nil {
+		l.blackholes[h.Index] = map[string]bool{}
+	}
+	for _, a := range addrs {
+		l.blackholes[h.Index][a] = true
 	}
 	return nil
 }
@@ -234,13 +394,19 @@ func (l *LAN) Heal() error {
 		return nil
 	}
 	for _, h := range l.hosts {
-		if !l.fwReady[h.Index] {
-			continue
-		}
 		var err error
-		if l.fw == fwIptables {
+		switch {
+		case l.cutMeth == MethodRoute && len(l.blackholes[h.Index]) > 0:
+			var b strings.Builder
+			for a := range l.blackholes[h.Index] {
+				fmt.Fprintf(&b, "route del blackhole %s/32\n", a)
+			}
+			_, err = l.run.run(b.String(), "ip", "-n", h.Netns, "-b", "-")
+			delete(l.blackholes, h.Index)
+		case l.cutMeth == MethodRoute || !l.fwReady[h.Index]:
+		case l.fw == fwIptables:
 			err = l.iptables(h, "*filter\n-F HUDLAB-CUT\nCOMMIT\n")
-		} else {
+		default:
 			err = l.nft(h, "flush chain inet hudlab cut\n")
 		}
 		if err != nil {

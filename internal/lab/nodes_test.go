@@ -35,7 +35,7 @@ func startNode(t *testing.T, l *lab.LAN, bin string, host int, extra ...string) 
 	argv := []string{bin, "run", "--control-socket", "off", "--profile", "local", "--id", strconv.Itoa(host),
 		"--iface", lab.Iface, "--addr", group, "--log-format", "json", "--log-file", nodeLog(l, host),
 		"--loopback=false"}
-	p, err := l.Start(host, fmt.Sprintf("huddle%d", host), append(argv, extra...))
+	p, err := l.StartNode(host, fmt.Sprintf("huddle%d", host), append(argv, extra...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/systool"
 )
 
 // runner runs the lab's commands: directly as root, or inside the user,
@@ -40,11 +43,11 @@ func rootRunner() *runner { return &runner{} }
 // namespace and returns a runner that enters it with nsenter.
 func rootlessRunner() (*runner, error) {
 	for _, tool := range []string{"unshare", "nsenter", "ip"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("%s not found: %w", tool, err)
+		if _, err := systool.Path(tool); err != nil {
+			return nil, err
 		}
 	}
-	cmd := exec.Command("unshare", "-Urnm", "sh", "-c", helperScript)
+	cmd := systool.Command("unshare", "-Urnm", "sh", "-c", helperScript)
 	// A process group of its own: a terminal's Ctrl-C goes to the
 	// foreground group, and must not kill the namespaces under the nodes
 	// before Close takes them down in order. Pdeathsig still ends it with
@@ -70,8 +73,9 @@ func rootlessRunner() (*runner, error) {
 		return nil, fmt.Errorf("unshare -Urnm: %v: %s", werr, strings.TrimSpace(stderr.String()))
 	}
 	pid := strconv.Itoa(cmd.Process.Pid)
+	nsenter, _ := systool.Path("nsenter")
 	return &runner{
-		prefix: []string{"nsenter", "--preserve-credentials", "-U", "-n", "-m", "-t", pid},
+		prefix: []string{nsenter, "--preserve-credentials", "-U", "-n", "-m", "-t", pid},
 		helper: cmd,
 		stdin:  stdin,
 	}, nil
@@ -80,10 +84,31 @@ func rootlessRunner() (*runner, error) {
 // rootless reports whether commands run inside the helper's namespaces.
 func (r *runner) rootless() bool { return r.helper != nil }
 
-// command returns an unstarted command for argv.
+// command returns an unstarted command for argv. System commands are
+// found where PATH lacks them (systool), including the one that
+// `ip netns exec NS` runs, since ip and nsenter look in PATH only.
 func (r *runner) command(ctx context.Context, argv ...string) *exec.Cmd {
+	argv, err := resolve(argv)
 	full := append(append([]string{}, r.prefix...), argv...)
-	return exec.CommandContext(ctx, full[0], full[1:]...)
+	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
+	if err != nil {
+		cmd.Err = err
+	}
+	return cmd
+}
+
+// resolve returns argv with its command, and the command of
+// `ip netns exec NS CMD ...`, as absolute paths.
+func resolve(argv []string) ([]string, error) {
+	argv = append([]string(nil), argv...)
+	var err error
+	if len(argv) > 0 {
+		argv[0], err = systool.Path(argv[0])
+	}
+	if err == nil && len(argv) > 4 && filepath.Base(argv[0]) == "ip" && argv[1] == "netns" && argv[2] == "exec" {
+		argv[4], err = systool.Path(argv[4])
+	}
+	return argv, err
 }
 
 // commandTimeout bounds every setup and inspection command.

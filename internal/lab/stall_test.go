@@ -39,7 +39,7 @@ func TestFrozenReceiverBoundsSenderMemory(t *testing.T) {
 	sender := startNode(t, l, bin, 1, append(common, "--send-rate", "100000", "--send-window", strconv.Itoa(window),
 		"--send-size", "1000", "--stats-interval", "100ms")...)
 	all := []*lab.Proc{sender, recv2, recv3}
-	waitPeers(t, l, 1, sender, 5*time.Second)
+	waitPeers(t, l, 1, sender, 5*time.Second, l.Hosts())
 	senderPID, frozenPID := huddlePID(t, sender, bin), huddlePID(t, recv3, bin)
 
 	warm := sampleRSS(t, senderPID, 1500*time.Millisecond)

@@ -2,12 +2,10 @@ package testutil
 
 import (
 	"bufio"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"regexp"
 	"runtime"
 	"slices"
@@ -16,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/systool"
 )
 
 // NetnsEnv is set in the environment of a test binary that PrivateNetwork
@@ -163,9 +163,9 @@ var passedFlags = []string{"seed", "test.short", "test.benchtime", "test.benchme
 func runInNetns(tb testing.TB, args ...string) ([]string, error) {
 	tb.Helper()
 	if err := unshareWorks(); err != nil {
-		tb.Skipf("needs a private network namespace: unshare -rn failed: %v", err)
+		tb.Skipf("needs a private network namespace, which this machine cannot make: %v", err)
 	}
-	args = append([]string{"-rn", "--", os.Args[0], "-test.v=true"}, args...)
+	args = append(append(unshareFlags(), "--", os.Args[0], "-test.v=true"), args...)
 	// The child ends by the parent's deadline, so that a hung child cannot
 	// outlive a parent killed by -test.timeout.
 	if d, ok := tb.(interface{ Deadline() (time.Time, bool) }); ok {
@@ -178,7 +178,7 @@ func runInNetns(tb testing.TB, args ...string) ([]string, error) {
 			args = append(args, "-"+f.Name+"="+f.Value.String())
 		}
 	})
-	cmd := exec.Command("unshare", args...)
+	cmd := systool.Command("unshare", args...)
 	// The race runtime sleeps a second at exit unless told not to.
 	race := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
 	cmd.Env = append(os.Environ(), NetnsEnv+"=1", "GORACE="+race,
@@ -204,16 +204,33 @@ func runInNetns(tb testing.TB, args ...string) ([]string, error) {
 	return lines, cmd.Wait()
 }
 
-// unshareWorks says once per process whether unshare -rn can run anything.
+// unshareFlags are unshare's flags for a private network namespace: root
+// needs no user namespace (which a kernel may forbid even to root);
+// another user gets one in which it is root, if the kernel allows it.
+func unshareFlags() []string {
+	if os.Geteuid() == 0 {
+		return []string{"-n"}
+	}
+	return []string{"-rn"}
+}
+
+// unshareWorks says once per process whether unshare can make a private
+// network namespace, and if not, what is missing and how to get it.
 var unshareWorks = sync.OnceValue(func() error {
-	if _, err := exec.LookPath("unshare"); err != nil {
-		return errors.New("the unshare command (util-linux) is not installed")
+	for _, tool := range []string{"unshare", "ip"} {
+		if !systool.Have(tool) {
+			return fmt.Errorf("the %s command is not installed (apt install %s)", tool, map[string]string{"unshare": "util-linux", "ip": "iproute2"}[tool])
+		}
 	}
-	out, err := exec.Command("unshare", "-rn", "true").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+	out, err := systool.Command("unshare", append(unshareFlags(), "true")...).CombinedOutput()
+	if err == nil {
+		return nil
 	}
-	return nil
+	msg := strings.TrimSpace(string(out))
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("unshare -rn: %v: %s; unprivileged user namespaces are off here (enable them with sysctl kernel.unprivileged_userns_clone=1 and user.max_user_namespaces>0, or run the tests as root)", err, msg)
+	}
+	return fmt.Errorf("unshare -n: %v: %s", err, msg)
 })
 
 // setupLoopback readies lo in the child, once per process. It refuses to
@@ -234,7 +251,7 @@ var setupLoopback = sync.OnceValue(func() error {
 		{"link", "set", "lo", "multicast", "on"},
 		{"route", "replace", "224.0.0.0/4", "dev", "lo"},
 	} {
-		if out, err := exec.Command("ip", cmd...).CombinedOutput(); err != nil {
+		if out, err := systool.Command("ip", cmd...).CombinedOutput(); err != nil {
 			return fmt.Errorf("ip %s: %v: %s", strings.Join(cmd, " "), err, strings.TrimSpace(string(out)))
 		}
 	}
