@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/huddle-lan/huddle/internal/logx"
 	"github.com/huddle-lan/huddle/internal/testutil"
 )
 
@@ -159,10 +160,10 @@ func TestProcess(t *testing.T) {
 	t.Run("console log", func(t *testing.T) {
 		n := startProc(t, bin, 1, "--log-format", "console")
 		deadline := time.Now().Add(5 * time.Second)
-		for !strings.Contains(readFile(n.log), "node started") {
+		for !strings.Contains(readFile(n.log), " node.started ") {
 			n.checkRunning(t)
 			if time.Now().After(deadline) {
-				t.Fatalf("no node started line in 5s:\n%s", readFile(n.log))
+				t.Fatalf("no node.started line in 5s:\n%s", readFile(n.log))
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -173,14 +174,19 @@ func TestProcess(t *testing.T) {
 				t.Errorf("console line is JSON: %s", line)
 			}
 			clock, _, _ := strings.Cut(line, " ")
-			if _, err := time.Parse("15:04:05.000", clock); err != nil {
+			if _, err := time.Parse(logx.ConsoleTimeFormat, clock); err != nil {
 				t.Errorf("console line does not start with the time: %q", line)
 			}
 		}
-		for _, want := range []string{"INF node started", "event=node.started", "node=1", "event=node.stopped"} {
+		// The event follows the level; a message that only repeats it
+		// ("node started") is left out.
+		for _, want := range []string{"INF node.started incarnation=", "node=1\n", "INF node.stopped reason="} {
 			if !strings.Contains(text, want) {
 				t.Errorf("console log has no %q:\n%s", want, text)
 			}
+		}
+		if strings.Contains(text, "event=") || strings.Contains(text, "node started") {
+			t.Errorf("console log repeats the event:\n%s", text)
 		}
 	})
 }
@@ -361,8 +367,8 @@ func parseLine(b []byte) (logLine, error) {
 }
 
 // checkJSONLog checks every line of a finished node's log: one JSON object
-// with time (RFC 3339 with nanoseconds), level, node and event. RFC3339Nano
-// drops trailing zeros, so a time may fall on a whole millisecond, but most
+// with time (RFC 3339 in UTC with nine fractional digits, logx.TimeFormat),
+// level, node and event. A time may fall on a whole millisecond, but most
 // must have digits below it.
 func checkJSONLog(t *testing.T, path string, id int64) []logLine {
 	t.Helper()
@@ -380,9 +386,9 @@ func checkJSONLog(t *testing.T, path string, id int64) []logLine {
 		}
 		lines = append(lines, l)
 		s, _ := l["time"].(string)
-		tm, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			t.Errorf("line %d: time %q is not RFC 3339: %s", i+1, s, raw)
+		tm, err := time.Parse(logx.TimeFormat, s)
+		if err != nil || !strings.HasSuffix(s, "Z") {
+			t.Errorf("line %d: time %q is not RFC 3339 in UTC with nine fractional digits: %s", i+1, s, raw)
 		} else if tm.Nanosecond()%int(time.Millisecond) != 0 {
 			fine++
 		}

@@ -443,7 +443,7 @@ func (g *mgroup) excerpt(since, origin time.Time) string {
 				}
 			}) {
 				switch k {
-				case "message", "group", "addr", "iface", "src", "coordinator_inc", "profile", "heartbeat_ms",
+				case "message", "group", "addr", "iface", "src", "coordinator_incarnation", "profile", "heartbeat_ms",
 					"suspect_ms", "datagram_size", "ttl", "loopback":
 					continue
 				}
@@ -1078,7 +1078,7 @@ func (e *menv) printMembershipTable() {
 // TestMembershipViewEvent checks the reading of view.installed lines (no
 // network: it runs with plain go test).
 func TestMembershipViewEvent(t *testing.T) {
-	const line = `{"level":"info","node":2,"event":"view.installed","view":"3.5","coordinator_inc":17,` +
+	const line = `{"level":"info","node":2,"event":"view.installed","view":"3.5","coordinator_incarnation":17,` +
 		`"members":[5,1,3,4],"joined":[],"left":[2],"crashed":[],"flush_ms":1,"prior":"2.5",` +
 		`"time":"2026-11-22T12:09:49.462344123Z","message":"view 3.5[5 1 3 4] installed"}`
 	evs, skipped, err := lab.ParseEvents(strings.NewReader(line + "\n{\"partly\":"))

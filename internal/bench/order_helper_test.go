@@ -773,9 +773,9 @@ func TestOrderFigures(t *testing.T) {
 {"level":"info","node":1,"event":"send","view":"3.3","seq":1,"order":"total","len":1000,"crc":5,"time":"2026-11-22T12:00:01.000000000Z"}
 {"level":"info","node":1,"event":"send","view":"3.3","seq":2,"order":"total","len":1000,"crc":6,"time":"2026-11-22T12:00:01.001000000Z"}
 {"level":"info","node":1,"event":"send","view":"3.3","seq":3,"order":"total","len":1000,"crc":7,"time":"2026-11-22T12:00:01.002000000Z"}
-{"level":"info","node":1,"event":"deliver","view":"3.3","from":3,"inc":9,"seq":1,"order":"fifo","len":20,"crc":1,"time":"2026-11-22T12:00:01.000100000Z"}
-{"level":"info","node":1,"event":"deliver","view":"3.3","from":1,"inc":7,"seq":1,"order":"total","gseq":1,"len":1000,"crc":5,"time":"2026-11-22T12:00:01.000200000Z"}
-{"level":"info","node":1,"event":"deliver","view":"3.3","from":1,"inc":7,"seq":2,"order":"total","gseq":2,"final":true,"len":1000,"crc":6,"time":"2026-11-22T12:00:01.003000000Z"}
+{"level":"info","node":1,"event":"deliver","view":"3.3","from":3,"from_incarnation":9,"seq":1,"order":"fifo","len":20,"crc":1,"time":"2026-11-22T12:00:01.000100000Z"}
+{"level":"info","node":1,"event":"deliver","view":"3.3","from":1,"from_incarnation":7,"seq":1,"order":"total","gseq":1,"len":1000,"crc":5,"time":"2026-11-22T12:00:01.000200000Z"}
+{"level":"info","node":1,"event":"deliver","view":"3.3","from":1,"from_incarnation":7,"seq":2,"order":"total","gseq":2,"final":true,"len":1000,"crc":6,"time":"2026-11-22T12:00:01.003000000Z"}
 `
 	var r logcheck.Run
 	if err := r.Read("h1.json", strings.NewReader(log)); err != nil || len(r.Lives) != 1 {

@@ -28,7 +28,7 @@ func TestParseLine(t *testing.T) {
 		{`{"level":"info","node":1,"event":"send","view":"2.3","seq":7,"order":"total","len":200,"crc":1}`,
 			true, event{Event: "send", Order: "total"}},
 		{`panic: oops`, false, event{}},
-		{`{"level":"info","node":1,"event":"view.installed","view":"2.3","coordinator_inc":9,"members":[3,1,2],"joined":[1,2],"left":[],"crashed":[],"flush_ms":8}`,
+		{`{"level":"info","node":1,"event":"view.installed","view":"2.3","coordinator_incarnation":9,"members":[3,1,2],"joined":[1,2],"left":[],"crashed":[],"flush_ms":8}`,
 			true, event{Level: "info", Node: 1, Event: "view.installed", View: "2.3", CoordInc: 9, Members: members{3, 1, 2},
 				Joined: []uint64{1, 2}, Left: []uint64{}, Crashed: []uint64{}, FlushMs: 8}},
 		// node.stats logs "members" as a count: the counters still decode.

@@ -30,7 +30,7 @@ type event struct {
 	Epoch    uint64    `json:"epoch"`
 	Attempt  uint64    `json:"attempt"`
 	FlushMs  int64     `json:"flush_ms"`
-	CoordInc uint64    `json:"coordinator_inc"`
+	CoordInc uint64    `json:"coordinator_incarnation"`
 	Member   uint64    `json:"member"`
 	SilentMs int64     `json:"silent_ms"`
 	Inc      uint64    `json:"incarnation"`

@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/config"
-	_ "github.com/huddle-lan/huddle/internal/logx" // zerolog's time format: RFC 3339 with nanoseconds, as the nodes log it
+	_ "github.com/huddle-lan/huddle/internal/logx" // zerolog's time format and UTC clock, as the nodes log them
 	"github.com/huddle-lan/huddle/internal/node"
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/multicast"

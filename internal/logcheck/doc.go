@@ -32,9 +32,9 @@
 //   - that each sender's own seqs increase (SendOrder).
 //
 // A sender is identified by node and incarnation. Deliver events name only
-// the node, so the incarnation is taken from the event's "inc" field if
-// present, else from the receiver's last peer.seen of that node (logged
-// before its first delivery), else the sender's only life.
+// the node, so the incarnation is taken from the event's "from_incarnation"
+// field if present, else from the receiver's last peer.seen of that node
+// (logged before its first delivery), else the sender's only life.
 //
 // Violations name the receiver, the sender, the seq, what was expected and
 // the log line; a Result lists the first Options.MaxViolations (20) and

@@ -66,8 +66,9 @@ type Send struct {
 type Deliver struct {
 	From uint64
 	// FromInc is the incarnation of From that sent the message: the
-	// event's "inc" field when the node logs one, else the incarnation of
-	// the last peer.seen of From before it in the same life, else 0.
+	// event's "from_incarnation" field when the node logs one, else the
+	// incarnation of the last peer.seen of From before it in the same
+	// life, else 0.
 	FromInc uint64
 	Seq     uint64
 	Len     int64
@@ -111,8 +112,8 @@ type View struct {
 	// view, as the node logged them.
 	Joined, Left, Crashed []uint64
 	FlushMs               float64 // how long the flush before it took
-	// CoordInc is the coordinator's incarnation ("coordinator_inc"; 0 if
-	// not logged). A coordinator that restarts counts epochs afresh, so a
+	// CoordInc is the coordinator's incarnation
+	// ("coordinator_incarnation"; 0 if not logged). A coordinator that restarts counts epochs afresh, so a
 	// view is the same view only with the same ID and CoordInc.
 	CoordInc uint64
 	Time     time.Time
@@ -294,7 +295,7 @@ func (fs *fileState) event(l *lifeState, name string, t time.Time, n int) {
 			View: str("view"), Order: str("order"), Time: t, Line: n})
 	case "deliver":
 		from := get("from")
-		inc := get("inc")
+		inc := get("from_incarnation")
 		if inc == 0 {
 			inc = l.peerInc[from]
 		}
@@ -312,7 +313,7 @@ func (fs *fileState) event(l *lifeState, name string, t time.Time, n int) {
 			Count: get("count"), Time: t, Line: n})
 	case "view.installed":
 		l.Views = append(l.Views, View{ID: str("view"), Members: ids("members"), Joined: ids("joined"),
-			Left: ids("left"), Crashed: ids("crashed"), FlushMs: float("flush_ms"), CoordInc: get("coordinator_inc"), Time: t, Line: n})
+			Left: ids("left"), Crashed: ids("crashed"), FlushMs: float("flush_ms"), CoordInc: get("coordinator_incarnation"), Time: t, Line: n})
 	case "node.stats":
 		s := Stats{Why: str("why"), Time: t, Line: n, Counters: map[string]int64{}}
 		for _, m := range ms {

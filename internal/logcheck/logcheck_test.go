@@ -321,7 +321,7 @@ func TestNoStarted(t *testing.T) {
 func TestViewsAndFields(t *testing.T) {
 	w := newLog(4).started(400).
 		line("view.installed", `"view":"3.1","members":[1,2,{"x":"]"}],"joined":[4]`).
-		line("deliver", `"view":"3.1","from":1,"seq":1,"len":3,"crc":7,"inc":100`).
+		line("deliver", `"view":"3.1","from":1,"seq":1,"len":3,"crc":7,"from_incarnation":100`).
 		line("node.stats", `"why":"periodic","unstable":12,"buffered":-1,"ratio":2.5,"ok":true,"s":"x"`)
 	w.b.WriteString(`{"level":"info","node":"4","event":"peer.seen","peer":5,"incarnation":500,"msg":"a \"quoted\" \\ text"}` + "\n")
 	r, err := logcheck.Load()

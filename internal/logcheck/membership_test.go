@@ -47,7 +47,7 @@ func (w *logw) vdeliverInc(view string, from, inc uint64, seqs ...uint64) *logw 
 		p := payload(from, s)
 		f := fmt.Sprintf(`"from":%d,"seq":%d,"len":%d,"crc":%d,"view":%q`, from, s, len(p), crc32.ChecksumIEEE(p), view)
 		if inc != 0 {
-			f += fmt.Sprintf(`,"inc":%d`, inc)
+			f += fmt.Sprintf(`,"from_incarnation":%d`, inc)
 		}
 		w.line("deliver", f)
 	}
@@ -339,15 +339,15 @@ func TestParseViewID(t *testing.T) {
 
 // TestMembershipCoordinatorIncarnation: a coordinator that restarts counts
 // its epochs afresh. Its new life's view 1.5 is not its old life's 1.5:
-// with coordinator_inc they are told apart, and differing members are
-// not a disagreement; without it they would be.
+// with coordinator_incarnation they are told apart, and differing members
+// are not a disagreement; without it they would be.
 func TestMembershipCoordinatorIncarnation(t *testing.T) {
 	viewInc := func(w *logw, id string, inc uint64, members ...uint64) *logw {
 		s := make([]string, len(members))
 		for i, m := range members {
 			s[i] = fmt.Sprint(m)
 		}
-		return w.line("view.installed", fmt.Sprintf(`"view":%q,"coordinator_inc":%d,"members":[%s],"joined":[],"left":[],"crashed":[],"flush_ms":0`,
+		return w.line("view.installed", fmt.Sprintf(`"view":%q,"coordinator_incarnation":%d,"members":[%s],"joined":[],"left":[],"crashed":[],"flush_ms":0`,
 			id, inc, strings.Join(s, ",")))
 	}
 	old := newLog(5).started(100)
@@ -364,11 +364,11 @@ func TestMembershipCoordinatorIncarnation(t *testing.T) {
 
 	strip := func(w *logw) *logw {
 		c := newLog(w.node)
-		c.b.WriteString(regexp.MustCompile(`"coordinator_inc":\d+,`).ReplaceAllString(w.b.String(), ""))
+		c.b.WriteString(regexp.MustCompile(`"coordinator_incarnation":\d+,`).ReplaceAllString(w.b.String(), ""))
 		return c
 	}
 	res := load(t, strip(old), strip(restarted), strip(n1), strip(n2)).CheckMembership(logcheck.MembershipOptions{})
 	if res.Total == 0 {
-		t.Fatal("without coordinator_inc the two views 2.5 should disagree")
+		t.Fatal("without coordinator_incarnation the two views 2.5 should disagree")
 	}
 }

@@ -1,24 +1,41 @@
 package logx
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 )
 
-// TimeFormat is the format of every log line's "time" field: RFC 3339 with
-// nanoseconds, so that the lab can measure milliseconds across nodes.
-const TimeFormat = time.RFC3339Nano
+// TimeFormat is the format of every log line's "time" field: RFC 3339 in
+// UTC with exactly nine fractional digits. The lab measures milliseconds
+// across nodes, and a fixed width in one time zone makes the merged lines
+// of several nodes (on machines in any zone) sort by time as text. Readers
+// parse it with time.RFC3339Nano, which accepts any number of digits.
+const TimeFormat = "2006-01-02T15:04:05.000000000Z07:00"
+
+// ConsoleTimeFormat is the time of a console line: the local clock, to the
+// microsecond.
+const ConsoleTimeFormat = "15:04:05.000000"
 
 func init() {
-	// zerolog keeps its time format in a package variable; huddle only
-	// ever uses this one.
+	// zerolog keeps its time format and clock in package variables;
+	// huddle only ever uses these. time.Now is local: in UTC the offset
+	// is always "Z".
 	zerolog.TimeFieldFormat = TimeFormat
+	zerolog.TimestampFunc = func() time.Time { return clock().UTC() }
 }
+
+// clock is the time of the log lines (a test sets another).
+var clock = time.Now
 
 // Options selects the log's level, format and destination.
 type Options struct {
@@ -45,9 +62,104 @@ func New(o Options, stderr io.Writer) (zerolog.Logger, io.Closer, error) {
 	}
 	if o.Format == "console" {
 		// Colours only for a terminal: a file or a pipe gets plain text.
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !isTerminal(w)}
+		w = Console(w, !isTerminal(w))
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), closer, nil
+}
+
+// Console returns a writer turning JSON log lines into lines for people:
+//
+//	12:04:05.123456 INF view.installed view=2.5 coordinator_incarnation=1795471120180809 members=[5,1,2] ... node=3
+//
+// the time (ConsoleTimeFormat), the level, the event, the message only when
+// it says more than the event's name, then the fields in the order the line
+// has them, with node, the same on every line of a node, last.
+func Console(out io.Writer, noColor bool) io.Writer {
+	return consoleWriter{zerolog.ConsoleWriter{
+		Out:           out,
+		NoColor:       noColor,
+		TimeFormat:    ConsoleTimeFormat,
+		PartsOrder:    []string{zerolog.TimestampFieldName, zerolog.LevelFieldName, eventField, zerolog.MessageFieldName},
+		FieldsExclude: []string{eventField},
+		FormatPartValueByName: func(v any, _ string) string {
+			if s, ok := v.(string); ok {
+				return bold(s, noColor)
+			}
+			return "" // a line without an event
+		},
+		FormatPrepare: func(evt map[string]any) error {
+			msg, _ := evt[zerolog.MessageFieldName].(string)
+			ev, _ := evt[eventField].(string)
+			if ev != "" && saysNoMore(msg, ev) {
+				delete(evt, zerolog.MessageFieldName)
+			}
+			return nil
+		},
+	}}
+}
+
+const eventField = "event"
+
+// consoleWriter is a zerolog.ConsoleWriter that keeps each line's order of
+// fields, which zerolog's (a map) loses.
+type consoleWriter struct{ zerolog.ConsoleWriter }
+
+func (w consoleWriter) Write(p []byte) (int, error) {
+	cw := w.ConsoleWriter // a copy: FieldsOrder is this line's
+	cw.FieldsOrder = fieldOrder(p)
+	return cw.Write(p)
+}
+
+// fieldOrder returns the names of a JSON object's members in their order,
+// with node moved last.
+func fieldOrder(p []byte) []string {
+	d := json.NewDecoder(bytes.NewReader(p))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var names []string
+	for d.More() {
+		t, err := d.Token()
+		var v json.RawMessage
+		if err != nil || d.Decode(&v) != nil {
+			break
+		}
+		if k, _ := t.(string); k != "node" {
+			names = append(names, k)
+		}
+	}
+	return append(names, "node")
+}
+
+// saysNoMore reports whether a message only repeats its event's name: each
+// of its words is a word of the event's, or an inflection of one ("peer
+// seen" for peer.seen, "delivered" for deliver, "sent" for send). Numbers
+// do not count: the fields carry them ("view 2.5 installed").
+func saysNoMore(msg, event string) bool {
+	words := func(s string) []string {
+		return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) })
+	}
+	evWords := words(event)
+	for _, m := range words(msg) {
+		if !slices.ContainsFunc(evWords, func(e string) bool { return sameWord(m, e) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameWord reports whether a and b share a stem: all of the shorter one
+// but its last letter, and at least three letters.
+func sameWord(a, b string) bool {
+	n := max(3, min(len(a), len(b))-1)
+	return a == b || len(a) >= n && len(b) >= n && a[:n] == b[:n]
+}
+
+func bold(s string, noColor bool) string {
+	if noColor || os.Getenv("NO_COLOR") != "" {
+		return s
+	}
+	return "\x1b[1m" + s + "\x1b[0m"
 }
 
 func isTerminal(w io.Writer) bool {

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -44,8 +45,22 @@ type Options struct {
 }
 
 // NewIncarnation returns a fresh incarnation number: the start time in
-// nanoseconds, which grows across restarts of the same node.
-func NewIncarnation() uint64 { return uint64(time.Now().UnixNano()) }
+// microseconds since the Unix epoch, which grows across restarts of the
+// same node and stays below 2^53 (until the year 2255), so that every JSON
+// reader, jq's float64 numbers included, reads it exactly. One process
+// never gets the same number twice: when the clock did not move (or went
+// back) since the last call, it is the last number plus one.
+func NewIncarnation() uint64 {
+	incMu.Lock()
+	defer incMu.Unlock()
+	lastInc = max(uint64(time.Now().UnixMicro()), lastInc+1)
+	return lastInc
+}
+
+var (
+	incMu   sync.Mutex
+	lastInc uint64 // NewIncarnation's last number
+)
 
 // Reading is done in batches of batchSize datagrams, with poolSize batches
 // circulating between the reader goroutine and the loop. That bounds the
@@ -502,7 +517,7 @@ func (r *Node) Do(ctx context.Context, f func(*Core)) error {
 func (r *Node) logDelivery(d *vsync.Delivery) {
 	if r.o.Config.TraceDeliveries {
 		e := r.log.Info().Str("event", "deliver").Str("view", d.View.String()).Uint64("from", d.Source).
-			Uint64("inc", d.Inc).Uint64("seq", d.Seq).Str("order", d.Order.String())
+			Uint64("from_incarnation", d.Inc).Uint64("seq", d.Seq).Str("order", d.Order.String())
 		if d.GSeq != 0 {
 			e = e.Uint64("gseq", d.GSeq)
 		}
@@ -522,7 +537,7 @@ func (r *Node) logEvent(ev vsync.Event) {
 		r.logEngineEvent(ev.Multicast, ev.InView)
 	case vsync.ViewInstalled:
 		r.log.Info().Str("event", "view.installed").Str("view", ev.View.ID.String()).
-			Uint64("coordinator_inc", ev.View.Members[0].Inc).
+			Uint64("coordinator_incarnation", ev.View.Members[0].Inc).
 			Uints64("members", ev.View.IDs()).Uints64("joined", orEmpty(ev.Joined)).
 			Uints64("left", orEmpty(ev.Left)).Uints64("crashed", orEmpty(ev.Crashed)).
 			Int64("flush_ms", ev.Flush.Milliseconds()).Str("prior", ev.Prior.String()).

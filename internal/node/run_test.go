@@ -53,6 +53,31 @@ func find(evs []lab.Event, name string) []lab.Event {
 	return out
 }
 
+// TestNewIncarnation: an incarnation is the start time in microseconds,
+// below 2^53 so that JSON readers with float64 numbers (jq) read it
+// exactly, and every call of a process returns a larger one, even within
+// one microsecond.
+func TestNewIncarnation(t *testing.T) {
+	before := uint64(time.Now().UnixMicro())
+	last := NewIncarnation()
+	if last < before || last >= 1<<53 {
+		t.Fatalf("NewIncarnation() = %d, want microseconds since the epoch (%d or later) below 2^53", last, before)
+	}
+	if f := float64(last); uint64(f) != last {
+		t.Fatalf("incarnation %d reads back from a float64 as %d", last, uint64(f))
+	}
+	for range 1000 {
+		inc := NewIncarnation()
+		if inc <= last {
+			t.Fatalf("NewIncarnation() = %d after %d", inc, last)
+		}
+		last = inc
+	}
+	if after := uint64(time.Now().UnixMicro()); last > after+1000 {
+		t.Fatalf("1001 incarnations reached %d, far beyond the clock's %d", last, after)
+	}
+}
+
 // TestRunInVirtualTime runs three real node loops, goroutines, timers and
 // all, over the simulated network in virtual time: they hear each other,
 // and a cancelled context stops them with final stats and the cause.
@@ -222,7 +247,7 @@ func runWorkload(t *testing.T, repairSocket bool) {
 			got := 0
 			for _, e := range find(evs, "deliver") {
 				seq := num(e, "seq")
-				if num(e, "from") != 1 || seq <= last || sent[seq] != num(e, "crc") {
+				if num(e, "from") != 1 || num(e, "from_incarnation") != 1 || seq <= last || sent[seq] != num(e, "crc") {
 					t.Fatalf("node %d: delivery %v out of order, foreign or corrupt", id, e.Fields)
 				}
 				last = seq
@@ -230,6 +255,13 @@ func runWorkload(t *testing.T, repairSocket bool) {
 			}
 			if got != 300 {
 				t.Fatalf("node %d delivered %d of 300", id, got)
+			}
+			// Each node's incarnation is its ID here.
+			for _, v := range find(evs, "view.installed") {
+				view := str(v, "view")
+				if coord := view[strings.IndexByte(view, '.')+1:]; fmt.Sprint(num(v, "coordinator_incarnation")) != coord {
+					t.Fatalf("node %d: view.installed %v: coordinator_incarnation is not the coordinator's", id, v.Fields)
+				}
 			}
 			if stop := evs[len(evs)-1]; str(stop, "reason") != "duration elapsed" {
 				t.Fatalf("node %d stopped with %q, want the duration", id, str(stop, "reason"))
