@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -325,8 +326,9 @@ func (l *IDList) UnmarshalText(b []byte) error {
 
 // Duration is a time.Duration that reads and writes as text such as
 // "400ms" or "1.5s" in TOML files, environment variables and flags. In a
-// TOML file, write it as a string: a bare integer is read as nanoseconds
-// (and then usually rejected by Validate as too short).
+// TOML file, write it as a string. A number without a unit (heartbeat = 50,
+// HUDDLE_HEARTBEAT=50) is an error that shows the fix, instead of a guess
+// at the unit; only 0 may go without one.
 type Duration time.Duration
 
 // D returns d as a time.Duration.
@@ -342,10 +344,68 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
+		if isDecimal(string(b)) {
+			if e := noUnit(string(b), string(b)); e != nil {
+				return e
+			}
+		}
 		return fmt.Errorf("%q is not a duration (examples: 400ms, 1.5s)", b)
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// noUnitError is the error for a duration written as a bare number, such
+// as 50: rather than guess the unit, Load asks for one. withFix spells
+// out the fix in the syntax of where the number came from.
+type noUnitError struct {
+	number string // as written: "50", "1_000"
+	fixed  string // with a unit: "50ms", "1000ms"
+}
+
+func (e *noUnitError) Error() string {
+	return fmt.Sprintf("%s has no unit (units: ns, us, ms, s, m, h; e.g. %s)", e.number, e.fixed)
+}
+
+// noUnit returns the error for the bare number written as number, whose
+// value in decimal is value; nil if value with a unit is no duration
+// either (too large), which the caller then reports as such.
+func noUnit(number, value string) *noUnitError {
+	fixed := value + "ms"
+	if _, err := time.ParseDuration(fixed); err != nil {
+		return nil
+	}
+	return &noUnitError{number, fixed}
+}
+
+// withFix completes err, if it is a noUnitError, with the fix written as
+// write writes a value: `heartbeat = "50ms"` in a file,
+// HUDDLE_HEARTBEAT=50ms in the environment.
+func withFix(err error, write func(value string) string) error {
+	var e *noUnitError
+	if errors.As(err, &e) {
+		return fmt.Errorf("%s has no unit; write %s (units: ns, us, ms, s, m, h)", e.number, write(e.fixed))
+	}
+	return err
+}
+
+// isDecimal reports whether s is a plain decimal number: 50, -1.5, .5.
+func isDecimal(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	digits, dots := 0, 0
+	for _, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+		case r == '.':
+			dots++
+		default:
+			return false
+		}
+	}
+	return digits > 0 && dots <= 1
 }
 
 // Profile names.

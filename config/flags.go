@@ -110,8 +110,8 @@ func (f *Flags) add(fs *flag.FlagSet, name string, t *textFlag, help string) {
 }
 
 // set returns the configuration flags that were given on the command line,
-// in the order of fs.Visit. Their errors name no source: the user has just
-// typed the value.
+// in the order of fs.Visit, each with the flag as its source (--election,
+// not --election-algorithm, if that is what was typed).
 func (f *Flags) set(fs *flag.FlagSet) []assignment {
 	var out []assignment
 	if f == nil || fs == nil {
@@ -119,7 +119,7 @@ func (f *Flags) set(fs *flag.FlagSet) []assignment {
 	}
 	fs.Visit(func(fl *flag.Flag) {
 		if t, ok := f.byName[fl.Name]; ok {
-			out = append(out, assignment{t.key, t.value, ""})
+			out = append(out, assignment{t.key, t.value, "--" + fl.Name})
 		}
 	})
 	return out

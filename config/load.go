@@ -4,14 +4,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
+	"slices"
 	"strings"
 
-	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 // An assignment is one value for one setting, from the environment or a
-// flag, with where it came from ("HUDDLE_ID") for error messages.
+// flag, with where it came from ("HUDDLE_ID", "--id") for error messages.
 type assignment struct{ key, value, source string }
 
 // Load builds the effective configuration; call it after fs.Parse, with the
@@ -23,50 +23,65 @@ type assignment struct{ key, value, source string }
 //  1. the defaults of the profile named by --profile, else HUDDLE_PROFILE,
 //     else the file's profile key, else "lan";
 //  2. the TOML file named by --config, else HUDDLE_CONFIG, if any; an
-//     unknown key is an error;
+//     unknown key is an error, and so is a file over 1 MiB;
 //  3. HUDDLE_* environment variables (HUDDLE_SRM_C1 for srm.c1); an empty
 //     variable counts as unset, HUDDLE_TEST_* are left to tests, and any
-//     other unknown HUDDLE_ variable is an error;
+//     other HUDDLE_ variable that is not a setting (scripts set HUDDLE_BIN,
+//     HUDDLE_HOME) is ignored with a warning;
 //  4. the flags given on the command line.
 //
 // The result is validated. Every problem found is reported, joined, in the
-// form "config: <key>: <problem>". Load does not touch the network: call
-// Resolve for the interface and the ID.
-func Load(fs *flag.FlagSet, f *Flags, environ []string) (Config, error) {
+// form "config: <where>: <key>: <problem>", where says where the value came
+// from: the file and line ("huddle.toml:3"), the variable ("HUDDLE_TTL") or
+// the flag ("--ttl"); a profile's default names no source. Warnings, one
+// line each without a prefix, are returned even along with an error, for
+// the caller to show. Load does not touch the network: call Resolve for the
+// interface and the ID.
+func Load(fs *flag.FlagSet, f *Flags, environ []string) (c Config, warnings []string, err error) {
 	flags := f.set(fs)
-	envPath, env, err := readEnv(environ)
-	errs := []error{err}
+	envPath, env, warnings := readEnv(environ)
 
 	path, pathSource := envPath, "HUDDLE_CONFIG"
 	if f != nil && f.path != "" {
 		path, pathSource = f.path, "--config"
 	}
 	var doc []byte
+	var keys map[string]fileKey
 	if path != "" {
-		if doc, err = os.ReadFile(path); err != nil {
-			// A file named explicitly but unreadable must not be skipped.
-			return Config{}, fmt.Errorf("config: config file (%s): %w", pathSource, err)
+		if doc, err = readFile(path, pathSource); err != nil {
+			return Config{}, warnings, err
 		}
+		keys = scanFile(doc)
 	}
 
-	c, err := startFrom(chooseProfile(path, doc, env, flags))
-	errs = append(errs, err, decodeFile(&c, path, doc), apply(&c, env), apply(&c, flags))
+	sources := make(map[string]string) // key → where its value came from
+	for key, fk := range keys {
+		sources[key] = fmt.Sprintf("%s:%d", path, fk.line)
+	}
+	for _, a := range slices.Concat(env, flags) {
+		sources[a.key] = a.source
+	}
+
+	c, err = startFrom(chooseProfile(keys, env, flags), sources["profile"])
+	errs := []error{err, decodeFile(&c, path, doc, keys), apply(&c, env), apply(&c, flags)}
 	if err := errors.Join(errs...); err != nil {
-		return Config{}, err
+		return Config{}, warnings, err
 	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
+	if err := c.validate(sources); err != nil {
+		return Config{}, warnings, err
 	}
-	return c, nil
+	return c, warnings, nil
 }
 
-// readEnv picks the HUDDLE_* variables out of environ.
-func readEnv(environ []string) (path string, sets []assignment, err error) {
+// readEnv picks the HUDDLE_* variables out of environ, and warns of those
+// that are not settings.
+func readEnv(environ []string) (path string, sets []assignment, warnings []string) {
 	known := make(map[string]string)
+	var keys []string
 	for _, s := range settings(&Config{}) {
 		known[envName(s.key)] = s.key
+		keys = append(keys, s.key)
 	}
-	var errs []error
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
 		key, ok := known[name]
@@ -75,34 +90,40 @@ func readEnv(environ []string) (path string, sets []assignment, err error) {
 		case name == "HUDDLE_CONFIG":
 			path = value
 		case !ok:
-			errs = append(errs, fmt.Errorf("config: %s: unknown environment variable (HUDDLE_ + a config key, e.g. HUDDLE_SRM_C1)", name))
+			w := name + " is not a setting; ignoring it"
+			// The name as a key: HUDDLE_SRM_C1 is srm_c1, which the
+			// comparison sees as srm.c1 with its "." as "_".
+			flat := func(k string) string { return strings.ReplaceAll(k, ".", "_") }
+			if k, ok := closest(strings.ToLower(strings.TrimPrefix(name, "HUDDLE_")), keys, flat); ok {
+				w = name + " is not a setting; did you mean " + envName(k) + "?"
+			}
+			warnings = append(warnings, w)
 		default:
 			sets = append(sets, assignment{key, value, name})
 		}
 	}
-	return path, sets, errors.Join(errs...)
+	return path, sets, warnings
 }
 
-// chooseProfile names the profile whose defaults come first, and where the
-// name came from: the flag, else the environment, else the file.
-func chooseProfile(path string, doc []byte, env, flags []assignment) (name, source string) {
+// chooseProfile names the profile whose defaults come first: the flag's,
+// else the environment's, else the file's.
+func chooseProfile(keys map[string]fileKey, env, flags []assignment) string {
 	for _, sets := range [][]assignment{flags, env} {
 		for i := len(sets) - 1; i >= 0; i-- {
 			if sets[i].key == "profile" {
-				return sets[i].value, sets[i].source
+				return sets[i].value
 			}
 		}
 	}
-	var file struct {
-		Profile string `toml:"profile"`
+	if fk := keys["profile"]; fk.kind == unstable.String {
+		return fk.value
 	}
-	_ = toml.Unmarshal(doc, &file) // a bad file is reported by decodeFile
-	return file.Profile, path
+	return "" // a profile that is not a string is decodeFile's to report
 }
 
-// startFrom returns the defaults of the named profile; for an unknown name
-// it returns LAN's along with the error, so that Load can go on and report
-// every other problem too.
+// startFrom returns the defaults of the named profile, named by source;
+// for an unknown name it returns LAN's along with the error, so that Load
+// can go on and report every other problem too.
 func startFrom(name, source string) (Config, error) {
 	c, err := ForProfile(name)
 	if err != nil {
@@ -117,8 +138,17 @@ func apply(c *Config, sets []assignment) error {
 	var errs []error
 	for _, a := range sets {
 		if err := byKey[a.key].set(a.value); err != nil {
-			errs = append(errs, problem(a.key, a.source, "%v", err))
+			errs = append(errs, problem(a.key, a.source, "%v", withFix(err, a.assign)))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// assign writes value as the assignment's source takes it: --heartbeat
+// 50ms, HUDDLE_HEARTBEAT=50ms.
+func (a assignment) assign(value string) string {
+	if strings.HasPrefix(a.source, "-") {
+		return a.source + " " + value
+	}
+	return a.source + "=" + value
 }

@@ -11,8 +11,19 @@ import (
 	"time"
 )
 
-// load runs AddFlags, Parse and Load as huddle run does.
+// load runs AddFlags, Parse and Load as huddle run does, and fails the
+// test on a warning.
 func load(t *testing.T, args, env []string) (Config, error) {
+	t.Helper()
+	c, warnings, err := loadWarn(t, args, env)
+	if len(warnings) > 0 {
+		t.Errorf("warnings: %q", warnings)
+	}
+	return c, err
+}
+
+// loadWarn is load returning the warnings.
+func loadWarn(t *testing.T, args, env []string) (Config, []string, error) {
 	t.Helper()
 	fs := flag.NewFlagSet("huddle", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -97,8 +108,25 @@ func TestLoadPrecedence(t *testing.T) {
 		},
 		{
 			name: "empty variables and test knobs are ignored",
-			env:  []string{"HUDDLE_ID=", "HUDDLE_PROFILE=", "HUDDLE_TEST_SEED=1", "HUDDLE_TEST_ANYTHING=x"},
+			env:  []string{"HUDDLE_ID=", "HUDDLE_PROFILE=", "HUDDLE_TEST_SEED=1", "HUDDLE_TEST_ANYTHING=x", "HUDDLE_BIN="},
 			want: func(c *Config) {},
+		},
+		{
+			name: "durations written with units",
+			file: "heartbeat = \"40ms\"\nsuspect_timeout = \"1.5s\"\n[srm]\nmin_delay = \"250us\"\n",
+			env:  []string{"HUDDLE_JOIN_TIMEOUT=1.5s"},
+			args: []string{"--election-interval", "400ms"},
+			want: func(c *Config) {
+				c.Heartbeat, c.SuspectTimeout, c.SRM.MinDelay = ms(40), ms(1500), Duration(250*time.Microsecond)
+				c.JoinTimeout, c.Election.Every = ms(1500), ms(400)
+			},
+		},
+		{
+			name: "a duration of 0 needs no unit",
+			file: "duration = 0\n[election]\nevery = 0\n",
+			env:  []string{"HUDDLE_STATS_INTERVAL=0"},
+			args: []string{"--mutex-hold", "0"},
+			want: func(c *Config) { c.StatsInterval = 0 },
 		},
 	}
 	for _, tt := range tests {
@@ -148,7 +176,63 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "unknown file keys",
 			file: "hearbeat = \"1s\"\n[srm]\nc9 = 1\n",
-			want: []string{`config: <file>: unknown key "hearbeat"`, `config: <file>: unknown key "srm.c9"`},
+			want: []string{`config: <file>:1: unknown key "hearbeat" (did you mean "heartbeat"?)`, `config: <file>:3: unknown key "srm.c9"`},
+		},
+		{
+			name: "unknown keys near a key of another table",
+			file: "c1 = 2\n[log]\nheartbeat = \"1s\"\n[mutex]\nthnik = \"1s\"\n[logs]\nlevel = \"debug\"\n",
+			want: []string{
+				`config: <file>:1: unknown key "c1" (did you mean "srm.c1"?)`,
+				`config: <file>:3: unknown key "log.heartbeat" (did you mean "heartbeat"?)`,
+				`config: <file>:5: unknown key "mutex.thnik" (did you mean "mutex.think"?)`,
+				`config: <file>:6: unknown key "logs" (did you mean "log"?)`,
+			},
+		},
+		{
+			name: "unknown key in an inline table",
+			file: "id = 1\nsrm = { c1 = 2, min_dealy = \"1ms\" }\n",
+			want: []string{`config: <file>:2: unknown key "srm.min_dealy" (did you mean "srm.min_delay"?)`},
+		},
+		{
+			name: "durations without a unit in the file",
+			file: "id = 1\n\nheartbeat = 50\nsuspect_timeout = 1.5\njoin_timeout = \"500\"\n[srm]\nmin_delay = 1_000\n[election]\nevery = 0x10\n",
+			want: []string{
+				`config: <file>:3: heartbeat: 50 has no unit; write heartbeat = "50ms" (units: ns, us, ms, s, m, h)`,
+				`config: <file>:4: suspect_timeout: 1.5 has no unit; write suspect_timeout = "1.5ms" (units: ns, us, ms, s, m, h)`,
+				`config: <file>:5: join_timeout: 500 has no unit; write join_timeout = "500ms" (units: ns, us, ms, s, m, h)`,
+				`config: <file>:7: srm.min_delay: 1_000 has no unit; write min_delay = "1000ms" (units: ns, us, ms, s, m, h)`,
+				`config: <file>:9: election.every: 0x10 has no unit; write every = "16ms" (units: ns, us, ms, s, m, h)`,
+			},
+		},
+		{
+			name: "durations without a unit in dotted keys and inline tables",
+			file: "srm.min_delay = 2\nmutex = { hold = -3.0 }\n",
+			want: []string{
+				`config: <file>:1: srm.min_delay: 2 has no unit; write srm.min_delay = "2ms" (units: ns, us, ms, s, m, h)`,
+				`config: <file>:2: mutex.hold: -3.0 has no unit; write hold = "-3ms" (units: ns, us, ms, s, m, h)`,
+			},
+		},
+		{
+			name: "numbers and booleans for settings read from text",
+			file: "duration = true\nstats_interval = inf\nheartbeat = 1e300\n[drop]\nfrom = 1.5\n",
+			want: []string{
+				`config: <file>:1: duration: "true" is not a duration (examples: 400ms, 1.5s)`,
+				`config: <file>:2: stats_interval: inf is not a duration (examples: 400ms, 1.5s)`,
+				`config: <file>:3: heartbeat: 1e300 is not a duration (examples: 400ms, 1.5s)`,
+				`config: <file>:5: drop.from: "1.5" is not a list of node IDs (e.g. 3,4; each 1 to 2^63-1)`,
+			},
+		},
+		{
+			name: "durations without a unit in the environment and flags",
+			env:  []string{"HUDDLE_HEARTBEAT=50", "HUDDLE_SRM_MIN_DELAY=.5"},
+			args: []string{"--suspect-timeout", "400", "--election-interval=2", "--lock-hold", "1e3"},
+			want: []string{
+				`config: HUDDLE_HEARTBEAT: heartbeat: 50 has no unit; write HUDDLE_HEARTBEAT=50ms (units: ns, us, ms, s, m, h)`,
+				`config: HUDDLE_SRM_MIN_DELAY: srm.min_delay: .5 has no unit; write HUDDLE_SRM_MIN_DELAY=.5ms (units: ns, us, ms, s, m, h)`,
+				`config: --election-interval: election.every: 2 has no unit; write --election-interval 2ms (units: ns, us, ms, s, m, h)`,
+				`config: --lock-hold: mutex.hold: "1e3" is not a duration (examples: 400ms, 1.5s)`,
+				`config: --suspect-timeout: suspect_timeout: 400 has no unit; write --suspect-timeout 400ms (units: ns, us, ms, s, m, h)`,
+			},
 		},
 		{
 			name: "syntax error names the line",
@@ -172,50 +256,74 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name: "bad profile in file",
-			file: "profile = \"fast\"\n",
-			want: []string{`config: profile (<file>): "fast" is not a profile (lan, local)`},
+			file: "\nprofile = \"fast\"\n",
+			want: []string{`config: <file>:2: profile: "fast" is not a profile (lan, local)`},
 		},
 		{
-			name: "unknown and bad variables",
-			env:  []string{"HUDDLE_HEARTBEET=1s", "HUDDLE_ID=abc", "HUDDLE_LOOPBACK=maybe"},
+			name: "bad variables",
+			env:  []string{"HUDDLE_ID=abc", "HUDDLE_LOOPBACK=maybe"},
 			want: []string{
-				`config: HUDDLE_HEARTBEET: unknown environment variable (HUDDLE_ + a config key, e.g. HUDDLE_SRM_C1)`,
-				`config: id (HUDDLE_ID): "abc" is not a number`,
-				`config: loopback (HUDDLE_LOOPBACK): "maybe" is not a boolean (true or false)`,
+				`config: HUDDLE_ID: id: "abc" is not a number`,
+				`config: HUDDLE_LOOPBACK: loopback: "maybe" is not a boolean (true or false)`,
 			},
 		},
 		{
 			name: "bad profile in env",
 			env:  []string{"HUDDLE_PROFILE=wan"},
-			want: []string{`config: profile (HUDDLE_PROFILE): "wan" is not a profile (lan, local)`},
+			want: []string{`config: HUDDLE_PROFILE: profile: "wan" is not a profile (lan, local)`},
 		},
 		{
 			name: "bad flags",
 			args: []string{"--id", "abc", "--heartbeat", "fast", "--loopback=maybe", "--ttl=1.5", "--srm-c1=x"},
 			want: []string{
-				`config: heartbeat: "fast" is not a duration (examples: 400ms, 1.5s)`,
-				`config: id: "abc" is not a number`,
-				`config: loopback: "maybe" is not a boolean (true or false)`,
-				`config: srm.c1: "x" is not a number`,
-				`config: ttl: "1.5" is not a number`,
+				`config: --heartbeat: heartbeat: "fast" is not a duration (examples: 400ms, 1.5s)`,
+				`config: --id: id: "abc" is not a number`,
+				`config: --loopback: loopback: "maybe" is not a boolean (true or false)`,
+				`config: --srm-c1: srm.c1: "x" is not a number`,
+				`config: --ttl: ttl: "1.5" is not a number`,
 			},
 		},
 		{
 			name: "numbers out of range",
 			args: []string{"--id=-1", "--send-window=99999999999999999999"},
 			want: []string{
-				`config: id: "-1" is negative (0 to 2^63-1)`,
-				`config: send_window: "99999999999999999999" is out of range`,
+				`config: --id: id: "-1" is negative (0 to 2^63-1)`,
+				`config: --send-window: send_window: "99999999999999999999" is out of range`,
 			},
 		},
 		{
-			name: "validation after loading",
+			name: "validation after loading names the source",
 			env:  []string{"HUDDLE_ADDR=10.0.0.1:7468"},
-			args: []string{"--ttl=0"},
+			args: []string{"--ttl=0", "--election", "raft"},
 			want: []string{
-				`config: addr: 10.0.0.1 is not a multicast address (224.0.0.0/4)`,
-				`config: ttl: 0 is out of range (1 to 255)`,
+				`config: HUDDLE_ADDR: addr: 10.0.0.1 is not a multicast address (224.0.0.0/4)`,
+				`config: --ttl: ttl: 0 is out of range (1 to 255)`,
+				`config: --election: election.algorithm: "raft" is not an election algorithm (ring, bully)`,
 			},
+		},
+		{
+			name: "validation names the file and line",
+			file: "profile = \"local\"\nheartbeat = \"100ms\"\n\nsuspect_timeout = \"10ms\"\n[log]\nlevel = \"loud\"\n",
+			want: []string{
+				`config: <file>:4: suspect_timeout: 10ms is out of range (300ms, 3 heartbeats of 100ms, to 10m0s)`,
+				`config: <file>:6: log.level: "loud" is not a log level (debug, info, warn, error)`,
+			},
+		},
+		{
+			name: "validation names the source that won",
+			file: "ttl = 3\nsend_order = \"random\"\nsrm = { c2 = 0.0 }\n",
+			env:  []string{"HUDDLE_TTL=0"},
+			args: []string{"--send-order", "causal"},
+			want: []string{
+				`config: HUDDLE_TTL: ttl: 0 is out of range (1 to 255)`,
+				`config: --send-order: send_order: "causal" is not a delivery order (fifo, total, safe)`,
+				`config: <file>:3: srm.c2: 0 is out of range (above 0, up to 100)`,
+			},
+		},
+		{
+			name: "a default out of range for a value set names no source",
+			args: []string{"--heartbeat", "200ms"},
+			want: []string{`config: suspect_timeout: 400ms is out of range (600ms, 3 heartbeats of 200ms, to 10m0s)`},
 		},
 	}
 	for _, tt := range tests {
@@ -246,10 +354,87 @@ func TestLoadMissingFile(t *testing.T) {
 	}
 }
 
+func TestLoadFileTooLarge(t *testing.T) {
+	// A file of comments (valid TOML) just over the limit.
+	line := "# " + strings.Repeat("x", 61) + "\n"
+	doc := "id = 1\n" + strings.Repeat(line, maxFileSize/len(line)+1)
+	path := writeFile(t, doc)
+	_, err := load(t, []string{"--config", path}, nil)
+	want := "config: " + path + ": the file is larger than 1 MiB (1048576 bytes), the most a config file may be"
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+	// Just under it, it is read.
+	if c, err := load(t, []string{"--config", writeFile(t, doc[:maxFileSize])}, nil); err != nil || c.ID != 1 {
+		t.Errorf("a file of 1 MiB: id %d, %v", c.ID, err)
+	}
+}
+
+func TestLoadWarnings(t *testing.T) {
+	file := writeFile(t, "id = 4\n")
+	c, warnings, err := loadWarn(t, nil, []string{
+		"HUDDLE_BIN=/usr/local/bin/huddle", "HUDDLE_HEARTBAET=1s", "HUDDLE_HOME=/home/h", "HUDDLE_MIN_DELAY=1ms",
+		"HUDDLE_CONFIG=" + file, "HUDDLE_TEST_SOAK=1", "HUDDLE_SRM_C=1", "HUDDLE_LEVEL=debug", "HUDDLE_TTL=2",
+	})
+	if err != nil || c.ID != 4 || c.TTL != 2 {
+		t.Fatalf("id %d, ttl %d, %v; want 4, 2 and no error", c.ID, c.TTL, err)
+	}
+	want := []string{
+		"HUDDLE_BIN is not a setting; ignoring it",
+		"HUDDLE_HEARTBAET is not a setting; did you mean HUDDLE_HEARTBEAT?",
+		"HUDDLE_HOME is not a setting; ignoring it",
+		"HUDDLE_MIN_DELAY is not a setting; did you mean HUDDLE_SRM_MIN_DELAY?",
+		"HUDDLE_SRM_C is not a setting; ignoring it", // srm.c1 or srm.c2?
+		"HUDDLE_LEVEL is not a setting; did you mean HUDDLE_LOG_LEVEL?",
+	}
+	if !reflect.DeepEqual(warnings, want) {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(warnings, "\n"), strings.Join(want, "\n"))
+	}
+	// Warnings come with an error too, so that both are shown.
+	_, warnings, err = loadWarn(t, nil, []string{"HUDDLE_HEARTBEET=1s", "HUDDLE_TTL=0"})
+	if err == nil || len(warnings) != 1 {
+		t.Errorf("with an error: warnings %q, error %v", warnings, err)
+	}
+}
+
+func TestClosest(t *testing.T) {
+	keys := []string{"heartbeat", "id", "ttl", "srm.c1", "srm.c2", "log.level", "mutex.hold"}
+	same := func(k string) string { return k }
+	for _, tt := range []struct{ name, want string }{
+		{"hearbeat", "heartbeat"},
+		{"heartbaet", "heartbeat"}, // a swap is one edit
+		{"hartbeet", "heartbeat"},
+		{"heartbeatt", "heartbeat"},
+		{"hbeat", ""},
+		{"tll", "ttl"},
+		{"ip", ""}, // too short to tell
+		{"c1", "srm.c1"},
+		{"c3", ""}, // c1 or c2
+		{"srm.c", ""},
+		{"x.level", "log.level"},
+		{"hold", "mutex.hold"},
+		{"home", ""},
+		{strings.Repeat("heartbeat", 1000), ""},
+	} {
+		got, ok := closest(tt.name, keys, same)
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("closest(%.20q) = %q, %v; want %q", tt.name, got, ok, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		a, b string
+		d    int
+	}{{"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"ab", "ba", 1}, {"abcd", "acbd", 1}, {"ca", "abc", 3}} {
+		if d := distance(tt.a, tt.b); d != tt.d {
+			t.Errorf("distance(%q, %q) = %d, want %d", tt.a, tt.b, d, tt.d)
+		}
+	}
+}
+
 func TestLoadWithoutFlags(t *testing.T) {
-	c, err := Load(nil, nil, []string{"HUDDLE_ID=3"})
-	if err != nil || c.ID != 3 {
-		t.Errorf("Load(nil, nil, env) = id %d, %v", c.ID, err)
+	c, warnings, err := Load(nil, nil, []string{"HUDDLE_ID=3"})
+	if err != nil || c.ID != 3 || warnings != nil {
+		t.Errorf("Load(nil, nil, env) = id %d, %q, %v", c.ID, warnings, err)
 	}
 }
 
@@ -351,9 +536,24 @@ func TestDurationText(t *testing.T) {
 			t.Errorf("%s: round trip gives %s", s, b)
 		}
 	}
-	var d Duration
-	err := d.UnmarshalText([]byte("fast"))
-	if want := `"fast" is not a duration (examples: 400ms, 1.5s)`; err == nil || err.Error() != want {
-		t.Errorf("error %v, want %s", err, want)
+	for text, want := range map[string]string{
+		"fast":                 `"fast" is not a duration (examples: 400ms, 1.5s)`,
+		"50":                   `50 has no unit (units: ns, us, ms, s, m, h; e.g. 50ms)`,
+		"-1.5":                 `-1.5 has no unit (units: ns, us, ms, s, m, h; e.g. -1.5ms)`,
+		"1.":                   `1. has no unit (units: ns, us, ms, s, m, h; e.g. 1.ms)`,
+		"1e3":                  `"1e3" is not a duration (examples: 400ms, 1.5s)`,
+		"--5":                  `"--5" is not a duration (examples: 400ms, 1.5s)`,
+		".":                    `"." is not a duration (examples: 400ms, 1.5s)`,
+		"1.2.3":                `"1.2.3" is not a duration (examples: 400ms, 1.5s)`,
+		"99999999999999999999": `"99999999999999999999" is not a duration (examples: 400ms, 1.5s)`,
+	} {
+		var d Duration
+		if err := d.UnmarshalText([]byte(text)); err == nil || err.Error() != want {
+			t.Errorf("%s: error %v, want %s", text, err, want)
+		}
+	}
+	var d Duration = 5
+	if err := d.UnmarshalText([]byte("0")); err != nil || d != 0 {
+		t.Errorf("0: %v, %v", d, err)
 	}
 }

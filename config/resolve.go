@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -53,6 +54,53 @@ func (c *Config) resolve(sys system) error {
 	}
 	c.ID = uint64(binary.BigEndian.Uint32(ifc.ipv4[0].AsSlice()))
 	return nil
+}
+
+// ResolvedTOML returns c as TOML, as TOML does, for huddle run
+// --print-config, with what Resolve would derive on this host written
+// beside the settings as comments:
+//
+//	id = 0
+//	# id = 167772165   (derived from eth0's address 10.0.0.5; set it to pin this node's ID)
+//
+// Written as settings, a derived ID and interface would give every machine
+// the file is copied to this machine's ID. An ID or interface set in c is
+// written as a setting. The error is Resolve's: an interface that will not
+// do, or an ID that cannot be derived.
+func (c Config) ResolvedTOML() ([]byte, error) {
+	sys, err := readSystem()
+	if err != nil {
+		return nil, err
+	}
+	return c.resolvedTOML(sys)
+}
+
+func (c Config) resolvedTOML(sys system) ([]byte, error) {
+	r := c
+	if err := r.resolve(sys); err != nil {
+		return nil, err
+	}
+	doc := c.TOML()
+	if c.ID == 0 {
+		addr := netip.AddrFrom4([4]byte(binary.BigEndian.AppendUint32(nil, uint32(r.ID))))
+		doc = annotate(doc, "id = ", fmt.Sprintf("# id = %d   (derived from %s's address %s; set it to pin this node's ID)", r.ID, r.Iface, addr))
+	}
+	if c.Iface == "" {
+		doc = annotate(doc, "iface = ", fmt.Sprintf("# iface = %q   (picked on this host; set it to pin the interface)", r.Iface))
+	}
+	return doc, nil
+}
+
+// annotate inserts comment after the first line of doc that starts with
+// prefix: a top-level setting, which toml.Marshal writes before any table.
+func annotate(doc []byte, prefix, comment string) []byte {
+	lines := strings.SplitAfter(string(doc), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			return []byte(strings.Join(slices.Insert(lines, i+1, comment+"\n"), ""))
+		}
+	}
+	return append(doc, comment+"\n"...)
 }
 
 // pickIface checks the named interface, or chooses one when name is empty:

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -144,5 +145,59 @@ func TestParseRoutes(t *testing.T) {
 		if got := parseRoutes(strings.NewReader(tt.table)); got != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestResolvedTOMLTravels copies the --print-config output of one host to
+// another: the ID and interface derived on the first are comments in it,
+// so the second derives its own.
+func TestResolvedTOMLTravels(t *testing.T) {
+	hostA := system{[]netIface{lo, eth0}, "eth0"}      // 10.0.0.5
+	hostB := system{[]netIface{lo, wlan0}, "wlan0"}    // 192.168.1.20
+	c, err := load(t, []string{"--group", "lab"}, nil) // neither ID nor interface set
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := c.resolvedTOML(hostA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"id = 0\n# id = 167772165   (derived from eth0's address 10.0.0.5; set it to pin this node's ID)\n",
+		"iface = ''\n# iface = \"eth0\"   (picked on this host; set it to pin the interface)\n",
+	} {
+		if !strings.Contains(string(doc), want) {
+			t.Errorf("the printed configuration lacks\n%s\nin\n%s", want, doc)
+		}
+	}
+
+	copied, err := load(t, []string{"--config", writeFile(t, string(doc))}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(copied, c) || copied.ID != 0 || copied.Iface != "" {
+		t.Errorf("read back on another host:\ngot  %+v\nwant %+v", copied, c)
+	}
+	if err := copied.resolve(hostB); err != nil || copied.ID != 3232235796 || copied.Iface != "wlan0" {
+		t.Errorf("resolved on another host: id %d iface %q, %v; want its own 3232235796 and wlan0", copied.ID, copied.Iface, err)
+	}
+
+	// What the user set stays a setting, and the round trip keeps it.
+	c.ID, c.Iface = 9, "eth0"
+	doc, err = c.resolvedTOML(hostA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(doc), "# id") || strings.Contains(string(doc), "# iface") {
+		t.Errorf("explicit settings written as comments:\n%s", doc)
+	}
+	if got, err := load(t, []string{"--config", writeFile(t, string(doc))}, nil); err != nil || !reflect.DeepEqual(got, c) {
+		t.Errorf("round trip: %+v, %v; want %+v", got, err, c)
+	}
+
+	// An interface that will not do is reported, as by Resolve.
+	c.Iface = "eth9"
+	if _, err := c.resolvedTOML(hostA); err == nil || !strings.Contains(err.Error(), `"eth9" does not exist`) {
+		t.Errorf("error %v, want eth9 does not exist", err)
 	}
 }

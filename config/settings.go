@@ -110,12 +110,24 @@ func numberError(text string, err error) error {
 	return fmt.Errorf("%q is not a number", text)
 }
 
-// problem formats one problem with one setting the way every config error
-// reads: "config: <key>: <problem>", with the source of the value in
-// parentheses when it helps to find it (a flag, a variable, a file line).
-func problem(key, source, format string, args ...any) error {
-	if source != "" {
-		key += " (" + source + ")"
+// A problemError is one problem with one setting. Its source says where
+// the value came from ("huddle.toml:3", "HUDDLE_TTL", "--ttl"), and is
+// empty for a value no one set: a profile's default.
+type problemError struct {
+	key, source, msg string
+}
+
+// Error reads "config: <source>: <key>: <problem>", or without the source
+// "config: <key>: <problem>".
+func (e *problemError) Error() string {
+	if e.source == "" {
+		return "config: " + e.key + ": " + e.msg
 	}
-	return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
+	return "config: " + e.source + ": " + e.key + ": " + e.msg
+}
+
+// problem formats one problem with one setting the way every config error
+// reads, naming where the value came from when source is not empty.
+func problem(key, source, format string, args ...any) error {
+	return &problemError{key, source, fmt.Sprintf(format, args...)}
 }

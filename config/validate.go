@@ -16,8 +16,25 @@ import (
 // "config: <key>: <value> <what is wrong> (<what is allowed>)". It does not
 // look at the system: an interface that does not exist is Resolve's to find.
 func (c *Config) Validate() error {
+	return c.validate(nil)
+}
+
+// validate is Validate with each problem saying where its setting's value
+// came from: sources maps a key to "huddle.toml:3", "HUDDLE_TTL", "--ttl".
+func (c *Config) validate(sources map[string]string) error {
+	errs := c.problems()
+	for _, err := range errs {
+		if p, ok := err.(*problemError); ok && p.source == "" {
+			p.source = sources[p.key]
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// problems lists the result of every check, nil for those that pass.
+func (c *Config) problems() []error {
 	ms := Duration(time.Millisecond)
-	return errors.Join(
+	return []error{
 		oneOf("profile", "a profile", c.Profile, ProfileLAN, ProfileLocal),
 		inRange("id", c.ID, 0, math.MaxInt64),
 		checkGroup(c.Group),
@@ -52,7 +69,7 @@ func (c *Config) Validate() error {
 		checkKey(c.Security.Key),
 		inRange("drop.rate", c.Drop.Rate, 0, 1),
 		checkIDs("drop.from", c.Drop.From),
-	)
+	}
 }
 
 // GroupAddr returns Addr parsed; it is valid once Validate has passed.

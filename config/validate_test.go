@@ -83,6 +83,25 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestValidateSources: Load passes where each value came from, and each
+// problem names it; a key without a source (a default) names none.
+func TestValidateSources(t *testing.T) {
+	c := LAN()
+	c.TTL, c.Log.Format, c.Heartbeat, c.SRM.C2 = 0, "", ms(200), 0
+	err := c.validate(map[string]string{"ttl": "HUDDLE_TTL", "log.format": "huddle.toml:7", "srm.c2": "--srm-c2", "heartbeat": "--heartbeat"})
+	want := "config: HUDDLE_TTL: ttl: 0 is out of range (1 to 255)\n" +
+		"config: suspect_timeout: 400ms is out of range (600ms, 3 heartbeats of 200ms, to 10m0s)\n" +
+		"config: --srm-c2: srm.c2: 0 is out of range (above 0, up to 100)\n" +
+		`config: huddle.toml:7: log.format: "" is not a log format (json, console)`
+	if err == nil || err.Error() != want {
+		t.Errorf("error:\n%v\nwant:\n%s", err, want)
+	}
+	// Validate itself names no source.
+	if err := c.Validate(); err == nil || strings.Contains(err.Error(), "HUDDLE_TTL") {
+		t.Errorf("Validate: %v", err)
+	}
+}
+
 func TestValidateZero(t *testing.T) {
 	var c Config
 	err := c.Validate()

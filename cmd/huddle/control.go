@@ -112,10 +112,11 @@ type target struct {
 	fallback bool
 }
 
-// findTarget loads the configuration as huddle run does and says where
-// that node's socket is.
-func (f *controlFlags) findTarget() (target, error) {
-	cfg, err := config.Load(f.fs, f.cfg, os.Environ())
+// findTarget loads the configuration as huddle run does, printing its
+// warnings to stderr, and says where that node's socket is.
+func (f *controlFlags) findTarget(stderr io.Writer) (target, error) {
+	cfg, warnings, err := config.Load(f.fs, f.cfg, os.Environ())
+	warn(stderr, warnings)
 	if err != nil {
 		return target{}, err
 	}
@@ -251,7 +252,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "huddle status: unexpected argument %q\n", rest[0])
 		return exitUsage
 	}
-	t, err := f.findTarget()
+	t, err := f.findTarget(stderr)
 	if err != nil {
 		return fail(stderr, "huddle status", err, true)
 	}
@@ -356,7 +357,7 @@ func cmdSend(args []string, stdout, stderr io.Writer) int {
 	if !utf8.ValidString(a.Text) {
 		a.Text, a.Payload = "", []byte(rest[0]) // JSON strings are UTF-8: send the bytes as they are
 	}
-	t, err := f.findTarget()
+	t, err := f.findTarget(stderr)
 	if err != nil {
 		return fail(stderr, "huddle send", err, true)
 	}
@@ -389,7 +390,7 @@ func cmdElect(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "huddle elect: unexpected argument %q\n", rest[0])
 		return exitUsage
 	}
-	t, err := f.findTarget()
+	t, err := f.findTarget(stderr)
 	if err != nil {
 		return fail(stderr, "huddle elect", err, true)
 	}
@@ -449,7 +450,7 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "huddle lock: --hold is negative")
 		return exitUsage
 	}
-	t, err := f.findTarget()
+	t, err := f.findTarget(stderr)
 	if err != nil {
 		return fail(stderr, "huddle lock", err, true)
 	}

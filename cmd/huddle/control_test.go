@@ -148,8 +148,11 @@ func TestControlCommands(t *testing.T) {
 		{name: "no socket at the path given", args: []string{"status", "--control-socket", filepath.Join(xdg, "none.sock")}, code: 1,
 			stderr: []string{"no node is running at " + filepath.Join(xdg, "none.sock")}},
 		{name: "socket off", args: []string{"status", "--control-socket", "off"}, code: 2, stderr: []string{"config: control_socket: is off"}},
-		{name: "bad config", args: []string{"status", "--id", "x"}, code: 2, stderr: []string{`config: id: "x" is not a number`}},
-		{name: "bad environment", env: []string{"HUDDLE_BOGUS=1"}, args: []string{"status"}, code: 2, stderr: []string{"HUDDLE_BOGUS: unknown environment variable"}},
+		{name: "bad config", args: []string{"status", "--id", "x"}, code: 2, stderr: []string{`config: --id: id: "x" is not a number`}},
+		{name: "bad environment", env: []string{"HUDDLE_ID=x"}, args: []string{"status"}, code: 2, stderr: []string{`config: HUDDLE_ID: id: "x" is not a number`}},
+		{name: "unknown variable", env: []string{"HUDDLE_BOGUS=1", "HUDDLE_GRUOP=lab"}, args: []string{"status", "--id", "1"},
+			stdout: []string{"node 1 (incarnation 101)"}, stderr: []string{
+				"huddle: warning: HUDDLE_BOGUS is not a setting; ignoring it\nhuddle: warning: HUDDLE_GRUOP is not a setting; did you mean HUDDLE_GROUP?\n"}},
 		{name: "status argument", args: []string{"status", "extra"}, code: 2, stderr: []string{`unexpected argument "extra"`}},
 		{name: "status help", args: []string{"status", "--help"}, stdout: []string{"Usage: huddle status [flags]", "-control-socket path", "-timeout duration", "-json", "Every flag of huddle run is accepted"}},
 
@@ -202,7 +205,9 @@ func TestControlCommands(t *testing.T) {
 					t.Errorf("stderr does not contain %q:\n%s", want, &stderr)
 				}
 			}
-			if c.code == 0 && stderr.Len() > 0 || c.code != 0 && stdout.Len() > 0 {
+			// Success prints nothing to stderr but warnings.
+			warned := regexp.MustCompile(`(?m)^huddle: warning: .*\n`).ReplaceAllString(stderr.String(), "")
+			if c.code == 0 && warned != "" || c.code != 0 && stdout.Len() > 0 {
 				t.Errorf("exit %d with stdout %q and stderr %q", code, &stdout, &stderr)
 			}
 			one.mu.Lock()

@@ -98,8 +98,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if code, done := parseArgs(fs, parseOut, args, stdout, stderr); done {
 		return code
 	}
-	cfg, err := config.Load(fs, flags, os.Environ())
-	if err == nil && cfg.Security.Key != "" && !*printConfig {
+	cfg, warnings, err := config.Load(fs, flags, os.Environ())
+	warn(stderr, warnings)
+	if err == nil && *printConfig {
+		// What Resolve derives (the ID, the interface) is printed as
+		// comments: a copied file must not give another machine this ID.
+		var doc []byte
+		if doc, err = cfg.ResolvedTOML(); err == nil {
+			stdout.Write(doc)
+			return exitOK
+		}
+	}
+	if err == nil && cfg.Security.Key != "" {
 		// Accepting a key and then sending in the clear would betray
 		// whoever set it.
 		err = errors.New("config: security.key: is set, but this version of huddle cannot seal datagrams yet (leave it empty)")
@@ -111,10 +121,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitUsage
 	}
-	if *printConfig {
-		stdout.Write(cfg.TOML())
-		return exitOK
-	}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
@@ -124,6 +130,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		defer stop()
 	}
 	return startNode(cfg, stderr)
+}
+
+// warn prints config.Load's warnings, one line each.
+func warn(stderr io.Writer, warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "huddle: warning:", w)
+	}
 }
 
 // newFlagSet returns the flag set of a command. The flag package prints

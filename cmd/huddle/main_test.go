@@ -148,6 +148,9 @@ func TestUsageErrors(t *testing.T) {
 	clearHuddleEnv(t)
 	badKeys := writeTemp(t, "bad.toml", "id = 3\nhearbeat = \"1s\"\n[srm]\nc9 = 1\n")
 	missing := filepath.Join(t.TempDir(), "none.toml")
+	large := writeTemp(t, "large.toml", strings.Repeat("# a comment\n", 100_000))
+	unitless := writeTemp(t, "unitless.toml", "id = 3\nheartbeat = 50\n")
+	outOfRange := writeTemp(t, "range.toml", "id = 3\n[srm]\nmin_delay = \"1s\"\n")
 	tests := []struct {
 		name string
 		env  []string // NAME=value
@@ -158,28 +161,38 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown flag", nil, []string{"run", "--bogus"}, []string{"flag provided but not defined: -bogus"}},
 		{"flag without value", nil, []string{"run", "--id"}, []string{"flag needs an argument: -id"}},
 		{"argument", nil, []string{"run", "extra"}, []string{`huddle run: unexpected argument "extra"`}},
-		{"id not a number", nil, []string{"run", "--id", "abc"}, []string{`config: id: "abc" is not a number`}},
+		{"id not a number", nil, []string{"run", "--id", "abc"}, []string{`config: --id: id: "abc" is not a number`}},
 		{"addr not multicast", nil, []string{"run", "--addr", "10.0.0.1:7468"},
-			[]string{`config: addr: 10.0.0.1 is not a multicast address (224.0.0.0/4)`}},
+			[]string{`config: --addr: addr: 10.0.0.1 is not a multicast address (224.0.0.0/4)`}},
 		{"every bad value at once", nil, []string{"run", "--id", "x", "--heartbeat", "fast"}, []string{
-			`config: id: "x" is not a number`,
-			`config: heartbeat: "fast" is not a duration`,
+			`config: --id: id: "x" is not a number`,
+			`config: --heartbeat: heartbeat: "fast" is not a duration`,
 		}},
 		{"every invalid setting at once", nil, []string{"run", "--ttl", "0", "--log-level", "loud"}, []string{
-			`config: ttl: 0 is out of range (1 to 255)`,
-			`config: log.level: "loud" is not a log level`,
+			`config: --ttl: ttl: 0 is out of range (1 to 255)`,
+			`config: --log-level: log.level: "loud" is not a log level`,
 		}},
 		{"unknown keys in the file", nil, []string{"run", "--config", badKeys}, []string{
-			`config: ` + badKeys + `: unknown key "hearbeat"`,
-			`config: ` + badKeys + `: unknown key "srm.c9"`,
+			`config: ` + badKeys + `:2: unknown key "hearbeat" (did you mean "heartbeat"?)`,
+			`config: ` + badKeys + `:4: unknown key "srm.c9"`,
 		}},
 		{"file from the environment", []string{"HUDDLE_CONFIG=" + badKeys}, []string{"run"},
 			[]string{`unknown key "hearbeat"`}},
 		{"missing file", nil, []string{"run", "--config", missing}, []string{"config: config file (--config): open " + missing}},
-		{"unknown variable", []string{"HUDDLE_HEARTBEET=1s"}, []string{"run"},
-			[]string{"config: HUDDLE_HEARTBEET: unknown environment variable"}},
-		{"bad variable", []string{"HUDDLE_ID=abc"}, []string{"run"}, []string{`config: id (HUDDLE_ID): "abc" is not a number`}},
-		{"bad profile", nil, []string{"run", "--profile", "wan"}, []string{`config: profile: "wan" is not a profile (lan, local)`}},
+		{"large file", nil, []string{"run", "--config", large}, []string{"config: " + large + ": the file is larger than 1 MiB"}},
+		{"bad variable", []string{"HUDDLE_ID=abc"}, []string{"run"}, []string{`config: HUDDLE_ID: id: "abc" is not a number`}},
+		{"bad profile", nil, []string{"run", "--profile", "wan"}, []string{`config: --profile: profile: "wan" is not a profile (lan, local)`}},
+		{"durations without a unit", []string{"HUDDLE_SUSPECT_TIMEOUT=400", "HUDDLE_CONFIG=" + unitless}, []string{"run", "--join-timeout", "500"}, []string{
+			`config: ` + unitless + `:2: heartbeat: 50 has no unit; write heartbeat = "50ms" (units: ns, us, ms, s, m, h)`,
+			`config: HUDDLE_SUSPECT_TIMEOUT: suspect_timeout: 400 has no unit; write HUDDLE_SUSPECT_TIMEOUT=400ms (units: ns, us, ms, s, m, h)`,
+			`config: --join-timeout: join_timeout: 500 has no unit; write --join-timeout 500ms (units: ns, us, ms, s, m, h)`,
+		}},
+		{"file value out of range", []string{"HUDDLE_CONFIG=" + outOfRange}, []string{"run"},
+			[]string{`config: ` + outOfRange + `:3: srm.min_delay: 1s is out of range (0s to 100ms)`}},
+		{"unknown variable: a warning, then the next problem", []string{"HUDDLE_HEARTBEET=1s"}, []string{"run"}, []string{
+			"huddle: warning: HUDDLE_HEARTBEET is not a setting; did you mean HUDDLE_HEARTBEAT?\n",
+			`config: iface: "` + noIface + `" does not exist`,
+		}},
 		{"security key", []string{"HUDDLE_SECURITY_KEY=0123456789abcdef"}, []string{"run"},
 			[]string{"config: security.key: is set, but this version of huddle cannot seal datagrams yet"}},
 		{"no such interface", nil, []string{"run", "--id", "1", "--iface", "bogus0"}, []string{`config: iface: "bogus0" does not exist`}},
@@ -242,6 +255,36 @@ func TestPrintConfigRoundTrip(t *testing.T) {
 		if second != first {
 			t.Errorf("round trip of %q changed the configuration:\nfirst:\n%s\nsecond:\n%s", args, first, second)
 		}
+	}
+}
+
+// TestPrintConfigCopies: what Resolve derives on this host is printed as
+// comments, so that the file can be copied to other machines, which derive
+// their own.
+func TestPrintConfigCopies(t *testing.T) {
+	if !testutil.PrivateNetwork(t) {
+		return
+	}
+	clearHuddleEnv(t)
+	code, first, stderr := runMain(t, "run", "--print-config", "--group", "lab")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("huddle run --print-config: exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{
+		"\nid = 0\n# id = 2130706433   (derived from lo's address 127.0.0.1; set it to pin this node's ID)\n",
+		"\niface = ''\n# iface = \"lo\"   (picked on this host; set it to pin the interface)\n",
+	} {
+		if !strings.Contains(first, want) {
+			t.Errorf("--print-config does not print\n%s\nin:\n%s", want, first)
+		}
+	}
+	var c config.Config
+	if err := toml.Unmarshal([]byte(first), &c); err != nil || c.ID != 0 || c.Iface != "" || c.Group != "lab" {
+		t.Errorf("--print-config printed id %d, iface %q, group %q (%v); want 0, empty, lab", c.ID, c.Iface, c.Group, err)
+	}
+	code, second, stderr := runMain(t, "run", "--print-config", "--config", writeTemp(t, "huddle.toml", first))
+	if code != exitOK || stderr != "" || second != first {
+		t.Errorf("reading it back: exit %d, stderr %q, printed:\n%s\nwant:\n%s", code, stderr, second, first)
 	}
 }
 

@@ -128,9 +128,23 @@ func TestProcess(t *testing.T) {
 
 	t.Run("bad flag", func(t *testing.T) {
 		code, stderr := runBinary(t, bin, "run", "--iface", "lo", "--id", "abc")
-		if code != exitUsage || !strings.Contains(stderr, `config: id: "abc" is not a number`) {
+		if code != exitUsage || !strings.Contains(stderr, `config: --id: id: "abc" is not a number`) {
 			t.Errorf("exit %d, stderr %q; want %d and the validation message", code, stderr, exitUsage)
 		}
+	})
+
+	t.Run("unknown variable", func(t *testing.T) {
+		// A HUDDLE_ variable that is no setting is warned of; the node runs.
+		log := filepath.Join(t.TempDir(), "node.log")
+		cmd := exec.Command(bin, "run", "--profile", "local", "--iface", "lo", "--id", "1", "--log-file", log, "--duration", "300ms")
+		cmd.Env = append(testEnv(), "HUDDLE_BIN="+bin, "HUDDLE_HEARTBAET=20ms")
+		out, err := cmd.CombinedOutput()
+		want := "huddle: warning: HUDDLE_BIN is not a setting; ignoring it\n" +
+			"huddle: warning: HUDDLE_HEARTBAET is not a setting; did you mean HUDDLE_HEARTBEAT?\n"
+		if err != nil || string(out) != want {
+			t.Errorf("%v, output:\n%s\nwant:\n%s", err, out, want)
+		}
+		checkLastEvents(t, checkJSONLog(t, log, 1), "duration")
 	})
 
 	t.Run("port in use", func(t *testing.T) {
