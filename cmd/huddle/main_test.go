@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -284,7 +285,7 @@ c1 = 3.0
 	want.SRM.C1 = 2.5                                       // env over file
 	want.TTL = 5                                            // flag over env
 	want.Iface = "lo"
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Errorf("file < env < flag:\ngot  %+v\nwant %+v", c, want)
 	}
 
