@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -49,7 +48,7 @@ func rootlessRunner() (*runner, error) {
 	// foreground group, and must not kill the namespaces under the nodes
 	// before Close takes them down in order. Pdeathsig still ends it with
 	// this process.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.SysProcAttr = childAttr(true)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -155,12 +154,6 @@ func isNotExist(err error) bool {
 	out := strings.ToLower(ce.Output)
 	return strings.Contains(out, "no such") || strings.Contains(out, "cannot find") ||
 		strings.Contains(out, "does not exist")
-}
-
-// pidAlive reports whether a process with this PID exists.
-func pidAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // selfPID is this process's PID, used in namespace names.
