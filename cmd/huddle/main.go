@@ -37,7 +37,7 @@ Usage:
   huddle send TEXT       multicast TEXT through the running node (--order fifo|total|safe)
   huddle elect           start a leader election from the running node and print the leader
   huddle lock [--hold D] acquire the group's lock on the running node, hold it, release it
-  huddle version         print the version
+  huddle version         print the version, the revision, the Go and wire versions (--json)
   huddle help            print this help
 
 Run one node per machine of a LAN: with no flags, a node joins 239.192.72.68:7468
@@ -46,9 +46,6 @@ IPv4 address. Configuration comes from a TOML file (--config), HUDDLE_*
 environment variables and flags; flags win over the environment, the
 environment over the file.
 `
-
-// version is set by the build (-ldflags "-X main.version=...").
-var version = "dev"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -73,8 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "demo":
 		return cmdDemo(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "huddle", version)
-		return exitOK
+		return cmdVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
