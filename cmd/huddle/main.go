@@ -47,6 +47,18 @@ environment variables and flags; flags win over the environment, the
 environment over the file.
 `
 
+// nodeRuns says whether the node runs on this system (supported); tests
+// clear it to see what other systems print.
+var nodeRuns = supported()
+
+// notSupported says in one line that command, which runs the node, does
+// not run on this system, and returns its exit code.
+func notSupported(command string, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "huddle: %s needs Linux (this is %s/%s); the library packages build here, but the node does not run here yet\n",
+		command, runtime.GOOS, runtime.GOARCH)
+	return exitFailure
+}
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -90,6 +102,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if code, done := parseArgs(fs, parseOut, args, stdout, stderr); done {
 		return code
+	}
+	if !*printConfig && !nodeRuns {
+		return notSupported("huddle run", stderr)
 	}
 	cfg, err := config.Load(fs, flags, os.Environ())
 	if err == nil && cfg.Security.Key != "" && !*printConfig {
