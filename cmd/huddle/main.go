@@ -20,10 +20,14 @@ import (
 	"github.com/huddle-lan/huddle/internal/node"
 )
 
-// Exit codes.
+// Exit codes. 2 means that retrying will not help until the command line
+// or the configuration changes: a service manager should not restart the
+// node. 1 means the node could not start or run in the machine's present
+// state (an interface that is missing or down may come up): a restart may
+// succeed.
 const (
 	exitOK      = 0
-	exitFailure = 1 // the node could not start or its socket failed
+	exitFailure = 1 // the node could not start (no usable interface, socket errors) or failed; a command failed
 	exitUsage   = 2 // bad command line or configuration
 	exitRefused = 3 // the group refused the node: its ID is taken, or its settings differ
 )
@@ -112,12 +116,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		// whoever set it.
 		err = errors.New("config: security.key: is set, but this version of huddle cannot seal datagrams yet (leave it empty)")
 	}
-	if err == nil {
-		err = cfg.Resolve()
-	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitUsage
+	}
+	// Resolve reads the host's interfaces: one that is missing, down, not
+	// multicast-capable or without an IPv4 address (to derive the ID from)
+	// may be there later, so that is the machine's state, not the
+	// configuration's fault.
+	if err := cfg.Resolve(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitFailure
 	}
 	if *printConfig {
 		stdout.Write(cfg.TOML())

@@ -120,8 +120,8 @@ func TestProcess(t *testing.T) {
 
 	t.Run("bogus interface", func(t *testing.T) {
 		code, stderr := runBinary(t, bin, "run", "--id", "1", "--iface", "bogus0")
-		if code != exitUsage || !strings.Contains(stderr, `config: iface: "bogus0" does not exist (interfaces: lo)`) {
-			t.Errorf("exit %d, stderr %q; want %d and the interface named", code, stderr, exitUsage)
+		if code != exitFailure || !strings.Contains(stderr, `config: iface: "bogus0" does not exist (interfaces: lo)`) {
+			t.Errorf("exit %d, stderr %q; want %d and the interface named", code, stderr, exitFailure)
 		}
 	})
 
