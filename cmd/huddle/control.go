@@ -503,7 +503,7 @@ func cmdDrop(args []string, stdout, stderr io.Writer) int {
 	case *rate != -1:
 		a.Rate = rate
 	}
-	t, err := f.findTarget()
+	t, err := f.findTarget(stderr)
 	if err != nil {
 		return fail(stderr, "huddle drop", err, true)
 	}

@@ -24,7 +24,8 @@ Flags:
 `
 
 // cmdDemo runs `huddle demo`: exit 0 when the run's check passed, 1 when
-// it failed, could not run or was interrupted, 2 for a bad command line.
+// it failed, could not run (or not on this system) or was interrupted, 2
+// for a bad command line.
 func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	fs, parseOut := newFlagSet("huddle demo")
 	o := demo.Options{}
@@ -41,6 +42,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	}
 	if code, done := parseArgs(fs, parseOut, args, stdout, stderr); done {
 		return code
+	}
+	if !nodeRuns {
+		return notSupported("huddle demo", stderr)
 	}
 	switch *color {
 	case "auto":

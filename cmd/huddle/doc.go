@@ -1,12 +1,46 @@
-// Command huddle runs a group-communication node, one per machine of a LAN.
+// Command huddle runs a group-communication node, one per machine of a LAN,
+// and talks to a running node through its control socket.
 //
-//	huddle run [flags]   run a node until SIGINT or SIGTERM
-//	huddle run --help    every flag, with its default
-//	huddle version
+//	huddle demo [flags]    a small group on a private virtual LAN: loss, a crash, ordered delivery
+//	huddle run [flags]     run a node until SIGINT or SIGTERM (or --duration)
+//	huddle status          print a running node's view, members and counters (--json)
+//	huddle send TEXT       multicast TEXT through the running node (--order fifo|total|safe)
+//	huddle elect           start a leader election from the running node and print the leader
+//	huddle lock [--hold D] acquire the group's lock on the running node, hold it, release it
+//	huddle version         print the version, the VCS revision, the Go and wire versions (--json)
+//	huddle help            print the list of commands
 //
-// A node's settings come from the profile's defaults, a TOML file
-// (--config), HUDDLE_* environment variables and flags, each overriding
-// the one before. Exit codes: 0 after a clean stop, 1 when the node cannot
-// start or its socket fails, 2 for a bad command line or configuration.
-// See README.md for the settings and the log events.
+// Every command takes --help. A node's settings come from the profile's
+// defaults, a TOML file (--config), HUDDLE_* environment variables and
+// flags, each overriding the one before; status, send, elect and lock read
+// them the same way to find the node's socket. See README.md for the
+// settings and the log events.
+//
+// The node (run, demo) runs on Linux only; elsewhere they exit 1 saying
+// so. The library packages build on macOS, Windows and FreeBSD too.
+//
+// Exit codes. 2 means the command line or the configuration must change
+// first (a service manager should not restart); 1 means it failed in the
+// machine's present state, which may change (a restart may succeed).
+//
+//   - huddle run: 0 after a clean stop. 1 when the node cannot start or
+//     fails: not Linux; the interface is missing, down, not
+//     multicast-capable, or has no IPv4 address to derive the ID from;
+//     the group socket fails (no route for the group, address in use,
+//     permission denied); the control socket cannot be made (another node
+//     answers there, say). 2 for a bad command line or configuration: an
+//     unknown flag or key, a value out of range, security.key set, or a
+//     log file or --cpu-profile file that cannot be created. 3 when the
+//     group refused the node: another live node uses its ID, one of its
+//     protocol settings differs from the group's, or the group is full.
+//   - huddle demo: 0 when the check of the nodes' logs passed; 1 when it
+//     failed, the demo could not run (or not on this system), or it was
+//     interrupted; 2 for a bad flag or value.
+//   - huddle status, send, elect, lock: 0 on success; 1 when no node runs
+//     at the socket, when the node refuses or fails the command (not in a
+//     view yet, stopping, busy, timed out), when elect finds an election
+//     already running or no leader within --timeout; 2 for a bad command
+//     line or configuration (including control_socket off).
+//   - huddle version, help: 0; 2 for an unexpected argument or flag.
+//   - huddle with no command or an unknown one: 2.
 package main

@@ -20,10 +20,14 @@ import (
 	"github.com/huddle-lan/huddle/internal/node"
 )
 
-// Exit codes.
+// Exit codes. 2 means that retrying will not help until the command line
+// or the configuration changes: a service manager should not restart the
+// node. 1 means the node could not start or run in the machine's present
+// state (an interface that is missing or down may come up): a restart may
+// succeed.
 const (
 	exitOK      = 0
-	exitFailure = 1 // the node could not start or its socket failed
+	exitFailure = 1 // the node could not start (no usable interface, socket errors) or failed; a command failed
 	exitUsage   = 2 // bad command line or configuration
 	exitRefused = 3 // the group refused the node: its ID is taken, or its settings differ
 )
@@ -38,7 +42,7 @@ Usage:
   huddle elect           start a leader election from the running node and print the leader
   huddle lock [--hold D] acquire the group's lock on the running node, hold it, release it
   huddle drop --rate P   make the running node drop received datagrams at random (an experiment)
-  huddle version         print the version
+  huddle version         print the version, the revision, the Go and wire versions (--json)
   huddle help            print this help
 
 Run one node per machine of a LAN: with no flags, a node joins 239.192.72.68:7468
@@ -48,8 +52,17 @@ environment variables and flags; flags win over the environment, the
 environment over the file.
 `
 
-// version is set by the build (-ldflags "-X main.version=...").
-var version = "dev"
+// nodeRuns says whether the node runs on this system (supported); tests
+// clear it to see what other systems print.
+var nodeRuns = supported()
+
+// notSupported says in one line that command, which runs the node, does
+// not run on this system, and returns its exit code.
+func notSupported(command string, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "huddle: %s needs Linux (this is %s/%s); the library packages build here, but the node does not run here yet\n",
+		command, runtime.GOOS, runtime.GOARCH)
+	return exitFailure
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -76,8 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "demo":
 		return cmdDemo(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "huddle", version)
-		return exitOK
+		return cmdVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -98,28 +110,38 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if code, done := parseArgs(fs, parseOut, args, stdout, stderr); done {
 		return code
 	}
+	if !*printConfig && !nodeRuns {
+		return notSupported("huddle run", stderr)
+	}
 	cfg, warnings, err := config.Load(fs, flags, os.Environ())
 	warn(stderr, warnings)
-	if err == nil && *printConfig {
-		// What Resolve derives (the ID, the interface) is printed as
-		// comments: a copied file must not give another machine this ID.
-		var doc []byte
-		if doc, err = cfg.ResolvedTOML(); err == nil {
-			stdout.Write(doc)
-			return exitOK
-		}
-	}
-	if err == nil && cfg.Security.Key != "" {
+	if err == nil && cfg.Security.Key != "" && !*printConfig {
 		// Accepting a key and then sending in the clear would betray
 		// whoever set it.
 		err = errors.New("config: security.key: is set, but this version of huddle cannot seal datagrams yet (leave it empty)")
 	}
-	if err == nil {
-		err = cfg.Resolve()
-	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitUsage
+	}
+	// Resolve reads the host's interfaces: one that is missing, down, not
+	// multicast-capable or without an IPv4 address (to derive the ID from)
+	// may be there later, so that is the machine's state, not the
+	// configuration's fault.
+	if *printConfig {
+		// What Resolve derives (the ID, the interface) is printed as
+		// comments: a copied file must not give another machine this ID.
+		doc, err := cfg.ResolvedTOML()
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return exitFailure
+		}
+		stdout.Write(doc)
+		return exitOK
+	}
+	if err := cfg.Resolve(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitFailure
 	}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)

@@ -121,8 +121,23 @@ func TestProcess(t *testing.T) {
 
 	t.Run("bogus interface", func(t *testing.T) {
 		code, stderr := runBinary(t, bin, "run", "--id", "1", "--iface", "bogus0")
-		if code != exitUsage || !strings.Contains(stderr, `config: iface: "bogus0" does not exist (interfaces: lo)`) {
-			t.Errorf("exit %d, stderr %q; want %d and the interface named", code, stderr, exitUsage)
+		if code != exitFailure || !strings.Contains(stderr, `config: iface: "bogus0" does not exist (interfaces: lo)`) {
+			t.Errorf("exit %d, stderr %q; want %d and the interface named", code, stderr, exitFailure)
+		}
+	})
+
+	t.Run("version", func(t *testing.T) {
+		// A real build: the module's path, a version ("(devel)" where go
+		// build records no VCS information), and the revision in the
+		// line when it does.
+		code, out := runBinary(t, bin, "version", "--json")
+		if code != exitOK {
+			t.Fatalf("huddle version --json: exit %d: %s", code, out)
+		}
+		v := checkVersionJSON(t, out)
+		code, line := runBinary(t, bin, "version")
+		if rev, _ := v["revision"].(string); code != exitOK || !strings.HasPrefix(line, "huddle "+v["version"].(string)+" ") || !strings.Contains(line, rev[:min(len(rev), 10)]) {
+			t.Errorf("huddle version: exit %d, %q; want the version and revision of %s", code, line, out)
 		}
 	})
 

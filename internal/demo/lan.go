@@ -111,7 +111,7 @@ func (c *lanCluster) kill(id uint64) error {
 		return fmt.Errorf("node %d is not running", id)
 	}
 	c.told[p] = true
-	if err := syscall.Kill(nodePID(p, c.bin), syscall.SIGKILL); err != nil {
+	if err := signalPID(nodePID(p, c.bin), syscall.SIGKILL); err != nil {
 		return fmt.Errorf("SIGKILL node %d: %w", id, err)
 	}
 	if err := p.WaitTimeout(5 * time.Second); err == nil || !p.Exited() {
@@ -132,7 +132,7 @@ func (c *lanCluster) stop(grace time.Duration, interrupted bool) error {
 	for _, p := range c.procs {
 		c.told[p] = true
 		if !p.Exited() {
-			syscall.Kill(nodePID(p, c.bin), syscall.SIGTERM)
+			signalPID(nodePID(p, c.bin), syscall.SIGTERM)
 			running = append(running, p)
 		}
 	}
@@ -209,6 +209,17 @@ func nodePID(p *lab.Proc, bin string) int {
 		cur, _ = strconv.Atoi(f[0])
 	}
 	return pid
+}
+
+// signalPID sends sig to the process with this PID. (os.Process, unlike
+// syscall.Kill, builds on every system; a LAN runs only on Linux.)
+func signalPID(pid int, sig os.Signal) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	defer p.Release()
+	return p.Signal(sig)
 }
 
 // pct formats a probability as a percentage: "2%", "0.5%".

@@ -30,6 +30,10 @@ var (
 //	if err := lab.Available(); err != nil { t.Skip(err) }
 func Available() error {
 	availOnce.Do(func() {
+		if err := osReason(); err != nil {
+			availErr = fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return
+		}
 		if rootReason() == nil {
 			return
 		}

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -368,7 +367,7 @@ func (l *LAN) deleteNetns(name string) error {
 	if out, err := l.run.run("", "ip", "netns", "pids", name); err == nil {
 		for _, f := range strings.Fields(string(out)) {
 			if pid, err := strconv.Atoi(f); err == nil {
-				syscall.Kill(pid, syscall.SIGKILL) // ours: it runs in our namespace
+				killPID(pid) // ours: it runs in our namespace
 			}
 		}
 	}

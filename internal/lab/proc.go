@@ -49,7 +49,7 @@ func (l *LAN) Start(host int, name string, argv []string) (*Proc, error) {
 	defer logFile.Close() // the child holds its own copy
 	p.cmd = l.run.command(context.Background(), append([]string{"ip", "netns", "exec", h.Netns}, argv...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p.cmd.SysProcAttr = childAttr(false)
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("lab: start %s on %s: %q: %w", name, h.Name, strings.Join(argv, " "), err)
 	}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/systool"
@@ -52,7 +51,7 @@ func rootlessRunner() (*runner, error) {
 	// foreground group, and must not kill the namespaces under the nodes
 	// before Close takes them down in order. Pdeathsig still ends it with
 	// this process.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.SysProcAttr = childAttr(true)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -180,12 +179,6 @@ func isNotExist(err error) bool {
 	out := strings.ToLower(ce.Output)
 	return strings.Contains(out, "no such") || strings.Contains(out, "cannot find") ||
 		strings.Contains(out, "does not exist")
-}
-
-// pidAlive reports whether a process with this PID exists.
-func pidAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // selfPID is this process's PID, used in namespace names.
