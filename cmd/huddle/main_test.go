@@ -186,9 +186,9 @@ func TestUsageErrors(t *testing.T) {
 		}},
 		{"file value out of range", []string{"HUDDLE_CONFIG=" + outOfRange}, []string{"run"},
 			[]string{`config: ` + outOfRange + `:3: srm.min_delay: 1s is out of range (0s to 100ms)`}},
-		{"unknown variable: a warning, then the next problem", []string{"HUDDLE_HEARTBEET=1s"}, []string{"run"}, []string{
+		{"unknown variable: a warning, then the next problem", []string{"HUDDLE_HEARTBEET=1s", "HUDDLE_TTL=0"}, []string{"run"}, []string{
 			"huddle: warning: HUDDLE_HEARTBEET is not a setting; did you mean HUDDLE_HEARTBEAT?\n",
-			`config: iface: "` + noIface + `" does not exist`,
+			`config: HUDDLE_TTL: ttl: 0 is out of range (1 to 255)`,
 		}},
 		{"security key", []string{"HUDDLE_SECURITY_KEY=0123456789abcdef"}, []string{"run"},
 			[]string{"config: security.key: is set, but this version of huddle cannot seal datagrams yet"}},
@@ -234,7 +234,7 @@ func TestInterfaceErrors(t *testing.T) {
 	// A bad value next to the missing interface is the command line's
 	// fault, and said first.
 	code, _, stderr := runMain(t, "run", "--iface", "bogus0", "--id", "abc")
-	if code != exitUsage || !strings.Contains(stderr, `config: id: "abc" is not a number`) || strings.Contains(stderr, "bogus0") {
+	if code != exitUsage || !strings.Contains(stderr, `config: --id: id: "abc" is not a number`) || strings.Contains(stderr, "bogus0") {
 		t.Errorf("huddle run --iface bogus0 --id abc: exit %d, stderr %q; want %d and only the ID's error", code, stderr, exitUsage)
 	}
 }
