@@ -1,7 +1,7 @@
 // Package election holds huddle's leader elections, run as group
 // protocols over a membership service: Chang–Roberts ring election
 // (Chang and Roberts 1979) and Garcia-Molina's Bully algorithm
-// (Garcia-Molina 1982). See DESIGN.md, section "election".
+// (Garcia-Molina 1982). See docs/design.md, "Leader election".
 //
 // A Machine is a deterministic state machine: no goroutines, sockets,
 // clock or randomness. The node loop (or the simulator) drives it:

@@ -108,7 +108,7 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
 
-// Event is something the node should log (DESIGN.md, Logs).
+// Event is something the node should log (docs/logs.md).
 type Event struct {
 	Kind      EventKind
 	Algorithm Algorithm

@@ -37,7 +37,7 @@ func (m *Machine) SetView(now time.Time, view string, members []uint64) {
 }
 
 // electOnView decides what a view just installed asks of this node: the
-// triggers of DESIGN.md, election ("a group without a leader, a merge of
+// triggers of docs/design.md, "Leader election" ("a group without a leader, a merge of
 // two groups with two leaders, the leader leaving the view"). Every
 // member of the view runs it on the same view, so they decide alike:
 //

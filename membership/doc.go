@@ -1,7 +1,7 @@
 // Package membership is huddle's Group API: join a group of nodes on a
 // LAN, multicast to it in FIFO, total or safe order, send to one member,
 // and receive the views and messages of a named service in the order the
-// node delivers them (DESIGN.md, "The Group API").
+// node delivers them (docs/design.md, "The node runtime and the Group API").
 //
 //	g, err := membership.Join(ctx, cfg, log)  // a node of its own, in a view when it returns
 //	chat := g.Service("chat")                 // a named channel; election and mutex have theirs

@@ -21,7 +21,7 @@ import (
 // Order is how a message is delivered.
 type Order = wire.Order
 
-// Delivery orders (DESIGN.md, "membership" guarantees 4 to 6).
+// Delivery orders (docs/design.md, guarantees 4 to 6).
 const (
 	// FIFO delivers each sender's messages in the order it sent them.
 	FIFO = wire.FIFO

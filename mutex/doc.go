@@ -1,7 +1,7 @@
 // Package mutex holds huddle's distributed lock: Ricart–Agrawala mutual
 // exclusion (Ricart and Agrawala 1981) with Lamport clocks, run as a group
 // protocol over a membership service, with an optional quorum mode for
-// partitions. See DESIGN.md, section "mutex".
+// partitions. See docs/design.md, "Mutual exclusion".
 //
 // A Machine is a deterministic state machine: no goroutines, sockets,
 // clock, timers or randomness. The node loop (or the simulator) drives it:

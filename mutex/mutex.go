@@ -122,7 +122,7 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
 
-// Event is something the node should log (DESIGN.md, Logs).
+// Event is something the node should log (docs/logs.md).
 type Event struct {
 	Kind  EventKind
 	View  string
@@ -186,7 +186,7 @@ type request struct {
 // messages (Receive) and the application's requests (Request, Release),
 // and takes what it produced (TakeOutput, TakeEvents). It has no timers.
 //
-// It assumes the group service of DESIGN.md: addressed messages are
+// It assumes the group service of docs/design.md: addressed messages are
 // reliable and FIFO per sender, and are delivered in the view they were
 // sent in or lost with a view change or a crash; a message from a member
 // that left and joined again is never one it sent before it left.

@@ -20,7 +20,7 @@ import (
 	"github.com/huddle-lan/huddle/internal/lab"
 )
 
-// BenchmarkElection measures the leader elections (DESIGN.md, "election")
+// BenchmarkElection measures the leader elections (docs/design.md, "Leader election")
 // of real `huddle run --profile lan` nodes on a virtual LAN of 8 hosts,
 // node ID = host number, for both algorithms (--election ring|bully):
 //

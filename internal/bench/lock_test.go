@@ -16,7 +16,7 @@ import (
 	"github.com/huddle-lan/huddle/internal/logcheck"
 )
 
-// BenchmarkLock measures the Ricart–Agrawala lock (DESIGN.md, "mutex")
+// BenchmarkLock measures the Ricart–Agrawala lock (docs/design.md, "Mutual exclusion")
 // of real `huddle run --profile local --loopback=false` nodes on a
 // virtual LAN of 8 hosts, node ID = host number:
 //

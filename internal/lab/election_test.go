@@ -1,6 +1,6 @@
 package lab_test
 
-// Real-process tests of the leader election (DESIGN.md, "election"): five
+// Real-process tests of the leader election (docs/design.md, "Leader election"): five
 // nodes on a virtual LAN elect the highest ID; the leader is killed with
 // SIGKILL, and the survivors must all end with the next highest, elected
 // in a round after the kill, for both algorithms, with and without loss.

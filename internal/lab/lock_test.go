@@ -1,6 +1,6 @@
 package lab_test
 
-// Real-process tests of the Ricart–Agrawala lock (DESIGN.md, "mutex"):
+// Real-process tests of the Ricart–Agrawala lock (docs/design.md, "Mutual exclusion"):
 // five nodes on a virtual LAN at 5 % loss take the lock in turns, and one
 // holder is killed with SIGKILL in the middle of its hold. From the logs
 // (every namespace shares the machine's clock) no two nodes held the lock

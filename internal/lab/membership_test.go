@@ -3,7 +3,7 @@ package lab_test
 // Real-process tests of the membership layer: nodes on a virtual LAN form
 // a group, and crashes (SIGKILL), hangs (SIGSTOP), restarts and partitions
 // change its views. Each test waits for the views it expects from the
-// nodes' logs, then checks the guarantees of DESIGN.md ("membership") over
+// nodes' logs, then checks the guarantees of docs/design.md over
 // all the logs with logcheck.
 
 import (

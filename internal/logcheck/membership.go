@@ -45,7 +45,7 @@ func (v ViewID) Compare(w ViewID) int {
 func (v ViewID) String() string { return fmt.Sprintf("%d.%d", v.Epoch, v.Coord) }
 
 // CheckMembership checks the guarantees of the view-synchronous membership
-// layer (DESIGN.md, "membership" 1 to 4) from the view.installed, send and
+// layer (docs/design.md, guarantees 1 to 4) from the view.installed, send and
 // deliver events: self-inclusion, agreement on views, increasing view IDs,
 // virtual synchrony, delivery in the receiver's current view and in the
 // sending view, and the multicast safety checks (FIFO, Duplicate, Unsent,

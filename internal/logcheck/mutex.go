@@ -15,7 +15,7 @@ import (
 )
 
 // Kinds of violation of the lock's guarantees found by CheckMutex
-// (DESIGN.md, "mutex": at most one holder, every request granted). In
+// (docs/design.md, "Mutual exclusion": at most one holder, every request granted). In
 // their Violations, Node is the node that logged the offending event and
 // Seq the clock of its request; for MutexOverlap, Node entered while
 // Sender held the lock.
@@ -35,7 +35,7 @@ const (
 	MutexPending Kind = "mutex-pending"
 )
 
-// The lock's events in the logs (DESIGN.md, "Logs").
+// The lock's events in the logs (docs/logs.md).
 const (
 	evRequested = "mutex.requested"
 	evAcquired  = "mutex.acquired"
@@ -270,7 +270,7 @@ type MutexResult struct {
 	MaxForgiven time.Duration
 }
 
-// CheckMutex checks the Ricart–Agrawala lock (DESIGN.md, "mutex") from the
+// CheckMutex checks the Ricart–Agrawala lock (docs/design.md, "Mutual exclusion") from the
 // mutex.* events of every life, all logs sharing one clock:
 //
 //   - safety: no two lives' mutex.acquired…mutex.released intervals

@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// CheckOrder checks ordered delivery (DESIGN.md, "membership" guarantees 5
+// CheckOrder checks ordered delivery (docs/design.md, guarantees 5
 // and 6) from the deliver events' order, gseq and final fields:
 //
 //   - every total or safe delivery has a gseq, and a life's gseqs increase

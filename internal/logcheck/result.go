@@ -10,7 +10,7 @@ import (
 // Kind names a kind of violation.
 type Kind string
 
-// Kinds of violation of the multicast layer's guarantees (DESIGN.md,
+// Kinds of violation of the multicast layer's guarantees (docs/design.md,
 // "multicast" and "membership" guarantees 3 and 4).
 const (
 	// FIFO: a message delivered after a later message of the same sender.
@@ -30,7 +30,7 @@ const (
 )
 
 // Kinds of violation of the membership layer's guarantees found by
-// CheckMembership (DESIGN.md, "membership" guarantees 1 to 3; FIFO,
+// CheckMembership (docs/design.md, guarantees 1 to 3; FIFO,
 // Duplicate, Unsent, Corrupt and SendOrder are checked there too, and
 // CheckLiveness reports Missing).
 const (
@@ -53,7 +53,7 @@ const (
 	ViewOrder Kind = "view-order"
 )
 
-// Kinds of violation of ordered delivery found by CheckOrder (DESIGN.md,
+// Kinds of violation of ordered delivery found by CheckOrder (docs/design.md,
 // "membership" guarantees 5 and 6).
 const (
 	// TotalOrder: ordered messages of a view delivered in another order

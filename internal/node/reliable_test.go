@@ -19,7 +19,7 @@ import (
 
 // ledger records what every node sent and checks, after every simulator
 // step, what every node delivered: each message exactly once, in its
-// sender's order, with the bytes that were sent (DESIGN.md guarantees 3 and
+// sender's order, with the bytes that were sent (docs/design.md, guarantees 3 and
 // 4 at the multicast layer).
 type ledger struct {
 	sent      map[uint64][]uint32         // sender → CRC of each message, in order

@@ -17,7 +17,7 @@ import (
 
 // schedule is one randomized membership run: a group under faults while
 // its members multicast. Every step, the view synchrony ledger checks
-// DESIGN.md's guarantees 1–4; at the end, with the faults over, the
+// guarantees 1–4 of docs/design.md; at the end, with the faults over, the
 // survivors must agree on one view and deliver what they send in it
 // (guarantee 7).
 type schedule struct {

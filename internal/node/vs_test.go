@@ -33,7 +33,7 @@ type ordDel struct {
 	final bool
 }
 
-// vsLedger checks DESIGN.md's membership guarantees 1–4 after every
+// vsLedger checks guarantees 1–4 of docs/design.md after every
 // simulator step, from what the nodes' cores hand out:
 //  1. virtual synchrony: lives that install V and then V' delivered the
 //     same messages in V;

@@ -1,6 +1,6 @@
 // Package sim runs huddle's protocol machines on a simulated LAN.
 //
-// DESIGN.md asks every protocol to be a deterministic state machine fed
+// docs/design.md asks every protocol to be a deterministic state machine fed
 // with datagrams and time. World is the harness that exploits this: a
 // virtual clock, an event queue and a seeded random network (delay,
 // jitter, per-receiver and per-sender loss, duplication, reordering,

@@ -1,7 +1,7 @@
 // Package vsync is the state machine under huddle's group membership:
 // views, join, graceful leave, failure detection, flush, coordinator
 // take-over, merge of partitions, restarts and refusals, and FIFO, total
-// and safe delivery (DESIGN.md, section "membership"). Applications use
+// and safe delivery (docs/design.md, "Membership"). Applications use
 // it through the Group API of package membership, which runs it in a
 // node's loop.
 //

@@ -7,7 +7,7 @@ import (
 	"github.com/huddle-lan/huddle/internal/wire"
 )
 
-// orderer delivers one view's messages in their order (DESIGN.md, total
+// orderer delivers one view's messages in their order (docs/design.md, total
 // order). FIFO messages go up as they come, each source's in its stream
 // order. Total and safe messages wait for the order records of the view's
 // sequencer, its coordinator, which multicasts them in its own reliable
