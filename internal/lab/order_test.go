@@ -1,6 +1,6 @@
 package lab_test
 
-// Real-process tests of total and safe order (docs/design.md, guarantees,
+// Real-process tests of total and safe order (docs/design.md,
 // guarantees 5 and 6): four nodes multicast ordered messages at 5 % loss,
 // and the sequencer, the coordinator of their view, is killed mid-run.
 // The survivors end the view it died in with a flush that delivers what
