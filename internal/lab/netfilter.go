@@ -331,6 +331,11 @@ func (l *LAN) cutFrom(dst, src []int) error {
 	for _, i := range dst {
 		h := l.hosts[i-1]
 		var err error
+		if l.cutMeth != MethodRoute {
+			if _, err := l.firewall(h); err != nil { // the lab's chains, once per host
+				return err
+			}
+		}
 		switch l.cutMeth {
 		case MethodRoute:
 			err = l.routeCut(h, addrs)
