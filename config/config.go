@@ -158,7 +158,7 @@ type Config struct {
 	// Mutex configures the Ricart–Agrawala lock.
 	Mutex Mutex `toml:"mutex"`
 
-	// Security configures datagram sealing.
+	// Security is for datagram sealing, which is not built yet.
 	Security Security `toml:"security"`
 
 	// Drop injects receive-side loss for experiments.
@@ -260,12 +260,14 @@ func (m Mutex) ThinkRange() (lo, hi time.Duration, ok bool, err error) {
 	return lo, hi, true, nil
 }
 
-// Security configures datagram sealing.
+// Security is for datagram sealing, which is not built yet: datagrams
+// travel in the clear.
 type Security struct {
-	// Key is a group key. When set, every datagram is sealed with AES-GCM
-	// and anything that fails to open is dropped and counted. Empty (the
-	// default) sends datagrams in the clear. Every member must use the same
-	// key.
+	// Key is meant to be a group key (at least 16 bytes) sealing every
+	// datagram. Nothing seals datagrams yet, so a key is refused for now:
+	// huddle run will not start with one set (exit code 2) rather than
+	// send in the clear. Empty, the default, is the only usable value.
+	// membership.Join does not check it: it runs, in the clear.
 	Key string `toml:"key"`
 }
 
@@ -284,8 +286,8 @@ type Drop struct {
 	// datagrams from every sender.
 	From IDList `toml:"from"`
 	// Seed seeds the drop's random choices, so that a run's drop pattern
-	// can be repeated. Default 0: derived from the node's ID and
-	// incarnation, a new pattern each start.
+	// can be repeated. Default 0: derived from the node's incarnation, a
+	// new pattern each start.
 	Seed uint64 `toml:"seed"`
 }
 

@@ -71,10 +71,10 @@ var usage = map[string]string{
 	"mutex.think":        "lock workload: wait a `time` or MIN-MAX range (e.g. 3s-5s) between uses of the lock; empty is off",
 	"mutex.hold":         "lock workload: hold the lock this `long` each time",
 	"mutex.quorum":       "expected cluster `size`: lock only with a majority of it; 0 is off",
-	"security.key":       "group `key` sealing datagrams (AES-GCM), at least 16 bytes; prefer HUDDLE_SECURITY_KEY, flags show in ps",
+	"security.key":       "group `key` for sealing datagrams, which is not built yet: a key is refused for now (leave it empty)",
 	"drop.rate":          "experiment: drop each received datagram with this `probability`, 0 to 1 (built-in loss, counted as injected_drops)",
 	"drop.from":          "experiment: drop only datagrams from these node `IDs` (e.g. 3,4); empty is every sender",
-	"drop.seed":          "experiment: `seed` of the drop's random choices; 0 derives one from the ID and incarnation",
+	"drop.seed":          "experiment: `seed` of the drop's random choices; 0 derives one from the node's incarnation",
 }
 
 // AddFlags registers one flag per Config field on fs, named after its TOML

@@ -15,9 +15,11 @@ import (
 )
 
 // batchIO moves up to max datagrams per system call with recvmmsg and
-// sendmmsg: reads through x/net/ipv4's ReadBatch, writes with a sendmmsg
-// of its own (see send). The message headers are allocated once and
-// pointed at the caller's buffers per call.
+// sendmmsg, both made as raw system calls of its own on the non-blocking
+// socket (see send and recv); x/net/ipv4's ReadBatch and WriteBatch serve
+// only when the socket has no raw connection or the group is not IPv4.
+// The message headers are allocated once and pointed at the caller's
+// buffers per call.
 type batchIO struct {
 	pc    *ipv4.PacketConn
 	group *net.UDPAddr

@@ -273,7 +273,7 @@ func (e *Engine) expirePeers(now time.Time) {
 
 // checkLagging reports the peers that have held our send window full, and
 // still, for a suspect timeout: those whose receive report of our stream
-// is the lowest. DESIGN: a member that stays too far behind is reported, then
+// is the lowest. By design, a member that stays too far behind is reported, then
 // suspected; the report is this layer's part, the suspicion membership's.
 func (e *Engine) checkLagging(now time.Time) {
 	if e.Unstable() < e.limit(wire.FIFO) {

@@ -7,14 +7,16 @@
 //	huddle send TEXT       multicast TEXT through the running node (--order fifo|total|safe)
 //	huddle elect           start a leader election from the running node and print the leader
 //	huddle lock [--hold D] acquire the group's lock on the running node, hold it, release it
+//	huddle drop --rate P   make the running node drop received datagrams at random (an experiment)
 //	huddle version         print the version, the VCS revision, the Go and wire versions (--json)
 //	huddle help            print the list of commands
 //
 // Every command takes --help. A node's settings come from the profile's
 // defaults, a TOML file (--config), HUDDLE_* environment variables and
-// flags, each overriding the one before; status, send, elect and lock read
-// them the same way to find the node's socket. See README.md for the
-// settings and the log events.
+// flags, each overriding the one before; status, send, elect, lock and
+// drop read them the same way to find the node's socket. The settings are
+// in docs/configuration.md, the log events in docs/logs.md, the control
+// commands in docs/control.md.
 //
 // The node (run, demo) runs on Linux only; elsewhere they exit 1 saying
 // so. The library packages build on macOS, Windows and FreeBSD too.
@@ -36,11 +38,11 @@
 //   - huddle demo: 0 when the check of the nodes' logs passed; 1 when it
 //     failed, the demo could not run (or not on this system), or it was
 //     interrupted; 2 for a bad flag or value.
-//   - huddle status, send, elect, lock: 0 on success; 1 when no node runs
-//     at the socket, when the node refuses or fails the command (not in a
-//     view yet, stopping, busy, timed out), when elect finds an election
-//     already running or no leader within --timeout; 2 for a bad command
-//     line or configuration (including control_socket off).
+//   - huddle status, send, elect, lock, drop: 0 on success; 1 when no
+//     node runs at the socket, when the node refuses or fails the command
+//     (not in a view yet, stopping, busy, timed out), when elect finds an
+//     election already running or no leader within --timeout; 2 for a bad
+//     command line or configuration (including control_socket off).
 //   - huddle version, help: 0; 2 for an unexpected argument or flag.
 //   - huddle with no command or an unknown one: 2.
 package main

@@ -1,18 +1,30 @@
-// Package bench benchmarks huddle's reliable multicast layer against raw
-// UDP multicast on a virtual LAN of network namespaces (internal/lab). It
-// has no code of its own outside its tests: run it with
+// Package bench benchmarks huddle on virtual LANs of network namespaces
+// (internal/lab): its reliable multicast against raw UDP multicast, its
+// membership, ordered delivery, elections and lock. It has no code of its
+// own outside its tests. There are five benchmarks:
 //
-//	go test -run '^$' -bench . -benchtime 1x ./internal/bench
+//	BenchmarkLAN         reliable multicast against a raw UDP blaster (the scenarios below)
+//	BenchmarkMembership  crash, coordinator crash, hang, join, leave, merge, no false suspicions
+//	BenchmarkOrder       total and safe order against FIFO and the raw ceiling, latency, loss
+//	BenchmarkElection    ring and bully: failover after the leader's SIGKILL, messages per election
+//	BenchmarkLock        Ricart–Agrawala under contention, at loss, messages per entry
 //
-// as root (or where unprivileged user namespaces work); elsewhere it skips.
-// Plain `go test ./...` does not run it (benchmarks run only with -bench).
-// One scenario alone: -bench 'LAN/loss5' (it measures the raw ceiling
-// first when it needs it). -benchtime 3x runs each scenario three times
-// and reports the run with the median main figure (the testing package's
-// warm-up call with b.N = 1 is skipped). A full run takes about 40 s
-// (2 min with 3x) and prints one table with every figure, its target,
-// PASS/FAIL and the raw numbers behind it; the main ratios are also
-// reported as benchmark metrics.
+// Run one of them with
+//
+//	go test -run '^$' -bench LAN -benchtime 3x ./internal/bench
+//
+// as root (or where unprivileged user namespaces work); elsewhere they
+// skip. Plain `go test ./...` does not run them (benchmarks run only with
+// -bench). One scenario alone: -bench 'LAN/loss5' (it measures the raw
+// ceiling first when it needs it). -benchtime 3x runs each scenario three
+// times and reports the run with the median main figure (the testing
+// package's warm-up call with b.N = 1 is skipped). With -benchtime 3x on a
+// 2-core machine, LAN takes about 4 minutes, Membership about 2 (plus
+// Membership/nofalse's BENCH_NOFALSE_DURATION, 60 s by default, per run),
+// Order about 3, Election and Lock about 70 s each; docs/benchmarks.md has
+// the figures and how they are made. Each benchmark prints one table with
+// every figure, its target, PASS/FAIL and the raw numbers behind it; the
+// main ratios are also reported as benchmark metrics.
 //
 // The raw numbers include each process's CPU time per message and context
 // switches per message, the machine's CPU use during the run and just
@@ -24,15 +36,19 @@
 //	BENCH_HUDDLE_ARGS="--send-window 16384"  words added to every huddle command line
 //	BENCH_LOGDIR=/tmp/benchlogs              keep every process's log there
 //	LAB_HUDDLE_BIN=/path/to/huddle           a prebuilt huddle instead of building cmd/huddle
+//	BENCH_NOFALSE_DURATION=10m               how long Membership/nofalse runs (default 60s)
+//	BENCH_ORDER_PROFILE=/tmp/prof            every node of Order writes a CPU profile there
 //
 // The scenarios (sub-benchmarks of BenchmarkLAN):
 //
 //   - raw: the ceiling. The test binary, re-executed in the host
 //     namespaces (HUDDLE_BENCH_HELPER=1), blasts 1000-byte datagrams from
-//     host 1 for 2.5 s with sendmmsg batches of 64 (x/net/ipv4 WriteBatch),
-//     and 4 sinks count what arrives (recvmmsg, 8 MiB receive buffer, as
-//     huddle). The ceiling is delivered datagrams/s at the slowest sink,
-//     first to last arrival.
+//     host 1 for 2.5 s with sendmmsg batches of 64 through huddle's own
+//     socket layer (multicast.Open and its WriteBatch, the raw sendmmsg
+//     huddle makes), and 4 sinks count what arrives (multicast.Open,
+//     recvmmsg batches of 64, 8 MiB receive buffer, as huddle). The
+//     ceiling is delivered datagrams/s at the slowest sink, first to last
+//     arrival.
 //   - lossless: `huddle run --profile local --loopback=false` (one node
 //     per host, as on a LAN) on the same 5 hosts, host 1
 //     sending N 1000-byte messages at --send-rate 10000000 (as fast as the
@@ -44,7 +60,9 @@
 //     figure is the median of those ratios (target ≥ 70 %), for the
 //     machine's load drifts over a benchmark.
 //   - loss5: the same with the lab's 5 % random loss on each receiver's
-//     input (lab.SetLoss; iptables statistic or nft numgen in the host).
+//     input (lab.SetLoss: netem on the bridge's port toward the host where
+//     the kernel has netem, else iptables statistic or nft numgen in the
+//     host, else the nodes' built-in drop; the table's header names it).
 //     Targets: ≥ 50 % of the 0 %-loss ceiling, every message delivered and
 //     none skipped, NACK datagrams per lost datagram ≤ 1.2, repair
 //     datagrams per lost datagram ≤ 1.3, p99 recovery latency (max over
@@ -52,6 +70,8 @@
 //     exactly by an nft table of the benchmark in each receiver that counts
 //     datagrams entering INPUT from eth0 before and after the lab's rule,
 //     plus the kernel's socket drops (/proc/net/udp), which need repair too.
+//     Those counters see only a firewall rule's drops (iptables or nft), not
+//     netem's on the bridge nor the built-in drop's.
 //   - loss1: the same at 1 % loss, against JGroups' 9 700 msg/s there.
 //   - loss5paced, sharedpaced: loss5 and shared at 5000 msg/s, below what
 //     this machine sustains, so that NACKs and repairs per loss and the

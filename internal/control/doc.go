@@ -1,6 +1,6 @@
 // Package control is a running node's local control socket, through which
-// `huddle status`, `huddle send`, `huddle elect` and `huddle lock` talk to
-// it.
+// `huddle status`, `huddle send`, `huddle elect`, `huddle lock` and
+// `huddle drop` talk to it (docs/control.md describes it for users).
 //
 // The socket is a Unix stream socket with permission 0600 (see Path for
 // where it lives); on Linux the server also refuses peers of another user
@@ -29,6 +29,10 @@
 //	lock    LockArgs      → LockResult {"wait_ms","held_ms"}: acquires the group's
 //	                        lock, holds it "hold_ms", releases it; a request that
 //	                        times out before the grant is withdrawn
+//	drop    DropArgs      → DropResult {"drop","before","injected_drops"}: with "rate"
+//	                        (0 to 1; 0 is off), replaces the node's built-in drop
+//	                        ("from": only these senders; "seed": restart its random
+//	                        choices); without it, reports the rule in force
 //
 // A failure is a reply with an Error: a stable code for programs and a
 // message for people. The codes, each with a sentinel for errors.Is:

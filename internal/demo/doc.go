@@ -9,7 +9,8 @@
 //
 // Where the machine allows it (root, or unprivileged user namespaces),
 // the nodes are `Bin run` processes in the hosts of an internal/lab LAN
-// (network namespaces on a bridge, loss by netem, iptables or nft);
+// (network namespaces on a bridge; loss by netem, else iptables, else nft,
+// else the nodes' built-in drop, --drop-rate);
 // otherwise, or with Options.InProcess, they are the same node loop
 // (internal/node.Run) in this process over an in-memory network with
 // random loss (internal/sim.Net). Either way each node writes its JSON log

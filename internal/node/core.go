@@ -32,8 +32,14 @@ type CoreOptions struct {
 	Settings       []vsync.Setting // protocol settings every member must share
 	Seed           uint64          // seeds the protocol's randomness (timer jitter)
 	Election       ElectionOptions
-	Quorum         int  // the lock's: grant only in a view of more than Quorum/2 members; 0 = off
-	Drop           Drop // built-in fault injection; Drop.Seed 0 derives the drop's seed from Seed
+	// Quorum is the lock's expected cluster size N (mutex.quorum); 0 = off.
+	// With it, the lock is granted and kept only while the view has more
+	// than N/2 members and this node heard, within the suspect timeout,
+	// from a majority of N of them, itself included (the lease); a node
+	// whose view lost a member, or that had no view, neither replies nor
+	// enters for 1.5 suspect timeouts (the quarantine). See mutex.Options.
+	Quorum int
+	Drop   Drop // built-in fault injection; Drop.Seed 0 derives the drop's seed from Seed
 }
 
 // CoreOptionsFrom takes a Core's options from a node's configuration.

@@ -197,8 +197,8 @@ func ParseOrder(s string) wire.Order {
 var ErrRefused = vsync.ErrRefused
 
 // leave runs the loop through a graceful leave: the node asks to be
-// excluded and waits, at most a suspect timeout and a little, until a view
-// without it exists, so that its last messages are flushed to everyone.
+// excluded and waits, at most two suspect timeouts, until a view without
+// it exists, so that its last messages are flushed to everyone.
 func (r *Node) leave(ctl, data *reader, rerr <-chan error) error {
 	r.core.Leave(time.Now())
 	r.afterStep()
@@ -566,7 +566,7 @@ func (r *Node) logRefused(ev vsync.Event) {
 		Str("ours", ev.Ours).Str("theirs", ev.Theirs)
 	switch {
 	case ev.Member != r.o.Config.ID && ev.Setting == "settings":
-		e.Msgf("not merging node %d: its protocol settings (datagram_size, max_message_size, heartbeat, suspect_timeout) differ from this group's", ev.Member)
+		e.Msgf("not merging node %d: its protocol settings (datagram_size, max_message_size, heartbeat, suspect_timeout, election.algorithm, mutex.quorum) differ from this group's", ev.Member)
 		return
 	case ev.Member != r.o.Config.ID:
 		e.Msgf("refused node %d: its %s is %q, the group's is %q", ev.Member, ev.Setting, ev.Theirs, ev.Ours)

@@ -17,7 +17,8 @@ type Options struct {
 	// admit it before it forms a view of its own.
 	JoinTimeout time.Duration
 	// Settings are the protocol-relevant settings every member must share
-	// (datagram size, timers, group key, election algorithm): a joiner
+	// (datagram size, message size, timers, election algorithm, lock
+	// quorum: node.Settings lists them): a joiner
 	// whose settings differ from the coordinator's is refused, naming the
 	// first that differs.
 	Settings []Setting

@@ -1,0 +1,521 @@
+// Package docs_test keeps the documentation true to the repository: the
+// README stays a short front door, nothing points outside the repository,
+// relative links and anchors resolve, and every log event, counter and
+// control command the code has is documented. It has no code of its own.
+package docs_test
+
+import (
+	"bufio"
+	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+	"unicode"
+
+	"github.com/rs/zerolog"
+
+	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/internal/control"
+	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/internal/sim"
+)
+
+// root is the repository, from this package's directory.
+const root = ".."
+
+// maxREADMELines is the most lines README.md may have: a front door, with
+// the details in docs/.
+const maxREADMELines = 320
+
+func read(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// markdownFiles are the pages whose links are checked: README.md and
+// docs/*.md, relative to root.
+func markdownFiles(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"README.md"}
+	for _, d := range docs {
+		rel, _ := filepath.Rel(root, d)
+		files = append(files, filepath.ToSlash(rel))
+	}
+	return files
+}
+
+func TestREADMEIsShort(t *testing.T) {
+	lines := strings.Count(read(t, "README.md"), "\n")
+	if lines > maxREADMELines {
+		t.Errorf("README.md has %d lines; at most %d: move details to docs/", lines, maxREADMELines)
+	}
+}
+
+// TestNothingPointsOutside fails when a file refers to the steering
+// repository's shared folder or to a design document outside the
+// repository. The strings are assembled so that this file does not
+// mention them itself.
+func TestNothingPointsOutside(t *testing.T) {
+	forbidden := []string{".." + "/shared", "DESIGN" + ".md"}
+	for _, rel := range repoFiles(t) {
+		checked := rel == "README.md" || rel == "justfile" ||
+			strings.HasPrefix(rel, "docs/") && strings.HasSuffix(rel, ".md") ||
+			strings.HasPrefix(rel, ".ci/") ||
+			strings.HasSuffix(rel, ".go")
+		if !checked {
+			continue
+		}
+		for i, line := range strings.Split(read(t, rel), "\n") {
+			for _, f := range forbidden {
+				if strings.Contains(line, f) {
+					t.Errorf("%s:%d mentions %s, which is outside the repository: %s", rel, i+1, f, strings.TrimSpace(line))
+				}
+			}
+		}
+	}
+}
+
+// repoFiles lists the repository's files, relative to root with '/',
+// leaving out .git and testdata directories.
+func repoFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir() && (rel == ".git" || d.Name() == "testdata"):
+			return filepath.SkipDir
+		case !d.IsDir() && rel != ".git":
+			files = append(files, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+var (
+	fence      = regexp.MustCompile("^\\s*(```|~~~)")
+	codeSpan   = regexp.MustCompile("`+[^`]*`+")
+	inlineLink = regexp.MustCompile(`\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)`)
+	refLink    = regexp.MustCompile(`^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+"[^"]*")?\s*$`)
+	heading    = regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*\s*$`)
+	htmlAnchor = regexp.MustCompile(`<a\s+(?:name|id)="([^"]+)"`)
+	scheme     = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
+)
+
+// prose returns a page's lines outside fenced code blocks, each with its
+// line number, and with inline code spans blanked out.
+func prose(text string) (lines []string, numbers []int) {
+	in := false
+	for i, l := range strings.Split(text, "\n") {
+		if fence.MatchString(l) {
+			in = !in
+			continue
+		}
+		if !in {
+			lines = append(lines, codeSpan.ReplaceAllString(l, ""))
+			numbers = append(numbers, i+1)
+		}
+	}
+	return lines, numbers
+}
+
+// anchors returns the anchors a page's headings get, as GitHub makes them:
+// lower case, punctuation other than '-' and '_' dropped, spaces as '-',
+// and -1, -2 … after repeats; plus explicit <a name> or id anchors.
+func anchors(text string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	in := false
+	for _, l := range strings.Split(text, "\n") {
+		if fence.MatchString(l) {
+			in = !in
+			continue
+		}
+		if in {
+			continue
+		}
+		for _, m := range htmlAnchor.FindAllStringSubmatch(l, -1) {
+			out[m[1]] = true
+		}
+		m := heading.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(m[2]) {
+			switch {
+			case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_':
+				b.WriteRune(r)
+			case r == ' ':
+				b.WriteByte('-')
+			}
+		}
+		slug := b.String()
+		if n := seen[slug]; n > 0 {
+			out[slug+"-"+strconv.Itoa(n)] = true
+		} else {
+			out[slug] = true
+		}
+		seen[slug]++
+	}
+	return out
+}
+
+func TestRelativeLinksResolve(t *testing.T) {
+	for _, page := range markdownFiles(t) {
+		text := read(t, page)
+		lines, numbers := prose(text)
+		for i, l := range lines {
+			var targets []string
+			for _, m := range inlineLink.FindAllStringSubmatch(l, -1) {
+				targets = append(targets, m[1])
+			}
+			if m := refLink.FindStringSubmatch(l); m != nil {
+				targets = append(targets, m[1])
+			}
+			for _, target := range targets {
+				if scheme.MatchString(target) {
+					continue // http:, https:, mailto:
+				}
+				checkLink(t, page, numbers[i], target, text)
+			}
+		}
+	}
+}
+
+// checkLink checks one relative link of page (at line) to a file and,
+// after '#', a heading of it.
+func checkLink(t *testing.T, page string, line int, target, pageText string) {
+	t.Helper()
+	path, anchor, _ := strings.Cut(target, "#")
+	text, dest := pageText, page
+	if path != "" {
+		dest = filepath.ToSlash(filepath.Join(filepath.Dir(page), path))
+		b, err := os.ReadFile(filepath.Join(root, dest))
+		if err != nil {
+			if _, serr := os.Stat(filepath.Join(root, dest)); serr == nil && anchor == "" {
+				return // a directory
+			}
+			t.Errorf("%s:%d links to %s, which does not exist", page, line, target)
+			return
+		}
+		text = string(b)
+	}
+	if anchor == "" {
+		return
+	}
+	if !strings.HasSuffix(dest, ".md") {
+		t.Errorf("%s:%d links to %s: an anchor in a file that is not Markdown", page, line, target)
+		return
+	}
+	if !anchors(text)[anchor] {
+		t.Errorf("%s:%d links to %s, but %s has no heading with anchor #%s", page, line, target, dest, anchor)
+	}
+}
+
+// section returns the part of a page from the heading whose text is
+// title to the next heading of the same or a higher level.
+func section(t *testing.T, page, text, title string) string {
+	t.Helper()
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		m := heading.FindStringSubmatch(l)
+		if m == nil || m[2] != title {
+			continue
+		}
+		var b strings.Builder
+		for _, l := range lines[i+1:] {
+			if n := heading.FindStringSubmatch(l); n != nil && len(n[1]) <= len(m[1]) {
+				break
+			}
+			b.WriteString(l + "\n")
+		}
+		return b.String()
+	}
+	t.Fatalf("%s has no heading %q", page, title)
+	return ""
+}
+
+// goFiles parses the repository's Go sources, tests and this package
+// left out.
+func goFiles(t *testing.T) (*token.FileSet, []*ast.File) {
+	t.Helper()
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, rel := range repoFiles(t) {
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") || strings.HasPrefix(rel, "docs/") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, root+"/"+rel, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return fset, files
+}
+
+// loggedEvents finds the event names the code logs: the value of every
+// Str("event", X) call. X is a string literal, a string constant, or a
+// parameter of the enclosing function, whose values are then the literals
+// (or constants) passed to that function wherever it is called. Each name
+// maps to where it is logged.
+func loggedEvents(t *testing.T) map[string]string {
+	t.Helper()
+	fset, files := goFiles(t)
+	consts := map[string]string{} // package-level string constants, by name
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if i < len(vs.Values) {
+						if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							consts[name.Name], _ = strconv.Unquote(lit.Value)
+						}
+					}
+				}
+			}
+		}
+	}
+	value := func(e ast.Expr) (string, bool) {
+		switch x := e.(type) {
+		case *ast.BasicLit:
+			if x.Kind == token.STRING {
+				s, err := strconv.Unquote(x.Value)
+				return s, err == nil
+			}
+		case *ast.Ident:
+			s, ok := consts[x.Name]
+			return s, ok
+		}
+		return "", false
+	}
+	events := map[string]string{}
+	where := func(n ast.Node) string { return strings.TrimPrefix(fset.Position(n.Pos()).String(), root+"/") }
+	type param struct {
+		fn    string
+		index int
+	}
+	var forwarded []param // functions that log a parameter as the event
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok || len(call.Args) != 2 {
+					return true
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "Str" {
+					return true
+				}
+				if key, ok := value(call.Args[0]); !ok || key != "event" {
+					return true
+				}
+				if name, ok := value(call.Args[1]); ok {
+					events[name] = where(call)
+					return true
+				}
+				id, ok := call.Args[1].(*ast.Ident)
+				if !ok {
+					t.Errorf("%s: an event name the test cannot read", where(call))
+					return true
+				}
+				i := 0
+				for _, field := range fd.Type.Params.List {
+					for _, name := range field.Names {
+						if name.Name == id.Name {
+							forwarded = append(forwarded, param{fd.Name.Name, i})
+							return true
+						}
+						i++
+					}
+				}
+				t.Errorf("%s: event name %s is neither a constant nor a parameter", where(call), id.Name)
+				return true
+			})
+		}
+	}
+	for _, p := range forwarded {
+		found := false
+		for _, f := range files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok || len(call.Args) <= p.index {
+					return true
+				}
+				var name string
+				switch fn := call.Fun.(type) {
+				case *ast.SelectorExpr:
+					name = fn.Sel.Name
+				case *ast.Ident:
+					name = fn.Name
+				}
+				if name != p.fn {
+					return true
+				}
+				if ev, ok := value(call.Args[p.index]); ok {
+					events[ev] = where(call)
+					found = true
+				}
+				return true
+			})
+		}
+		if !found {
+			t.Errorf("%s logs its parameter %d as the event, but no call passes a name", p.fn, p.index)
+		}
+	}
+	return events
+}
+
+func TestEveryEventIsDocumented(t *testing.T) {
+	const page = "docs/logs.md"
+	events := loggedEvents(t)
+	// The search must find what it is known to find: a plain literal, an
+	// event logged through a parameter, and one of another package.
+	for _, known := range []string{"view.installed", "node.drop", "control.request", "socket.rcvbuf_capped"} {
+		if _, ok := events[known]; !ok {
+			t.Fatalf("the search of the Go sources for logged events missed %s; found %d", known, len(events))
+		}
+	}
+	doc := section(t, page, read(t, page), "Events")
+	rows := map[string]bool{}
+	for _, l := range strings.Split(doc, "\n") {
+		if m := regexp.MustCompile("^\\|\\s*`([^`]+)`\\s*\\|").FindStringSubmatch(l); m != nil {
+			rows[m[1]] = true
+		}
+	}
+	names := make([]string, 0, len(events))
+	for name := range events {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !rows[name] {
+			t.Errorf("%s: the event `%s` (logged at %s) has no row in its Events tables", page, name, events[name])
+		}
+	}
+}
+
+// counters returns the names of a real node's counters, in order, from
+// its status: a node run on the simulator's network, in a bubble of
+// virtual time.
+func counters(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cfg := config.Local()
+		cfg.ID, cfg.Iface = 1, "sim0"
+		n := node.New(node.Options{Config: cfg, Transport: sim.NewNet(sim.Options{Seed: 1}).Endpoint(sim.Addr(1)),
+			Log: zerolog.Nop(), Inc: 1})
+		done := make(chan error, 1)
+		go func() { done <- n.Run(ctx) }()
+		st, err := n.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range st.Counters {
+			names = append(names, c.Name)
+		}
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatal("the node did not stop")
+		}
+	})
+	return names
+}
+
+func TestEveryCounterIsDocumented(t *testing.T) {
+	const page = "docs/logs.md"
+	names := counters(t)
+	if !slices.Contains(names, "injected_drops") || len(names) < 50 {
+		t.Fatalf("a node's status lists %d counters: %v", len(names), names)
+	}
+	doc := section(t, page, read(t, page), "The counters of node.stats")
+	for _, name := range names {
+		if !strings.Contains(doc, "`"+name+"`") {
+			t.Errorf("%s: the counter `%s` of node.stats is missing from its section \"The counters of node.stats\"", page, name)
+		}
+	}
+}
+
+func TestEveryControlCommandIsDocumented(t *testing.T) {
+	const page = "docs/control.md"
+	doc := section(t, page, read(t, page), "The commands")
+	cmds := control.Commands(nil)
+	if len(cmds) == 0 {
+		t.Fatal("control.Commands lists no command")
+	}
+	for name := range cmds {
+		if !regexp.MustCompile("(?m)^\\|\\s*`" + regexp.QuoteMeta(name) + "`\\s*\\|").MatchString(doc) {
+			t.Errorf("%s: the control command `%s` has no row in the table of \"The commands\"", page, name)
+		}
+		if !strings.Contains(doc, "### huddle "+name) {
+			t.Errorf("%s: the control command `%s` has no section \"### huddle %s\"", page, name, name)
+		}
+	}
+}
+
+// TestREADMEShowsEveryCommand keeps the front door's list of commands
+// complete: every command of huddle's usage appears in README.md.
+func TestREADMEShowsEveryCommand(t *testing.T) {
+	readme := read(t, "README.md")
+	usage := read(t, "cmd/huddle/main.go")
+	start := strings.Index(usage, "Usage:\n")
+	if start < 0 {
+		t.Fatal("cmd/huddle/main.go: no usage text")
+	}
+	sc := bufio.NewScanner(strings.NewReader(usage[start:]))
+	found := 0
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 || f[0] != "huddle" || f[1] == "help" {
+			continue
+		}
+		found++
+		if !strings.Contains(readme, "huddle "+f[1]) {
+			t.Errorf("README.md does not mention `huddle %s`", f[1])
+		}
+	}
+	if found < 5 {
+		t.Fatalf("read %d commands from huddle's usage; the format changed?", found)
+	}
+}
