@@ -133,6 +133,7 @@ func (f *controlFlags) findTarget(stderr io.Writer) (target, error) {
 		// may still find the node.
 		t.fallback = true
 		if cfg.Resolve() == nil {
+			t.cfg = cfg // the derived ID and interface, for the messages
 			t.path = control.DefaultPath(cfg.Group, cfg.ID)
 		}
 	}
