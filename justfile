@@ -9,7 +9,7 @@ test:
 
 # tests with the race detector, as CI runs them
 race:
-    go test -race ./multicast/... ./membership/... ./election/... ./mutex/... ./internal/... ./cmd/...
+    go test -race -short ./...
 
 # gofmt, go vet
 check:
@@ -29,7 +29,7 @@ fuzz time="2m":
     go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime {{time}} ./internal/wire
     go test -run '^$' -fuzz '^FuzzRecord$' -fuzztime {{time}} ./internal/wire
     go test -run '^$' -fuzz '^FuzzEngine$' -fuzztime {{time}} ./multicast
-    go test -run '^$' -fuzz '^FuzzMachine$' -fuzztime {{time}} ./membership/vsync
+    go test -run '^$' -fuzz '^FuzzMachine$' -fuzztime {{time}} ./membership
     go test -run '^$' -fuzz '^FuzzReceive$' -fuzztime {{time}} -fuzzminimizetime 3s ./election
     go test -run '^$' -fuzz '^FuzzReceive$' -fuzztime {{time}} -fuzzminimizetime 3s ./mutex
 

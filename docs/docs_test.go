@@ -26,7 +26,7 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/control"
-	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/node"
 	"github.com/huddle-lan/huddle/internal/sim"
 )
 

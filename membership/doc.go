@@ -1,25 +1,32 @@
-// Package membership is huddle's Group API: join a group of nodes on a
-// LAN, multicast to it in FIFO, total or safe order, send to one member,
-// and receive the views and messages of a named service in the order the
-// node delivers them (docs/design.md, "The node runtime and the Group API").
+// Package vsync is the state machine under huddle's group membership:
+// views, join, graceful leave, failure detection, flush, coordinator
+// take-over, merge of partitions, restarts and refusals, and FIFO, total
+// and safe delivery (docs/design.md, "Membership"). Applications use
+// it through the Group API of package membership, which runs it in a
+// node's loop.
 //
-//	g, err := membership.Join(ctx, cfg, log)  // a node of its own, in a view when it returns
-//	chat := g.Service("chat")                 // a named channel; election and mutex have theirs
-//	chat.Multicast(ctx, []byte("hi"), membership.Total)
-//	for ev := range chat.Events() {           // views and messages, in delivery order
-//		...
+// A Machine is a deterministic state machine that owns the reliable
+// multicast engine beneath it. The node loop (or the simulator) drives it:
+//
+//	m := vsync.New(opt, now)
+//	for {
+//		// a datagram arrived, decoded into env:
+//		m.Step(now, src, env)
+//		// or the deadline passed:
+//		m.Tick(now)
+//		// or the application sends:
+//		seq, err := m.Multicast(service, payload, wire.FIFO, 0) // ErrBlocked during a view change
+//
+//		send(m.TakeOutput())        // envelopes to multicast
+//		use(m.TakeDeliveries())     // messages, each in the view it was sent in
+//		log(m.TakeEvents())         // views installed, suspicions, refusals...
+//		arm(m.NextDeadline())
 //	}
-//	g.Leave(ctx)
 //
-// Guarantees: virtual synchrony (members that install the same two views
-// delivered the same messages in the first), self-inclusion and
-// agreement on views, integrity, FIFO per sender, one total order per
-// view for Total and Safe messages, and Safe messages delivered only once
-// every member holds them. Backpressure comes through contexts: Multicast
-// waits for the send window and returns ctx's error when it ends, never
-// queueing without bound.
-//
-// The state machine underneath is package vsync; the node loop that runs
-// it, with its sockets and clock, is the one `huddle run` uses. Network
-// runs groups inside one process, for tests and examples.
+// Every view change is one flush: the coordinator proposes the members;
+// each stops sending and reports how far it holds every sender of its
+// view; the coordinator fixes the cut and sends it; each fetches what it
+// misses up to the cut and confirms; the coordinator commits. Every member
+// delivers exactly the cut in the old view before it installs the new one,
+// which is virtual synchrony.
 package membership

@@ -19,7 +19,7 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/control"
-	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/node"
 )
 
 // controlFlags are the flags of the commands that talk to a running node:

@@ -22,7 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/internal/control"
-	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/node"
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/wire"
 )

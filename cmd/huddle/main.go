@@ -17,7 +17,7 @@ import (
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/control"
 	"github.com/huddle-lan/huddle/internal/logx"
-	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/node"
 )
 
 // Exit codes. 2 means that retrying will not help until the command line

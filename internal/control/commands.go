@@ -9,7 +9,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/node"
 	"github.com/huddle-lan/huddle/internal/wire"
 )
 

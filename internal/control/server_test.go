@@ -17,7 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
-	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/node"
 	"github.com/huddle-lan/huddle/internal/wire"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	_ "github.com/huddle-lan/huddle/internal/logx" // zerolog's time format and UTC clock, as the nodes log them
-	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/node"
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/multicast"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/control"
 	"github.com/huddle-lan/huddle/internal/lab"
-	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/node"
 )
 
 // TestBuiltinLoss forces the nodes' built-in drop, the method of machines

@@ -14,7 +14,7 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/wire"
-	"github.com/huddle-lan/huddle/membership/vsync"
+	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
 )
 
@@ -41,7 +41,7 @@ type Options struct {
 	// It may block, which stops the node: the Group API blocks while an
 	// application does not read its events, and a node stopped for a
 	// suspect timeout is excluded.
-	Handle func(d *vsync.Delivery, ev *vsync.Event)
+	Handle func(d *membership.Delivery, ev *membership.Event)
 }
 
 // NewIncarnation returns a fresh incarnation number: the start time in
@@ -194,7 +194,7 @@ func ParseOrder(s string) wire.Order {
 
 // ErrRefused is returned by Run when the group refused this node: another
 // live node has its ID, or its protocol settings differ from the group's.
-var ErrRefused = vsync.ErrRefused
+var ErrRefused = membership.ErrRefused
 
 // leave runs the loop through a graceful leave: the node asks to be
 // excluded and waits, at most two suspect timeouts, until a view without
@@ -374,7 +374,7 @@ func (r *Node) pump(now time.Time) {
 		p := r.work.payload()
 		view := r.core.View().ID
 		seq, err := r.core.Multicast(nil, p, r.order, 0)
-		if errors.Is(err, vsync.ErrBlocked) || errors.Is(err, vsync.ErrNotInView) {
+		if errors.Is(err, membership.ErrBlocked) || errors.Is(err, membership.ErrNotInView) {
 			r.blocked = true // the next view wakes it
 			return
 		}
@@ -491,7 +491,7 @@ func (r *Node) report() {
 	}
 }
 
-func (r *Node) delivered(d *vsync.Delivery) {
+func (r *Node) delivered(d *membership.Delivery) {
 	r.logDelivery(d)
 	if r.o.Handle != nil {
 		r.o.Handle(d, nil)
@@ -514,7 +514,7 @@ func (r *Node) Do(ctx context.Context, f func(*Core)) error {
 	return nil
 }
 
-func (r *Node) logDelivery(d *vsync.Delivery) {
+func (r *Node) logDelivery(d *membership.Delivery) {
 	if r.o.Config.TraceDeliveries {
 		e := r.log.Info().Str("event", "deliver").Str("view", d.View.String()).Uint64("from", d.Source).
 			Uint64("from_incarnation", d.Inc).Uint64("seq", d.Seq).Str("order", d.Order.String())
@@ -531,37 +531,37 @@ func (r *Node) logDelivery(d *vsync.Delivery) {
 	}
 }
 
-func (r *Node) logEvent(ev vsync.Event) {
+func (r *Node) logEvent(ev membership.Event) {
 	switch ev.Kind {
-	case vsync.Engine:
+	case membership.Engine:
 		r.logEngineEvent(ev.Multicast, ev.InView)
-	case vsync.ViewInstalled:
+	case membership.ViewInstalled:
 		r.log.Info().Str("event", "view.installed").Str("view", ev.View.ID.String()).
 			Uint64("coordinator_incarnation", ev.View.Members[0].Inc).
 			Uints64("members", ev.View.IDs()).Uints64("joined", orEmpty(ev.Joined)).
 			Uints64("left", orEmpty(ev.Left)).Uints64("crashed", orEmpty(ev.Crashed)).
 			Int64("flush_ms", ev.Flush.Milliseconds()).Str("prior", ev.Prior.String()).
 			Msgf("view %s installed", ev.View)
-	case vsync.FlushStarted:
+	case membership.FlushStarted:
 		r.log.Info().Str("event", "view.flush.started").Str("view", ev.View.ID.String()).
 			Uint64("epoch", ev.Epoch).Uint64("attempt", ev.Attempt).Uints64("proposed", ev.Proposed).
 			Msg("view change started")
-	case vsync.Suspected:
+	case membership.Suspected:
 		r.log.Info().Str("event", "member.suspected").Str("view", ev.View.ID.String()).Uint64("member", ev.Member).
 			Int64("silent_ms", ev.Silent.Milliseconds()).Msg("member suspected")
-	case vsync.Excluded:
+	case membership.Excluded:
 		r.log.Warn().Str("event", "member.excluded").Str("view", ev.View.ID.String()).Uint64("by", ev.Member).
 			Msg("the group installed a view without this node; it will be merged back in")
-	case vsync.LeaveDone:
+	case membership.LeaveDone:
 		r.log.Info().Str("event", "member.left").Str("view", ev.View.ID.String()).Msg("left the group")
-	case vsync.Refused:
+	case membership.Refused:
 		r.logRefused(ev)
 	}
 }
 
 // logRefused logs a refusal: of this node (it stops), or of a joiner by
 // this node as coordinator.
-func (r *Node) logRefused(ev vsync.Event) {
+func (r *Node) logRefused(ev membership.Event) {
 	e := r.log.Error().Str("event", "member.refused").Uint64("member", ev.Member).Str("setting", ev.Setting).
 		Str("ours", ev.Ours).Str("theirs", ev.Theirs)
 	switch {

@@ -1,4 +1,4 @@
-package membership_test
+package huddle_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/config"
-	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle"
 )
 
 // TestLockMutualExclusion has three nodes on a lossy in-process network
@@ -28,7 +28,7 @@ func TestLockMutualExclusion(t *testing.T) {
 func testMutualExclusion(t *testing.T, quorum int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	gs, _ := joinAll(t, ctx, membership.NewNetwork(0.05), 3, "app", func(c *config.Config) { c.Mutex.Quorum = quorum })
+	gs, _ := joinAll(t, ctx, huddle.NewNetwork(0.05), 3, "app", func(c *config.Config) { c.Mutex.Quorum = quorum })
 	const per = 20
 	var inside, most, entries atomic.Int32
 	var wg sync.WaitGroup
@@ -69,14 +69,14 @@ func testMutualExclusion(t *testing.T, quorum int) {
 func TestLockErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	gs, _ := joinAll(t, ctx, membership.NewNetwork(0), 3, "app")
-	if err := gs[0].Unlock(); !errors.Is(err, membership.ErrNotHeld) {
+	gs, _ := joinAll(t, ctx, huddle.NewNetwork(0), 3, "app")
+	if err := gs[0].Unlock(); !errors.Is(err, huddle.ErrNotHeld) {
 		t.Errorf("Unlock without the lock: %v, want ErrNotHeld", err)
 	}
 	if err := gs[0].Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := gs[0].Lock(ctx); !errors.Is(err, membership.ErrLockBusy) {
+	if err := gs[0].Lock(ctx); !errors.Is(err, huddle.ErrLockBusy) {
 		t.Errorf("Lock while holding: %v, want ErrLockBusy", err)
 	}
 	short, stop := context.WithTimeout(ctx, 50*time.Millisecond)
@@ -109,10 +109,10 @@ func TestLockErrors(t *testing.T) {
 	if err := gs[1].Leave(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := gs[1].Lock(ctx); !errors.Is(err, membership.ErrClosed) {
+	if err := gs[1].Lock(ctx); !errors.Is(err, huddle.ErrClosed) {
 		t.Errorf("Lock after Leave: %v, want ErrClosed", err)
 	}
-	if err := gs[1].Unlock(); !errors.Is(err, membership.ErrClosed) {
+	if err := gs[1].Unlock(); !errors.Is(err, huddle.ErrClosed) {
 		t.Errorf("Unlock after Leave: %v, want ErrClosed", err)
 	}
 }
@@ -122,8 +122,8 @@ func TestLockErrors(t *testing.T) {
 func ExampleGroup_Lock() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	net := membership.NewNetwork(0)
-	var groups []*membership.Group
+	net := huddle.NewNetwork(0)
+	var groups []*huddle.Group
 	for _, id := range []uint64{1, 2} {
 		cfg := config.Local()
 		cfg.ID = id
@@ -161,7 +161,7 @@ func ExampleGroup_Lock() {
 func TestLockLostWithTheQuorum(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	gs, ss := joinAll(t, ctx, membership.NewNetwork(0), 3, "app", func(c *config.Config) { c.Mutex.Quorum = 3 })
+	gs, ss := joinAll(t, ctx, huddle.NewNetwork(0), 3, "app", func(c *config.Config) { c.Mutex.Quorum = 3 })
 	if err := gs[0].Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestLockLostWithTheQuorum(t *testing.T) {
 		}
 	}
 	waitForMembers(ss[0], 1)
-	if err := gs[0].Unlock(); !errors.Is(err, membership.ErrLockLost) {
+	if err := gs[0].Unlock(); !errors.Is(err, huddle.ErrLockLost) {
 		t.Errorf("Unlock alone, below the quorum: %v, want ErrLockLost", err)
 	}
 	short, stop := context.WithTimeout(ctx, 100*time.Millisecond)

@@ -54,7 +54,7 @@ func (r *Node) Multicast(ctx context.Context, service, payload []byte, order wir
 
 // Send is Multicast addressed to one member, dest, when dest is not 0:
 // the others' nodes receive it (it is part of the sender's stream) but do
-// not deliver it. Addressed messages are FIFO only (vsync.ErrOrder).
+// not deliver it. Addressed messages are FIFO only (membership.ErrOrder).
 func (r *Node) Send(ctx context.Context, service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
 	req := &sendReq{service: service, payload: payload, order: order, dest: dest, done: make(chan sendResult, 1)}
 	select {

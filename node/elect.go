@@ -7,7 +7,7 @@ import (
 
 	"github.com/huddle-lan/huddle/election"
 	"github.com/huddle-lan/huddle/internal/wire"
-	"github.com/huddle-lan/huddle/membership/vsync"
+	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
 )
 
@@ -60,7 +60,7 @@ func newElect(self uint64, o ElectionOptions, heartbeat, suspect time.Duration, 
 
 // claim takes the election's and the lock's messages out of the
 // deliveries (Options.Claim).
-func (c *Core) claim(d *vsync.Delivery) bool {
+func (c *Core) claim(d *membership.Delivery) bool {
 	switch string(d.Service) {
 	case ElectionService:
 		c.syncView(c.now) // a message of a view just installed: the machine must know the view first
@@ -134,7 +134,7 @@ func (c *Core) sendAddressed(service []byte, n int, at func(i int) (to uint64, p
 	for ; taken < n; taken++ {
 		to, p := at(taken)
 		_, err := c.m.Multicast(service, p, wire.FIFO, to)
-		if errors.Is(err, vsync.ErrBlocked) || errors.Is(err, multicast.ErrWindowFull) || errors.Is(err, vsync.ErrNotInView) {
+		if errors.Is(err, membership.ErrBlocked) || errors.Is(err, multicast.ErrWindowFull) || errors.Is(err, membership.ErrNotInView) {
 			break
 		}
 		if err != nil {

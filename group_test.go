@@ -1,4 +1,4 @@
-package membership_test
+package huddle_test
 
 import (
 	"bytes"
@@ -11,16 +11,16 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/config"
-	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle"
 )
 
 // joinAll joins nodes 1..n on net, their configuration changed by edit,
 // and waits until every one of them has the view of all n on service
 // name.
-func joinAll(t *testing.T, ctx context.Context, net *membership.Network, n int, name string, edit ...func(*config.Config)) ([]*membership.Group, []*membership.Service) {
+func joinAll(t *testing.T, ctx context.Context, net *huddle.Network, n int, name string, edit ...func(*config.Config)) ([]*huddle.Group, []*huddle.Service) {
 	t.Helper()
-	var gs []*membership.Group
-	var ss []*membership.Service
+	var gs []*huddle.Group
+	var ss []*huddle.Service
 	for id := 1; id <= n; id++ {
 		cfg := config.Local()
 		cfg.ID = uint64(id)
@@ -48,20 +48,20 @@ func joinAll(t *testing.T, ctx context.Context, net *membership.Network, n int, 
 func TestServicesAndOrders(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	gs, apps := joinAll(t, ctx, membership.NewNetwork(0.05), 3, "app")
-	var others []*membership.Service
+	gs, apps := joinAll(t, ctx, huddle.NewNetwork(0.05), 3, "app")
+	var others []*huddle.Service
 	for _, g := range gs {
 		others = append(others, g.Service("other"))
 	}
 	const per = 30
-	orders := []membership.Order{membership.FIFO, membership.Total, membership.Safe}
+	orders := []huddle.Order{huddle.FIFO, huddle.Total, huddle.Safe}
 	for i := range per {
 		for n, s := range apps {
 			if _, err := s.Multicast(ctx, []byte(fmt.Sprintf("app %d from %d", i, n+1)), orders[(i+n)%3]); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := others[0].Multicast(ctx, []byte("other"), membership.Total); err != nil {
+		if _, err := others[0].Multicast(ctx, []byte("other"), huddle.Total); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,17 +70,17 @@ func TestServicesAndOrders(t *testing.T) {
 		got, ordered := 0, ""
 		for got < 3*per {
 			ev := <-s.Events()
-			if ev.Kind != membership.Delivered {
+			if ev.Kind != huddle.Delivered {
 				t.Fatalf("node %d: view change %v during the run", n+1, ev.View)
 			}
 			m := ev.Message
 			if !bytes.HasPrefix(m.Payload, []byte("app ")) {
 				t.Fatalf("node %d: service app delivered %q", n+1, m.Payload)
 			}
-			if (m.GSeq != 0) != (m.Order != membership.FIFO) {
+			if (m.GSeq != 0) != (m.Order != huddle.FIFO) {
 				t.Fatalf("node %d: %v message with gseq %d", n+1, m.Order, m.GSeq)
 			}
-			if m.Order != membership.FIFO {
+			if m.Order != huddle.FIFO {
 				ordered += fmt.Sprintf("%d:%s ", m.GSeq, m.Payload)
 			}
 			got++
@@ -95,7 +95,7 @@ func TestServicesAndOrders(t *testing.T) {
 	for n, s := range others {
 		for got := 0; got < per; {
 			ev := <-s.Events()
-			if ev.Kind == membership.ViewChanged {
+			if ev.Kind == huddle.ViewChanged {
 				continue // the view when it was opened
 			}
 			if string(ev.Message.Payload) != "other" {
@@ -109,19 +109,19 @@ func TestServicesAndOrders(t *testing.T) {
 func TestGroupErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	net := membership.NewNetwork(0)
+	net := huddle.NewNetwork(0)
 	gs, ss := joinAll(t, ctx, net, 2, "s")
 	big := make([]byte, config.Local().MaxMessageSize+1)
-	if _, err := ss[0].Multicast(ctx, big, membership.FIFO); !errors.Is(err, membership.ErrTooLarge) {
+	if _, err := ss[0].Multicast(ctx, big, huddle.FIFO); !errors.Is(err, huddle.ErrTooLarge) {
 		t.Errorf("oversized payload: %v, want ErrTooLarge", err)
 	}
-	if _, err := ss[0].Multicast(ctx, []byte("x"), membership.Order(7)); err == nil {
+	if _, err := ss[0].Multicast(ctx, []byte("x"), huddle.Order(7)); err == nil {
 		t.Error("order 7 accepted")
 	}
 	if n := gs[1].Undeliverable(); n != 0 {
 		t.Errorf("undeliverable %d before any traffic", n)
 	}
-	if _, err := gs[0].Service("unopened").Multicast(ctx, []byte("x"), membership.FIFO); err != nil {
+	if _, err := gs[0].Service("unopened").Multicast(ctx, []byte("x"), huddle.FIFO); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -134,24 +134,24 @@ func TestGroupErrors(t *testing.T) {
 	if err := gs[0].Leave(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ss[0].Multicast(ctx, []byte("x"), membership.FIFO); !errors.Is(err, membership.ErrClosed) {
+	if _, err := ss[0].Multicast(ctx, []byte("x"), huddle.FIFO); !errors.Is(err, huddle.ErrClosed) {
 		t.Errorf("multicast after Leave: %v, want ErrClosed", err)
 	}
 	for range ss[0].Events() { // closed after Leave
 	}
-	if !errors.Is(gs[0].Err(), membership.ErrClosed) {
+	if !errors.Is(gs[0].Err(), huddle.ErrClosed) {
 		t.Errorf("Err() after Leave = %v", gs[0].Err())
 	}
 	// The survivor sees the leaver go.
 	for ev := range ss[1].Events() {
-		if ev.Kind == membership.ViewChanged && len(ev.View.Members) == 1 {
+		if ev.Kind == huddle.ViewChanged && len(ev.View.Members) == 1 {
 			break
 		}
 	}
 	// A second node with a live node's ID is refused.
 	cfg := config.Local()
 	cfg.ID = 2
-	if _, err := net.Join(ctx, cfg, zerolog.Nop()); !errors.Is(err, membership.ErrRefused) {
+	if _, err := net.Join(ctx, cfg, zerolog.Nop()); !errors.Is(err, huddle.ErrRefused) {
 		t.Errorf("join with a taken ID: %v, want ErrRefused", err)
 	}
 }
@@ -163,13 +163,13 @@ func TestGroupErrors(t *testing.T) {
 func TestSlowReaderStaysBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, ss := joinAll(t, ctx, membership.NewNetwork(0), 2, "s")
+	_, ss := joinAll(t, ctx, huddle.NewNetwork(0), 2, "s")
 	payload := make([]byte, 1000)
 	short, stop := context.WithTimeout(ctx, 3*time.Second)
 	defer stop()
 	sent := 0
 	for ; sent < 1<<20; sent++ {
-		if _, err := ss[0].Multicast(short, payload, membership.FIFO); err != nil {
+		if _, err := ss[0].Multicast(short, payload, huddle.FIFO); err != nil {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("after %d messages: %v", sent, err)
 			}

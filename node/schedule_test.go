@@ -11,7 +11,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
-	"github.com/huddle-lan/huddle/membership/vsync"
+	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
 )
 
@@ -46,8 +46,8 @@ func newSchedule(t *testing.T, seed int64) *schedule {
 	}
 	s.w = sim.New(s.opts)
 	s.l = newVSLedger()
-	s.l.onEvent = func(id uint64, ev vsync.Event) {
-		if ev.Kind == vsync.FlushStarted {
+	s.l.onEvent = func(id uint64, ev membership.Event) {
+		if ev.Kind == membership.FlushStarted {
 			s.flushAt[id] = ev.Proposed
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/wire"
-	"github.com/huddle-lan/huddle/membership/vsync"
+	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/mutex"
 )
 
@@ -151,7 +151,7 @@ func (r *Node) TryLock(ctx context.Context) (bool, error) {
 	}
 	switch {
 	case leaving:
-		return false, vsync.ErrLeft
+		return false, membership.ErrLeft
 	case !ok:
 		return false, ErrLockBusy
 	}

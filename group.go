@@ -1,4 +1,4 @@
-package membership
+package huddle
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/config"
-	"github.com/huddle-lan/huddle/internal/node"
+	"github.com/huddle-lan/huddle/node"
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/wire"
-	"github.com/huddle-lan/huddle/membership/vsync"
+	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
 )
 
@@ -36,7 +36,7 @@ const (
 // View is a group view: its ID (epoch, coordinator) and its members,
 // oldest first; the first is the coordinator (and total order's
 // sequencer).
-type View = vsync.View
+type View = membership.View
 
 // ViewID identifies a view.
 type ViewID = wire.ViewID
@@ -49,17 +49,17 @@ type Member = wire.Member
 var (
 	// ErrNotInView: the node has no view (it has not joined yet, or it
 	// left).
-	ErrNotInView = vsync.ErrNotInView
+	ErrNotInView = membership.ErrNotInView
 	// ErrTooLarge: the payload exceeds max_message_size.
-	ErrTooLarge = errors.New("membership: payload too large")
+	ErrTooLarge = errors.New("huddle: payload too large")
 	// ErrClosed: the group was left, or the node stopped (refused by the
 	// group, or its socket failed: see Group.Err).
-	ErrClosed = errors.New("membership: group closed")
+	ErrClosed = errors.New("huddle: group closed")
 	// ErrNotMember: Send to a node that is not a member of the view.
-	ErrNotMember = errors.New("membership: not a member of the view")
+	ErrNotMember = errors.New("huddle: not a member of the view")
 	// ErrRefused: the group refused this node (its ID is taken, or its
 	// settings differ from the group's; the log says which).
-	ErrRefused = vsync.ErrRefused
+	ErrRefused = membership.ErrRefused
 	// ErrLockBusy: Lock or TryLock while this node already wants or holds
 	// the lock.
 	ErrLockBusy = node.ErrLockBusy
@@ -205,9 +205,9 @@ func start(ctx context.Context, cfg config.Config, log zerolog.Logger, o node.Op
 }
 
 // handle runs in the node's loop with each delivery and event.
-func (g *Group) handle(d *vsync.Delivery, ev *vsync.Event) {
+func (g *Group) handle(d *membership.Delivery, ev *membership.Event) {
 	if ev != nil {
-		if ev.Kind != vsync.ViewInstalled {
+		if ev.Kind != membership.ViewInstalled {
 			return
 		}
 		g.mu.Lock()
@@ -252,7 +252,7 @@ func (s *Service) put(ev Event) {
 // longer than MaxServiceName bytes.
 func (g *Group) Service(name string) *Service {
 	if len(name) > MaxServiceName {
-		panic(fmt.Sprintf("membership: service name of %d bytes (at most %d)", len(name), MaxServiceName))
+		panic(fmt.Sprintf("huddle: service name of %d bytes (at most %d)", len(name), MaxServiceName))
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -309,7 +309,7 @@ func (s *Service) send(ctx context.Context, payload []byte, order Order, to uint
 	}
 	seq, err := g.n.Send(ctx, []byte(s.name), payload, order, to)
 	switch {
-	case errors.Is(err, node.ErrStopped), errors.Is(err, vsync.ErrLeft):
+	case errors.Is(err, node.ErrStopped), errors.Is(err, membership.ErrLeft):
 		return 0, ErrClosed
 	case errors.Is(err, multicast.ErrTooLarge):
 		return 0, fmt.Errorf("%w: %v", ErrTooLarge, err)
@@ -382,7 +382,7 @@ func (g *Group) Unlock() error {
 
 // closedErr turns a stopped node's errors into ErrClosed.
 func closedErr(err error) error {
-	if errors.Is(err, node.ErrStopped) || errors.Is(err, vsync.ErrLeft) {
+	if errors.Is(err, node.ErrStopped) || errors.Is(err, membership.ErrLeft) {
 		return ErrClosed
 	}
 	return err
@@ -449,11 +449,11 @@ func NewNetwork(loss float64) *Network {
 	return &Network{data: sim.NewNet(sim.Options{Loss: loss}), ctl: sim.NewNet(sim.Options{Seed: 1, Loss: loss})}
 }
 
-// Join is membership.Join on the in-process network: cfg's address and
+// Join is huddle.Join on the in-process network: cfg's address and
 // interface are not used, and cfg.ID must be set.
 func (n *Network) Join(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, error) {
 	if cfg.ID == 0 {
-		return nil, errors.New("membership: an in-process node needs an ID (cfg.ID)")
+		return nil, errors.New("huddle: an in-process node needs an ID (cfg.ID)")
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/wire"
-	"github.com/huddle-lan/huddle/membership/vsync"
+	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
 )
 
@@ -55,7 +55,7 @@ func (l *ledger) check(w *sim.World) error {
 	return nil
 }
 
-func (l *ledger) deliver(to uint64, d vsync.Delivery) error {
+func (l *ledger) deliver(to uint64, d membership.Delivery) error {
 	i, ok := l.firstSeq[d.Source][d.Seq]
 	if !ok {
 		return fmt.Errorf("node %d delivered %d/%d, which was never sent", to, d.Source, d.Seq)
@@ -171,7 +171,7 @@ func (sc scenario) send(c *Core, id uint64, r *rand.Rand, l *ledger, left map[ui
 			p[i] = byte(r.Uint32())
 		}
 		seq, err := c.Multicast(nil, p, wire.FIFO, 0)
-		if err == multicast.ErrWindowFull || err == vsync.ErrBlocked {
+		if err == multicast.ErrWindowFull || err == membership.ErrBlocked {
 			return
 		}
 		if err != nil {
@@ -318,7 +318,7 @@ func TestFrozenMemberIsExcludedAndMergedBack(t *testing.T) {
 	l2 := l.lives[[2]uint64{2, 1}]
 	in2 := 0
 	for k, s := range l.sent {
-		if slices.ContainsFunc(l2.views, func(v vsync.View) bool { return v.ID == s.view }) {
+		if slices.ContainsFunc(l2.views, func(v membership.View) bool { return v.ID == s.view }) {
 			in2++
 			if !l2.seen[k] {
 				t.Errorf("node 2 did not deliver %v, sent in %v", k, s.view)

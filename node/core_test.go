@@ -11,7 +11,7 @@ import (
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/wire"
-	"github.com/huddle-lan/huddle/membership/vsync"
+	"github.com/huddle-lan/huddle/membership"
 )
 
 const (
@@ -127,9 +127,9 @@ func TestRestartReplacesTheOldIncarnation(t *testing.T) {
 	if d := w.Elapsed() - start; d >= testSuspect {
 		t.Fatalf("the restart took %v to replace the old incarnation, not under the suspect timeout %v", d, testSuspect)
 	}
-	var installs []vsync.Event
+	var installs []membership.Event
 	for _, ev := range core(w, 1).TakeEvents() {
-		if ev.Kind == vsync.ViewInstalled {
+		if ev.Kind == membership.ViewInstalled {
 			installs = append(installs, ev)
 		}
 	}

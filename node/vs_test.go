@@ -8,7 +8,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/wire"
-	"github.com/huddle-lan/huddle/membership/vsync"
+	"github.com/huddle-lan/huddle/membership"
 )
 
 // msgKey names one message: its sender's life and first sequence number.
@@ -19,7 +19,7 @@ func (k msgKey) String() string { return fmt.Sprintf("%d.%d/%d", k.from, k.inc, 
 // life is what one incarnation of a node installed and delivered.
 type life struct {
 	id, inc   uint64
-	views     []vsync.View
+	views     []membership.View
 	delivered map[wire.ViewID][]msgKey // in delivery order
 	seen      map[msgKey]bool
 	lastSeq   map[[2]uint64]uint64 // (sender, inc) → last seq delivered
@@ -58,7 +58,7 @@ type vsLedger struct {
 	trans   map[[2]viewKey][]msgKey // (V, V') → what the first life to make that step delivered in V
 	transO  map[[2]viewKey][]ordDel // (V, V') → its ordered deliveries in V
 	transBy map[[2]viewKey]*life
-	onEvent func(id uint64, ev vsync.Event) // sees every event the check drains
+	onEvent func(id uint64, ev membership.Event) // sees every event the check drains
 }
 
 // viewKey identifies a view: its ID and its coordinator's incarnation. A
@@ -70,7 +70,7 @@ type viewKey struct {
 	inc uint64
 }
 
-func keyOf(v vsync.View) viewKey { return viewKey{v.ID, v.Members[0].Inc} }
+func keyOf(v membership.View) viewKey { return viewKey{v.ID, v.Members[0].Inc} }
 
 type sentMsg struct {
 	crc   uint32
@@ -132,7 +132,7 @@ func (l *vsLedger) check(w *sim.World) error {
 			if l.onEvent != nil {
 				l.onEvent(id, ev)
 			}
-			if ev.Kind == vsync.ViewInstalled {
+			if ev.Kind == membership.ViewInstalled {
 				if err := l.install(lf, ev.View); err != nil {
 					return err
 				}
@@ -147,7 +147,7 @@ func (l *vsLedger) check(w *sim.World) error {
 	return nil
 }
 
-func (l *vsLedger) deliver(w *sim.World, lf *life, d vsync.Delivery) error {
+func (l *vsLedger) deliver(w *sim.World, lf *life, d membership.Delivery) error {
 	k := msgKey{d.Source, d.Inc, d.Seq}
 	s, ok := l.sent[k]
 	switch {
@@ -185,7 +185,7 @@ func (l *vsLedger) deliver(w *sim.World, lf *life, d vsync.Delivery) error {
 }
 
 // ordered checks a total or safe delivery (guarantees 5 and 6).
-func (l *vsLedger) ordered(w *sim.World, lf *life, d vsync.Delivery, k msgKey) error {
+func (l *vsLedger) ordered(w *sim.World, lf *life, d membership.Delivery, k msgKey) error {
 	v := lf.views[len(lf.views)-1]
 	vk := keyOf(v)
 	od := ordDel{d.GSeq, k, d.Final}
@@ -233,7 +233,7 @@ func (l *vsLedger) nextSent(src [2]uint64, seq uint64) uint64 {
 	return o[i+1]
 }
 
-func (l *vsLedger) install(lf *life, v vsync.View) error {
+func (l *vsLedger) install(lf *life, v membership.View) error {
 	if !v.HasInc(lf.id, lf.inc) {
 		return fmt.Errorf("node %d installed %v without itself", lf.id, v)
 	}
@@ -256,7 +256,7 @@ func (l *vsLedger) install(lf *life, v vsync.View) error {
 
 // synchrony compares what lf delivered in prev with what the first life
 // that also went from prev to next delivered there.
-func (l *vsLedger) synchrony(lf *life, pv, nv vsync.View) error {
+func (l *vsLedger) synchrony(lf *life, pv, nv membership.View) error {
 	prev, next := pv.ID, nv.ID
 	step := [2]viewKey{keyOf(pv), keyOf(nv)}
 	got := slices.Clone(lf.delivered[prev])

@@ -11,7 +11,7 @@ import (
 	"github.com/huddle-lan/huddle/election"
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/wire"
-	"github.com/huddle-lan/huddle/membership/vsync"
+	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
 )
 
@@ -29,7 +29,7 @@ type CoreOptions struct {
 	C1, C2, D1, D2 float64
 	MinDelay       time.Duration
 	JoinTimeout    time.Duration
-	Settings       []vsync.Setting // protocol settings every member must share
+	Settings       []membership.Setting // protocol settings every member must share
 	Seed           uint64          // seeds the protocol's randomness (timer jitter)
 	Election       ElectionOptions
 	// Quorum is the lock's expected cluster size N (mutex.quorum); 0 = off.
@@ -61,8 +61,8 @@ func CoreOptionsFrom(c config.Config, inc, seed uint64) CoreOptions {
 // first that does. Datagram size and the largest message decide what a
 // member can receive; the heartbeat and the suspect timeout decide
 // whether members suspect each other falsely.
-func Settings(c config.Config) []vsync.Setting {
-	return []vsync.Setting{
+func Settings(c config.Config) []membership.Setting {
+	return []membership.Setting{
 		{Name: "datagram_size", Value: strconv.Itoa(c.DatagramSize)},
 		{Name: "max_message_size", Value: strconv.Itoa(c.MaxMessageSize)},
 		{Name: "heartbeat", Value: c.Heartbeat.D().String()},
@@ -83,7 +83,7 @@ type Core struct {
 	dec     *wire.Decoder
 	enc     *wire.Encoder
 	env     *wire.Envelope
-	m       *vsync.Machine
+	m       *membership.Machine
 	mc      *multicast.Engine // m's
 	el      elect             // the leader election, on the election service
 	mu      lockPart          // the Ricart–Agrawala lock, on the mutex service
@@ -128,7 +128,7 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 	}
 	c.dec.Filter(c.group, o.ID, o.Inc)
 	c.drop = newDropper(o.Drop, o.Seed)
-	c.m = vsync.New(vsync.Options{
+	c.m = membership.New(membership.Options{
 		Engine: multicast.Options{
 			Self: o.ID, Inc: o.Inc, Group: c.group,
 			Heartbeat: o.Heartbeat, SuspectTimeout: o.SuspectTimeout,
@@ -226,9 +226,9 @@ func (c *Core) TakeOutboxes() (ctl, data [][]byte) {
 	return c.ctlOut, c.outbox
 }
 
-// Multicast sends a message to the view (see vsync.Machine.Multicast):
+// Multicast sends a message to the view (see membership.Machine.Multicast):
 // it fails with multicast.ErrWindowFull while the send window is full, and
-// with vsync.ErrBlocked or ErrNotInView while there is no view to send in.
+// with membership.ErrBlocked or ErrNotInView while there is no view to send in.
 func (c *Core) Multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
 	return c.m.Multicast(service, payload, order, dest)
 }
@@ -243,7 +243,7 @@ func (c *Core) Fits(serviceLen, payloadLen int) bool { return c.m.Fits(serviceLe
 // Sending reports whether the node is in a view that takes messages now.
 func (c *Core) Sending() bool { return c.m.Sending() }
 
-// Leave starts a graceful leave (see vsync.Machine.Leave).
+// Leave starts a graceful leave (see membership.Machine.Leave).
 //
 // The lock goes first: a holder releases it and a waiter withdraws (both
 // logged), and their deferred replies go out before the leave, so that
@@ -261,17 +261,17 @@ func (c *Core) Leave(now time.Time) {
 func (c *Core) Left() bool { return c.m.Left() }
 
 // View returns the installed view.
-func (c *Core) View() vsync.View { return c.m.View() }
+func (c *Core) View() membership.View { return c.m.View() }
 
 // TakeDeliveries returns the messages delivered since the last call; their
 // bytes stay valid until the next call into the Core.
-func (c *Core) TakeDeliveries() []vsync.Delivery { return c.m.TakeDeliveries() }
+func (c *Core) TakeDeliveries() []membership.Delivery { return c.m.TakeDeliveries() }
 
 // TakeEvents returns what the protocol layers reported since the last call.
-func (c *Core) TakeEvents() []vsync.Event { return c.m.TakeEvents() }
+func (c *Core) TakeEvents() []membership.Event { return c.m.TakeEvents() }
 
 // MembershipStats returns the membership layer's counters.
-func (c *Core) MembershipStats() vsync.Stats { return c.m.Stats() }
+func (c *Core) MembershipStats() membership.Stats { return c.m.Stats() }
 
 // Peers returns the IDs of the peers this node hears, in increasing order.
 func (c *Core) Peers() []uint64 { return c.mc.Peers() }

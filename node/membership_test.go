@@ -9,7 +9,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
-	"github.com/huddle-lan/huddle/membership/vsync"
+	"github.com/huddle-lan/huddle/membership"
 )
 
 const testJoin = 60 * time.Millisecond
@@ -25,14 +25,14 @@ func addMembers(w *sim.World, ids ...uint64) {
 }
 
 // viewOf returns node id's installed view.
-func viewOf(w *sim.World, id uint64) vsync.View { return core(w, id).View() }
+func viewOf(w *sim.World, id uint64) membership.View { return core(w, id).View() }
 
 // agreed reports whether every node of group is alive and installed one
 // view whose members are exactly the group.
 func agreed(w *sim.World, group []uint64) error {
 	want := slices.Clone(group)
 	slices.Sort(want)
-	var first vsync.View
+	var first membership.View
 	for i, id := range group {
 		if !w.Alive(id) {
 			return fmt.Errorf("node %d is down", id)
@@ -119,8 +119,8 @@ func TestFullGroupRefusesJoiners(t *testing.T) {
 	w := sim.New(sim.Options{Seed: 9})
 	l := newVSLedger()
 	refused := map[uint64]string{}
-	l.onEvent = func(id uint64, ev vsync.Event) {
-		if ev.Kind == vsync.Refused && ev.Member == id {
+	l.onEvent = func(id uint64, ev membership.Event) {
+		if ev.Kind == membership.Refused && ev.Member == id {
 			refused[id] = ev.Setting
 		}
 	}

@@ -1,4 +1,4 @@
-package membership_test
+package huddle_test
 
 import (
 	"context"
@@ -8,18 +8,18 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/config"
-	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle"
 )
 
 // Two nodes join a group on an in-process network (on a LAN, call
-// membership.Join instead), wait until they share a view, and multicast
+// huddle.Join instead), wait until they share a view, and multicast
 // in total order on a service named "chat". Both deliver both messages,
 // in one order, each with its number in the view's total order.
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	net := membership.NewNetwork(0)
-	var chats []*membership.Service
+	net := huddle.NewNetwork(0)
+	var chats []*huddle.Service
 	for _, id := range []uint64{1, 2} {
 		cfg := config.Local()
 		cfg.ID = id
@@ -35,7 +35,7 @@ func Example() {
 		waitForMembers(chat, 2)
 	}
 	for i, chat := range chats {
-		if _, err := chat.Multicast(ctx, []byte(fmt.Sprintf("hello from %d", i+1)), membership.Total); err != nil {
+		if _, err := chat.Multicast(ctx, []byte(fmt.Sprintf("hello from %d", i+1)), huddle.Total); err != nil {
 			fmt.Println("multicast:", err)
 			return
 		}
@@ -44,7 +44,7 @@ func Example() {
 	for i, chat := range chats {
 		for len(orders[i]) < 2 {
 			ev := <-chat.Events()
-			if ev.Kind == membership.Delivered {
+			if ev.Kind == huddle.Delivered {
 				orders[i] = append(orders[i], fmt.Sprintf("#%d %s", ev.Message.GSeq, ev.Message.Payload))
 			}
 		}
@@ -57,9 +57,9 @@ func Example() {
 }
 
 // waitForMembers reads a service's events until a view of n members.
-func waitForMembers(s *membership.Service, n int) {
+func waitForMembers(s *huddle.Service, n int) {
 	for ev := range s.Events() {
-		if ev.Kind == membership.ViewChanged && len(ev.View.Members) == n {
+		if ev.Kind == huddle.ViewChanged && len(ev.View.Members) == n {
 			return
 		}
 	}
@@ -70,8 +70,8 @@ func waitForMembers(s *membership.Service, n int) {
 func ExampleService_Send() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	net := membership.NewNetwork(0)
-	var groups []*membership.Group
+	net := huddle.NewNetwork(0)
+	var groups []*huddle.Group
 	for _, id := range []uint64{1, 2} {
 		cfg := config.Local()
 		cfg.ID = id
@@ -83,7 +83,7 @@ func ExampleService_Send() {
 		defer g.Leave(ctx)
 		groups = append(groups, g)
 	}
-	mail := []*membership.Service{groups[0].Service("mail"), groups[1].Service("mail")}
+	mail := []*huddle.Service{groups[0].Service("mail"), groups[1].Service("mail")}
 	waitForMembers(mail[0], 2)
 	waitForMembers(mail[1], 2)
 	if _, err := mail[0].Send(ctx, 2, []byte("for node 2 only")); err != nil {
@@ -91,7 +91,7 @@ func ExampleService_Send() {
 		return
 	}
 	for ev := range mail[1].Events() {
-		if ev.Kind == membership.Delivered {
+		if ev.Kind == huddle.Delivered {
 			fmt.Printf("node 2 got %q from node %d (to %d, %v)\n", ev.Message.Payload, ev.Message.From.ID, ev.Message.To, ev.Message.Order)
 			break
 		}
@@ -100,5 +100,5 @@ func ExampleService_Send() {
 	fmt.Println(err)
 	// Output:
 	// node 2 got "for node 2 only" from node 1 (to 2, fifo)
-	// membership: not a member of the view: node 9
+	// huddle: not a member of the view: node 9
 }

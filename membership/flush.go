@@ -1,4 +1,4 @@
-package vsync
+package membership
 
 import (
 	"cmp"
