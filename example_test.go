@@ -7,8 +7,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle"
+	"github.com/huddle-lan/huddle/config"
 )
 
 // Two nodes join a group on an in-process network (on a LAN, call

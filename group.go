@@ -11,11 +11,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/config"
-	"github.com/huddle-lan/huddle/node"
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
+	"github.com/huddle-lan/huddle/node"
 )
 
 // Order is how a message is delivered.

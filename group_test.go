@@ -10,8 +10,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle"
+	"github.com/huddle-lan/huddle/config"
 )
 
 // joinAll joins nodes 1..n on net, their configuration changed by edit,

@@ -11,8 +11,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle"
+	"github.com/huddle-lan/huddle/config"
 )
 
 // TestLockMutualExclusion has three nodes on a lossy in-process network

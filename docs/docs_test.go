@@ -26,8 +26,8 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/control"
-	"github.com/huddle-lan/huddle/node"
 	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/node"
 )
 
 // root is the repository, from this package's directory.

@@ -30,7 +30,7 @@ type CoreOptions struct {
 	MinDelay       time.Duration
 	JoinTimeout    time.Duration
 	Settings       []membership.Setting // protocol settings every member must share
-	Seed           uint64          // seeds the protocol's randomness (timer jitter)
+	Seed           uint64               // seeds the protocol's randomness (timer jitter)
 	Election       ElectionOptions
 	// Quorum is the lock's expected cluster size N (mutex.quorum); 0 = off.
 	// With it, the lock is granted and kept only while the view has more

@@ -22,9 +22,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/internal/control"
-	"github.com/huddle-lan/huddle/node"
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/node"
 )
 
 // fakeNode answers the control commands in-process, so that the

@@ -9,8 +9,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/huddle-lan/huddle/node"
 	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/node"
 )
 
 // Node is what the commands need of a running node.

@@ -17,8 +17,8 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
-	"github.com/huddle-lan/huddle/node"
 	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/node"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -15,9 +15,9 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	_ "github.com/huddle-lan/huddle/internal/logx" // zerolog's time format and UTC clock, as the nodes log them
-	"github.com/huddle-lan/huddle/node"
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/multicast"
+	"github.com/huddle-lan/huddle/node"
 )
 
 // procCluster runs the nodes in this process: the real node loop
