@@ -132,7 +132,9 @@ type Group struct {
 
 	mu       sync.Mutex
 	view     View
-	services map[string]*Service
+	services map[string]*Service // every service asked for, by name
+	readers  map[string]*Service // those whose Events were asked for: they get views and messages
+	closed   bool                // the node stopped: the readers' channels are closed
 
 	undeliverable atomic.Uint64
 }
@@ -154,11 +156,32 @@ var errLeft = errors.New("left the group")
 // and returns once it is in a view. That first view may hold this node
 // alone: members that join together, and groups that find each other,
 // merge into one view a moment later (a ViewChanged event). The node logs
-// to log as `huddle run` does. It stops when ctx ends or on Leave; the
-// workload settings (send_rate...) are ignored.
+// to log as `huddle run` does. It stops when ctx ends or on Leave.
 func Join(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, error) {
+	g, err := Start(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.waitView(ctx); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// Start is Join that returns at once, while the node joins; Joined is
+// closed once it is in a view. `huddle run` starts so: its control socket
+// answers while the node joins. The errors are cfg's (config's errors, or
+// ErrKeyUnsupported), the host's (an interface that is missing, down or
+// without multicast or an IPv4 address; exit code 1 in huddle run), and
+// the sockets'.
+func Start(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Security.Key != "" {
+		// Accepting a key and then sending in the clear would betray
+		// whoever set it.
+		return nil, ErrKeyUnsupported
 	}
 	if err := cfg.Resolve(); err != nil {
 		return nil, err
@@ -168,14 +191,35 @@ func Join(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, e
 	if err != nil {
 		return nil, err
 	}
-	return start(ctx, cfg, log, node.Options{Transport: data, Control: ctl, PreciseTimer: true})
+	return start(ctx, cfg, log, node.Options{Transport: data, Control: ctl, PreciseTimer: true}), nil
 }
 
-func start(ctx context.Context, cfg config.Config, log zerolog.Logger, o node.Options) (*Group, error) {
-	cfg.SendRate, cfg.SendCount, cfg.Duration = 0, 0, 0
+// StartOn is Start over transports of the caller's (an in-memory network,
+// a test's) instead of the group's sockets: data carries the group's
+// traffic, repair (nil: data too) the NACKs and repairs. cfg's address
+// and interface are not used, and cfg.ID must be set.
+func StartOn(ctx context.Context, cfg config.Config, log zerolog.Logger, data, repair multicast.Transport) (*Group, error) {
+	if cfg.ID == 0 {
+		return nil, errors.New("huddle: a node on its own transport needs an ID (cfg.ID)")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Security.Key != "" {
+		return nil, ErrKeyUnsupported
+	}
+	return start(ctx, cfg, log.With().Uint64("node", cfg.ID).Logger(), node.Options{Transport: data, Control: repair}), nil
+}
+
+// ErrKeyUnsupported: cfg sets security.key, but this version cannot seal
+// datagrams yet, and will not send in the clear what a key was meant to
+// protect.
+var ErrKeyUnsupported = errors.New("config: security.key: is set, but this version of huddle cannot seal datagrams yet (leave it empty)")
+
+func start(ctx context.Context, cfg config.Config, log zerolog.Logger, o node.Options) *Group {
 	inc := node.NewIncarnation()
 	g := &Group{cfg: cfg, self: Member{ID: cfg.ID, Inc: inc}, stop: make(chan struct{}), done: make(chan struct{}), first: make(chan struct{}),
-		services: map[string]*Service{}}
+		services: map[string]*Service{}, readers: map[string]*Service{}}
 	o.Config, o.Log, o.Inc, o.Handle = cfg, log, inc, g.handle
 	g.n = node.New(o)
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -191,47 +235,59 @@ func start(ctx context.Context, cfg config.Config, log zerolog.Logger, o node.Op
 			err = ErrClosed
 		}
 		g.err = err
+		g.closeServices()
 		close(g.done)
 	}()
+	return g
+}
+
+// waitView waits for the node's first view.
+func (g *Group) waitView(ctx context.Context) error {
 	select {
 	case <-g.first:
-		return g, nil
+		return nil
 	case <-g.done:
-		return nil, g.err
+		return g.err
 	case <-ctx.Done():
 		<-g.done
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 
-// handle runs in the node's loop with each delivery and event.
-func (g *Group) handle(d *membership.Delivery, ev *membership.Event) {
-	if ev != nil {
-		if ev.Kind != membership.ViewInstalled {
-			return
-		}
+// Joined is closed once the node is in its first view.
+func (g *Group) Joined() <-chan struct{} { return g.first }
+
+// handle runs in the node's loop with everything the node reports, in
+// order: it hands views and messages to the services.
+func (g *Group) handle(ev *node.Event) {
+	if ev.Kind != node.MembershipEvent {
+		return
+	}
+	switch m := &ev.Membership; m.Kind {
+	case membership.ViewInstalled:
 		g.mu.Lock()
-		g.view = ev.View
-		svcs := make([]*Service, 0, len(g.services))
-		for _, s := range g.services {
+		g.view = m.View
+		svcs := make([]*Service, 0, len(g.readers))
+		for _, s := range g.readers {
 			svcs = append(svcs, s)
 		}
 		g.mu.Unlock()
 		g.firstOnce.Do(func() { close(g.first) })
 		for _, s := range svcs {
-			s.put(Event{Kind: ViewChanged, View: ev.View})
+			s.put(Event{Kind: ViewChanged, View: m.View})
 		}
-		return
+	case membership.Delivered:
+		d := &m.Delivery
+		g.mu.Lock()
+		s := g.readers[string(d.Service)]
+		g.mu.Unlock()
+		if s == nil {
+			g.undeliverable.Add(1) // nobody reads this service here (yet)
+			return
+		}
+		s.put(Event{Kind: Delivered, Message: Message{From: Member{ID: d.Source, Inc: d.Inc}, Seq: d.Seq, View: d.View,
+			Order: d.Order, GSeq: d.GSeq, To: d.Dest, Payload: append([]byte(nil), d.Payload...)}})
 	}
-	g.mu.Lock()
-	s := g.services[string(d.Service)]
-	g.mu.Unlock()
-	if s == nil {
-		g.undeliverable.Add(1) // no such service here (yet)
-		return
-	}
-	s.put(Event{Kind: Delivered, Message: Message{From: Member{ID: d.Source, Inc: d.Inc}, Seq: d.Seq, View: d.View,
-		Order: d.Order, GSeq: d.GSeq, To: d.Dest, Payload: append([]byte(nil), d.Payload...)}})
 }
 
 // put hands ev to the application, waiting while its channel is full,
@@ -244,12 +300,10 @@ func (s *Service) put(ev Event) {
 }
 
 // Service returns the named service of the group (the same one for the
-// same name). Its Events start with the view installed when it was made.
-// Messages for a service that this node has not opened are dropped (and
-// counted as undeliverable): open services before their traffic starts,
-// or expect to miss its beginning. Election and mutex use "election" and
-// "mutex"; "" is the default application service. It panics on a name
-// longer than MaxServiceName bytes.
+// same name). Election and mutex use "election" and "mutex"; "" is the
+// default application service, the one `huddle send` and the traffic of
+// `huddle run --send-rate` use. It panics on a name longer than
+// MaxServiceName bytes.
 func (g *Group) Service(name string) *Service {
 	if len(name) > MaxServiceName {
 		panic(fmt.Sprintf("huddle: service name of %d bytes (at most %d)", len(name), MaxServiceName))
@@ -259,10 +313,7 @@ func (g *Group) Service(name string) *Service {
 	if s := g.services[name]; s != nil {
 		return s
 	}
-	s := &Service{g: g, name: name, events: make(chan Event, EventBuffer)}
-	if len(g.view.Members) > 0 {
-		s.events <- Event{Kind: ViewChanged, View: g.view}
-	}
+	s := &Service{g: g, name: name}
 	g.services[name] = s
 	return s
 }
@@ -270,9 +321,30 @@ func (g *Group) Service(name string) *Service {
 // Name returns the service's name.
 func (s *Service) Name() string { return s.name }
 
-// Events returns the service's events: views and its messages, in order.
-// The channel is closed when the node stops.
-func (s *Service) Events() <-chan Event { return s.events }
+// Events returns the service's events: views and its messages, in order,
+// starting with the view installed when Events was first called. A
+// service only sends needs no reader; messages for a service whose Events
+// this node never asked for are dropped (and counted as undeliverable):
+// ask before its traffic starts, or expect to miss its beginning. The
+// channel is closed when the node stops; when nobody reads it, the node
+// waits (see EventBuffer).
+func (s *Service) Events() <-chan Event {
+	g := s.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s.events == nil {
+		s.events = make(chan Event, EventBuffer)
+		if len(g.view.Members) > 0 {
+			s.events <- Event{Kind: ViewChanged, View: g.view}
+		}
+		if g.closed {
+			close(s.events)
+		} else {
+			g.readers[s.name] = s
+		}
+	}
+	return s.events
+}
 
 // Multicast sends payload to every member of the view, this node
 // included, delivered in the given order. It returns the message's
@@ -307,14 +379,56 @@ func (s *Service) send(ctx context.Context, payload []byte, order Order, to uint
 	if len(g.View().Members) == 0 {
 		return 0, ErrNotInView
 	}
-	seq, err := g.n.Send(ctx, []byte(s.name), payload, order, to)
+	seq, err := g.n.Send(ctx, s.nameBytes(), payload, order, to)
+	if err != nil {
+		return 0, sendErr(err)
+	}
+	return seq, nil
+}
+
+// MulticastBatch multicasts payloads in order, as Multicast does each of
+// them, in one turn of the node's loop, so that they share datagrams as
+// far as they fit (a turn sends a bounded number of messages; the rest go
+// in the next ones). It returns the first message's sequence number (the
+// others follow it, one each) and how many were sent: all of them, or
+// those sent before ctx ended or an error, with the error. Use it to send
+// many small messages fast; the payloads are copied.
+func (s *Service) MulticastBatch(ctx context.Context, payloads [][]byte, order Order) (first uint64, sent int, err error) {
+	g := s.g
+	for _, p := range payloads {
+		if len(p) > g.cfg.MaxMessageSize {
+			return 0, 0, fmt.Errorf("%w: %d bytes (max_message_size is %d)", ErrTooLarge, len(p), g.cfg.MaxMessageSize)
+		}
+	}
+	select {
+	case <-g.done:
+		return 0, 0, ErrClosed
+	default:
+	}
+	if len(g.View().Members) == 0 {
+		return 0, 0, ErrNotInView
+	}
+	first, sent, err = g.n.MulticastBatch(ctx, s.nameBytes(), payloads, order)
+	return first, sent, sendErr(err)
+}
+
+// sendErr turns the node's errors into the Group API's.
+func sendErr(err error) error {
 	switch {
 	case errors.Is(err, node.ErrStopped), errors.Is(err, membership.ErrLeft):
-		return 0, ErrClosed
+		return ErrClosed
 	case errors.Is(err, multicast.ErrTooLarge):
-		return 0, fmt.Errorf("%w: %v", ErrTooLarge, err)
+		return fmt.Errorf("%w: %v", ErrTooLarge, err)
 	}
-	return seq, err
+	return err
+}
+
+// nameBytes is the service's name as the node sends it.
+func (s *Service) nameBytes() []byte {
+	if s.name == "" {
+		return nil
+	}
+	return []byte(s.name)
 }
 
 // View returns the installed view.
@@ -330,16 +444,57 @@ func (g *Group) View() View {
 // when the group has no leader, when the leader leaves the view, when a
 // higher node joins, and on Elect.
 func (g *Group) Leader(ctx context.Context) (leader, round uint64, err error) {
-	err = g.n.Do(ctx, func(c *node.Core) { leader, round = c.Leader() })
-	return leader, round, err
+	leader, round, err = g.n.Leader(ctx)
+	return leader, round, closedErr(err)
 }
 
 // Elect starts an election from this node and returns at once; Leader
-// tells the outcome once the round is done. False when this node already
-// takes part in an election.
-func (g *Group) Elect(ctx context.Context) (bool, error) {
+// tells the outcome once the round is done. Started is false when this
+// node already takes part in an election, or has no view yet.
+func (g *Group) Elect(ctx context.Context) (ElectResult, error) {
 	res, err := g.n.Elect(ctx)
-	return res.Started, err
+	return res, closedErr(err)
+}
+
+// ElectResult is what Elect reports: whether this node started an
+// election (false while it takes part in one already, or before its first
+// view), the algorithm, and the leader it knew when it asked (0: none).
+type ElectResult = node.ElectResult
+
+// Status is what the node reports about itself: identity, view, leader,
+// the lock, and its counters (those of the node.stats log event).
+type Status = node.Status
+
+// Status returns the node's status, read in its loop.
+func (g *Group) Status(ctx context.Context) (Status, error) {
+	st, err := g.n.Status(ctx)
+	return st, closedErr(err)
+}
+
+// The states of Status.State.
+const (
+	StateJoining  = node.StateJoining  // no view installed yet
+	StateMember   = node.StateMember   // in a view, sending
+	StateChanging = node.StateChanging // in a view, sends held by a view change (flush) or a leave
+)
+
+// ParseOrder returns the order named "fifo", "total" or "safe"; false for
+// any other name.
+func ParseOrder(name string) (Order, bool) {
+	o := node.ParseOrder(name)
+	return o, o.String() == name
+}
+
+// Drop is the node's built-in fault injection, an experiment tool: a
+// share of the datagrams it receives dropped before the protocol sees
+// them (see the drop.* settings).
+type Drop = node.Drop
+
+// SetDrop replaces the node's fault injection rule and returns the one it
+// replaced; a Drop with Rate 0 turns it off.
+func (g *Group) SetDrop(ctx context.Context, d Drop) (Drop, error) {
+	old, err := g.n.SetDrop(ctx, d)
+	return old, closedErr(err)
 }
 
 // Lock acquires the group's lock (Ricart–Agrawala over the view, on the
@@ -403,7 +558,6 @@ func (g *Group) Leave(ctx context.Context) error {
 	g.cancel(errLeft)
 	select {
 	case <-g.done:
-		g.closeServices()
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -426,12 +580,15 @@ func (g *Group) Err() error {
 	}
 }
 
+// closeServices closes the services' channels once the node stopped
+// (its loop, which hands them events, is over).
 func (g *Group) closeServices() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for name, s := range g.services {
+	g.closed = true
+	for name, s := range g.readers {
 		close(s.events)
-		delete(g.services, name)
+		delete(g.readers, name)
 	}
 }
 
@@ -452,14 +609,14 @@ func NewNetwork(loss float64) *Network {
 // Join is huddle.Join on the in-process network: cfg's address and
 // interface are not used, and cfg.ID must be set.
 func (n *Network) Join(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, error) {
-	if cfg.ID == 0 {
-		return nil, errors.New("huddle: an in-process node needs an ID (cfg.ID)")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	h := n.hosts.Add(1) // a host of its own, as another machine would be
 	a := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(h >> 16), byte(h >> 8), byte(h)}), 7468)
-	data, ctl := n.data.Endpoint(a), n.ctl.Endpoint(a)
-	return start(ctx, cfg, log.With().Uint64("node", cfg.ID).Logger(), node.Options{Transport: data, Control: ctl})
+	g, err := StartOn(ctx, cfg, log, n.data.Endpoint(a), n.ctl.Endpoint(a))
+	if err != nil {
+		return nil, err
+	}
+	if err := g.waitView(ctx); err != nil {
+		return nil, err
+	}
+	return g, nil
 }

@@ -51,7 +51,9 @@ func TestServicesAndOrders(t *testing.T) {
 	gs, apps := joinAll(t, ctx, huddle.NewNetwork(0.05), 3, "app")
 	var others []*huddle.Service
 	for _, g := range gs {
-		others = append(others, g.Service("other"))
+		s := g.Service("other")
+		s.Events() // read it from now on: a service nobody reads gets nothing
+		others = append(others, s)
 	}
 	const per = 30
 	orders := []huddle.Order{huddle.FIFO, huddle.Total, huddle.Safe}

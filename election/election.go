@@ -181,7 +181,7 @@ const (
 // Machine is one node's leader election, a deterministic state machine:
 // no goroutines, clock, sockets or randomness. The node loop or the
 // simulator feeds it views (SetView), messages (Receive), time (Tick) and
-// requests (Start), and takes what it produced (TakeOutput, TakeEvents,
+// requests (Start), and takes what it produced (Ready,
 // NextDeadline).
 //
 // Every message carries its round. A node keeps the highest round it
@@ -345,19 +345,19 @@ func (m *Machine) NextDeadline() time.Time {
 	return next
 }
 
-// TakeOutput returns the messages to send since the last call, each to one
-// member other than this node. The caller owns the payloads.
-func (m *Machine) TakeOutput() []Message {
-	out := m.out
-	m.out, m.arena = nil, nil
-	return out
+// Ready is what a Machine produced since the last call to Ready: the
+// messages to send, in order, and the events, in order. The caller owns
+// them: a message may wait for a view change or the send window.
+type Ready struct {
+	Messages []Message
+	Events   []Event
 }
 
-// TakeEvents returns the events since the last call.
-func (m *Machine) TakeEvents() []Event {
-	evs := m.evs
-	m.evs = nil
-	return evs
+// Ready returns what the machine produced since the last call.
+func (m *Machine) Ready() Ready {
+	rd := Ready{Messages: m.out, Events: m.evs}
+	m.out, m.arena, m.evs = nil, nil, nil
+	return rd
 }
 
 // Leader returns the current leader (0 when none is known) and the round

@@ -61,7 +61,7 @@ func FuzzMachine(f *testing.F) {
 			if m.st == member && !m.view.HasInc(1, 1) {
 				t.Fatalf("installed %v without itself", m.view)
 			}
-			for _, d := range m.TakeDeliveries() {
+			for _, d := range l.deliveries(1) {
 				k := [2]uint64{d.Source, d.Seq}
 				if seen[k] {
 					t.Fatalf("delivered %d/%d twice", d.Source, d.Seq)

@@ -22,12 +22,6 @@ type Options struct {
 	// whose settings differ from the coordinator's is refused, naming the
 	// first that differs.
 	Settings []Setting
-	// Claim, when set, sees every delivery for this node first, during the
-	// call that delivers it (its bytes are valid only then), and takes the
-	// ones it returns true for away from TakeDeliveries: the node's own
-	// protocols (the election) get their service's messages so, in
-	// delivery order, without the application seeing them.
-	Claim func(d *Delivery) bool
 }
 
 // Setting is one protocol-relevant setting, by its configuration key.
@@ -54,6 +48,7 @@ const (
 	LeaveDone                          // a graceful leave completed: a view without this node exists (or the leave timed out)
 	Excluded                           // this node learned that the group went on without it; it rejoins
 	Engine                             // an event of the multicast layer (Multicast)
+	Delivered                          // a message delivered to this node (Delivery)
 )
 
 // Event is something the node should know about and log.
@@ -80,10 +75,18 @@ type Event struct {
 	// loss the view cannot make good (the node secedes). Without it, they
 	// were sent before this node could need them.
 	InView bool
-	// Delivered is how many of the deliveries taken with the same
-	// TakeDeliveries call precede this event: a caller that takes both
-	// at once can log (or hand out) views and messages in their order.
-	Delivered int
+	// Delivery is the message of a Delivered event.
+	Delivery Delivery
+}
+
+// Ready is what a Machine produced since the last call to Ready: the
+// envelopes to multicast (the membership layer's, then the engine's), and
+// everything it delivered and reported, in the order it happened, so that
+// a caller hands out views and messages in their order. It stays valid
+// until the next call into the Machine.
+type Ready struct {
+	Envelopes []wire.Envelope
+	Events    []Event
 }
 
 // Delivery is a message delivered in a view.
@@ -121,8 +124,7 @@ type heard struct {
 // engine it drives: a deterministic state machine like the engine (no
 // goroutines, sockets or clock of its own). The node loop or the simulator
 // feeds it datagrams (Step), time (Tick) and local requests (Multicast,
-// Leave), and takes what it produced (TakeOutput, TakeDeliveries,
-// TakeEvents).
+// Leave), and takes what it produced (Ready).
 //
 // Views change by a flush (virtual synchrony, Birman and Joseph 1987):
 // the initiator proposes the next members; each one stops sending and
@@ -170,15 +172,16 @@ type Machine struct {
 	commitAt   time.Time      // when lastCommit was sent (a participant's flush_ms)
 	changeFrom time.Time      // when the current view change began here
 
-	ord     orderer    // total and safe delivery in the installed view
-	now     time.Time  // of the last Step or Tick
-	pending []Delivery // deliveries of this view held during a flush: the cut decides
-	future  []Delivery // deliveries of a view not installed yet
-	deliver []Delivery
-	out     []wire.Envelope
-	selfq   []wire.Envelope // membership messages to this node itself
-	events  []Event
-	stats   Stats
+	ord       orderer         // total and safe delivery in the installed view
+	now       time.Time       // of the last Step or Tick
+	pending   []Delivery      // deliveries of this view held during a flush: the cut decides
+	future    []Delivery      // deliveries of a view not installed yet
+	out       []wire.Envelope // membership messages to multicast
+	engineOut []wire.Envelope // the engine's envelopes, taken after each of its steps
+	selfq     []wire.Envelope // membership messages to this node itself
+	events    []Event         // deliveries and events since the last Ready, in order
+	ready     Ready           // handed out by the last Ready; reused
+	stats     Stats
 }
 
 // Stats counts the membership layer's work.
@@ -408,29 +411,23 @@ func (m *Machine) NextDeadline() time.Time {
 // for d (see multicast.Engine.Paused).
 func (m *Machine) Paused(now time.Time, d time.Duration) { m.mc.Paused(now, d) }
 
-// TakeOutput returns the envelopes to multicast: the membership layer's,
-// then the engine's.
-func (m *Machine) TakeOutput() []wire.Envelope {
-	m.sendRecords() // one record for what this turn brought the sequencer
-	out := append(m.out, m.mc.TakeOutput()...)
-	m.out = m.out[:0]
-	return out
+// Ready returns what the machine produced since the last call (see
+// Ready); it stays valid until the next call into the Machine.
+func (m *Machine) Ready() Ready {
+	m.takeEngine(m.now)
+	m.ready.Envelopes = append(append(m.ready.Envelopes[:0], m.out...), m.engineOut...)
+	m.out, m.engineOut = m.out[:0], m.engineOut[:0]
+	m.ready.Events, m.events = m.events, m.ready.Events[:0]
+	return m.ready
 }
 
-// TakeDeliveries returns the messages delivered since the last call.
-// Their bytes stay valid until the next call into the Machine.
-func (m *Machine) TakeDeliveries() []Delivery {
-	d := m.deliver
-	m.deliver = m.deliver[:0]
-	return d
-}
-
-// TakeEvents returns what happened since the last call. Take deliveries
-// and events together: Event.Delivered places each event among them.
-func (m *Machine) TakeEvents() []Event {
-	ev := m.events
-	m.events = nil
-	return ev
+// Pack queues what a turn of the node's loop brought, for the next Ready:
+// the sequencer's order record for it, and the data multicast in it,
+// packed into as few datagrams as fit (batching without added delay).
+// Call it once per turn, before taking the turn's datagrams.
+func (m *Machine) Pack() {
+	m.sendRecords()
+	m.mc.Pack()
 }
 
 // send queues a membership message to the group; flush messages also go
@@ -469,15 +466,16 @@ func (m *Machine) afterStep(now time.Time) {
 
 // takeEngine handles what the engine reported and delivered.
 func (m *Machine) takeEngine(now time.Time) {
-	for _, ev := range m.mc.TakeEvents() {
+	e := m.mc.Ready()
+	m.engineOut = append(m.engineOut, e.Envelopes...)
+	for _, ev := range e.Events {
 		m.onEngineEvent(now, ev)
 	}
-	for _, d := range m.mc.TakeDeliveries() {
+	for _, d := range e.Deliveries {
 		m.fromEngine(Delivery{Delivery: d})
 	}
 }
 
 func (m *Machine) emit(ev Event) {
-	ev.Delivered = len(m.deliver)
 	m.events = append(m.events, ev)
 }

@@ -50,7 +50,10 @@ func (l *lan) run(d time.Duration) {
 				if !m.NextDeadline().IsZero() && !m.NextDeadline().After(l.now) {
 					m.Tick(l.now)
 				}
-				for _, out := range m.TakeOutput() {
+				m.Pack()
+				rd := m.Ready()
+				l.keep(id, rd.Events)
+				for _, out := range rd.Envelopes {
 					moved = true
 					b, err := l.enc.Append(nil, &out)
 					if err != nil {
@@ -58,10 +61,34 @@ func (l *lan) run(d time.Duration) {
 					}
 					l.deliver(id, b)
 				}
-				l.evs[id] = append(l.evs[id], m.TakeEvents()...)
 			}
 		}
 	}
+}
+
+// keep records node id's events, with the delivered messages' own copies
+// of their bytes.
+func (l *lan) keep(id uint64, evs []Event) {
+	for _, ev := range evs {
+		ev.Delivery.Payload = slices.Clone(ev.Delivery.Payload)
+		l.evs[id] = append(l.evs[id], ev)
+	}
+}
+
+// deliveries takes the messages node id delivered from its events.
+func (l *lan) deliveries(id uint64) []Delivery {
+	l.keep(id, l.ms[id].Ready().Events)
+	var ds []Delivery
+	rest := l.evs[id][:0]
+	for _, ev := range l.evs[id] {
+		if ev.Kind == Delivered {
+			ds = append(ds, ev.Delivery)
+		} else {
+			rest = append(rest, ev)
+		}
+	}
+	l.evs[id] = rest
+	return ds
 }
 
 func (l *lan) deliver(from uint64, b []byte) {
@@ -116,11 +143,11 @@ func TestJoinLeaveAndSendErrors(t *testing.T) {
 	if err != nil || seq != 1 {
 		t.Fatalf("Multicast in a view: %d, %v", seq, err)
 	}
-	if d := l.ms[2].TakeDeliveries(); len(d) != 1 || string(d[0].Payload) != "hello" {
+	if d := l.deliveries(2); len(d) != 1 || string(d[0].Payload) != "hello" {
 		t.Fatalf("the sender delivered %v, want its own message", d)
 	}
 	l.run(5 * time.Millisecond)
-	if d := l.ms[1].TakeDeliveries(); len(d) != 1 || d[0].Source != 2 || d[0].View != l.ms[1].View().ID {
+	if d := l.deliveries(1); len(d) != 1 || d[0].Source != 2 || d[0].View != l.ms[1].View().ID {
 		t.Fatalf("node 1 delivered %+v, want node 2's message in the view", d)
 	}
 

@@ -118,10 +118,7 @@ func (m *Machine) give(d Delivery) {
 		}
 		return
 	}
-	if m.opt.Claim != nil && m.opt.Claim(&d) {
-		return
-	}
-	m.deliver = append(m.deliver, d)
+	m.events = append(m.events, Event{Kind: Delivered, Delivery: d})
 }
 
 // assign queues (src, seq) for the next record: it extends the last run

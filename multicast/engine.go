@@ -71,6 +71,7 @@ type Engine struct {
 	out         []wire.Envelope
 	events      []Event
 	deliveries  []Delivery
+	ready       Ready // handed out by the last Ready; its slices are reused
 	stats       Stats
 }
 
@@ -264,30 +265,30 @@ func (e *Engine) NextDeadline() time.Time {
 	return d
 }
 
-// TakeOutput returns the envelopes to multicast, in order: NACKs and
-// repairs first, then new data packed into as few datagrams as fit. They
-// stay valid until the next call into the Engine.
-func (e *Engine) TakeOutput() []wire.Envelope {
-	e.packData()
-	out := e.out
-	e.out = e.out[:0]
-	return out
+// Ready is what an Engine produced since the last call to Ready: the
+// envelopes to multicast (NACKs, repairs, session messages, and the data
+// packed so far, in order), what happened, and the messages delivered, in
+// delivery order. It stays valid until the next call into the Engine.
+type Ready struct {
+	Envelopes  []wire.Envelope
+	Events     []Event
+	Deliveries []Delivery
 }
 
-// TakeEvents returns what happened since the last call.
-func (e *Engine) TakeEvents() []Event {
-	ev := e.events
-	e.events = nil
-	return ev
+// Ready returns what the engine produced since the last call (see Ready).
+// Data multicast since the last Pack is not in it yet.
+func (e *Engine) Ready() Ready {
+	e.ready.Envelopes, e.out = e.out, e.ready.Envelopes[:0]
+	e.ready.Events, e.events = e.events, e.ready.Events[:0]
+	e.ready.Deliveries, e.deliveries = e.deliveries, e.ready.Deliveries[:0]
+	return e.ready
 }
 
-// TakeDeliveries returns the messages delivered since the last call, in
-// delivery order.
-func (e *Engine) TakeDeliveries() []Delivery {
-	d := e.deliveries
-	e.deliveries = e.deliveries[:0]
-	return d
-}
+// Pack packs the data multicast since the last Pack into as few datagrams
+// as fit, after the NACKs and repairs already queued: the next Ready
+// hands them out. Call it once per turn of the node's loop, so that the
+// messages of a turn share datagrams (batching without added delay).
+func (e *Engine) Pack() { e.packData() }
 
 // Options returns the engine's options, defaults filled in.
 func (e *Engine) Options() Options { return e.opt }

@@ -533,3 +533,48 @@ func TestTailProbe(t *testing.T) {
 		t.Fatalf("%d probes under steady traffic", s.TailProbes-1)
 	}
 }
+
+// held is what Ready handed out that a test has not looked at yet, per
+// engine: tests take the output, the events and the deliveries apart.
+var held = map[*Engine]*Ready{}
+
+func collect(e *Engine) *Ready {
+	h := held[e]
+	if h == nil {
+		h = &Ready{}
+		held[e] = h
+	}
+	rd := e.Ready()
+	h.Envelopes = append(h.Envelopes, rd.Envelopes...)
+	h.Events = append(h.Events, rd.Events...)
+	for _, d := range rd.Deliveries {
+		d.Payload = append([]byte(nil), d.Payload...)
+		h.Deliveries = append(h.Deliveries, d)
+	}
+	return h
+}
+
+// TakeOutput packs the queued data and returns every envelope not taken yet.
+func (e *Engine) TakeOutput() []wire.Envelope {
+	e.Pack()
+	h := collect(e)
+	out := h.Envelopes
+	h.Envelopes = nil
+	return out
+}
+
+// TakeEvents returns the events not taken yet.
+func (e *Engine) TakeEvents() []Event {
+	h := collect(e)
+	evs := h.Events
+	h.Events = nil
+	return evs
+}
+
+// TakeDeliveries returns the deliveries not taken yet.
+func (e *Engine) TakeDeliveries() []Delivery {
+	h := collect(e)
+	ds := h.Deliveries
+	h.Deliveries = nil
+	return ds
+}

@@ -82,15 +82,23 @@ func FuzzReceive(f *testing.F) {
 		silent := 0 // members not heard, by bit
 		if quorum {
 			opt.Quorum, opt.Lease = 5, 5*time.Millisecond
-			opt.Heard = func(id uint64) time.Time {
-				if id < 8 && silent&(1<<id) != 0 {
-					return time.Time{}
-				}
-				return now
+		}
+		// Every member is heard at every instant but the silent ones.
+		heardAt := func(id uint64) time.Time {
+			if id < 8 && silent&(1<<id) != 0 {
+				return time.Time{}
 			}
+			return now
+		}
+		heard := func(ms []uint64) []time.Time {
+			var at []time.Time
+			for _, id := range ms {
+				at = append(at, heardAt(id))
+			}
+			return at
 		}
 		m := New(opt)
-		m.SetView(now, "1.1", []uint64{1, 2, 3, 4, 5})
+		m.SetView(now, "1.1", []uint64{1, 2, 3, 4, 5}, heard([]uint64{1, 2, 3, 4, 5}))
 		calls, clock, views := 0, uint64(0), 1
 		// data: steps of two bytes and a payload. 0xfe _: Request. 0xfd _:
 		// Release. 0xfc b: a view of the members 1..5 whose bit is set in
@@ -101,6 +109,9 @@ func FuzzReceive(f *testing.F) {
 			op, n := data[0], int(data[1])
 			data = data[2:]
 			now = now.Add(time.Millisecond)
+			for id := range uint64(8) {
+				m.Heard(id, heardAt(id))
+			}
 			switch op {
 			case 0xfe:
 				m.Request(now)
@@ -114,9 +125,12 @@ func FuzzReceive(f *testing.F) {
 					}
 				}
 				views++
-				m.SetView(now, string(rune('0'+views%10)), ms)
+				m.SetView(now, string(rune('0'+views%10)), ms, heard(ms))
 			case 0xfb:
 				silent = n
+				for id := range uint64(8) {
+					m.Heard(id, heardAt(id))
+				}
 			default:
 				n = min(n, len(data))
 				m.Receive(now, uint64(op%8), data[:n])

@@ -21,7 +21,8 @@ type Options struct {
 	//
 	// A view is not enough: a member that moved on to another view can
 	// grant there while the holder still counts it in its own. So a quorum
-	// also needs Lease and Heard, and the lock is leased:
+	// also needs Lease and the times members were heard (SetView's heard,
+	// and Heard), and the lock is leased:
 	//
 	//   - the holder keeps the lock only while it heard, within Lease, from
 	//     a majority of N (itself included) of its view's members, and a
@@ -34,10 +35,6 @@ type Options struct {
 	// Lease is how long a member's silence may last before the holder
 	// stops counting it (with a quorum; the node uses its suspect timeout).
 	Lease time.Duration
-	// Heard returns when this node last heard member id while id was in
-	// this node's view (the installed one, or the one before it: members
-	// move to a new view one by one), zero if not. Required with a quorum.
-	Heard func(id uint64) time.Time
 }
 
 // ErrOptions is wrapped by the errors of Options.Validate.
@@ -52,8 +49,6 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: Quorum %d is negative (0 is off, else the cluster size)", ErrOptions, o.Quorum)
 	case o.Quorum > 0 && o.Lease <= 0:
 		return fmt.Errorf("%w: Lease %v with Quorum %d (a quorum needs a positive lease)", ErrOptions, o.Lease, o.Quorum)
-	case o.Quorum > 0 && o.Heard == nil:
-		return fmt.Errorf("%w: Heard is nil with Quorum %d", ErrOptions, o.Quorum)
 	}
 	return nil
 }
@@ -184,7 +179,9 @@ type request struct {
 // a deterministic state machine: no goroutines, clock, sockets or
 // randomness. The node loop or the simulator feeds it views (SetView),
 // messages (Receive) and the application's requests (Request, Release),
-// and takes what it produced (TakeOutput, TakeEvents). It has no timers.
+// and takes what it produced (Ready). In quorum mode it is also told when
+// members were heard (Heard, and SetView's heard), and Tick lets its lease
+// and quarantine run out.
 //
 // It assumes the group service of docs/design.md: addressed messages are
 // reliable and FIFO per sender, and are delivered in the view they were
@@ -194,9 +191,9 @@ type Machine struct {
 	self   uint64
 	quorum int
 	lease  time.Duration
-	heard  func(id uint64) time.Time
-	quiet  time.Time   // quorum mode: no reply and no entry before this
-	ends   []time.Time // leaseEnds' scratch
+	heard  map[uint64]time.Time // quorum mode: when each other member was last heard in this node's view
+	quiet  time.Time            // quorum mode: no reply and no entry before this
+	ends   []time.Time          // leaseEnds' scratch
 
 	hasView bool
 	view    string
@@ -237,7 +234,7 @@ func New(o Options) *Machine {
 	if err := o.Validate(); err != nil {
 		panic(err)
 	}
-	return &Machine{self: o.Self, quorum: o.Quorum, lease: o.Lease, heard: o.Heard}
+	return &Machine{self: o.Self, quorum: o.Quorum, lease: o.Lease, heard: map[uint64]time.Time{}}
 }
 
 // Request asks for the lock: Ricart–Agrawala's REQUEST, timestamped with
@@ -425,7 +422,7 @@ func (m *Machine) leaseEnds() time.Time {
 	}
 	ends := m.ends[:0] // NextDeadline asks at every turn of the node's loop: no allocation
 	for _, id := range m.members {
-		if at := m.heard(id); id != m.self && !at.IsZero() {
+		if at := m.heard[id]; id != m.self && !at.IsZero() {
 			ends = append(ends, at.Add(m.lease))
 		}
 	}
@@ -514,20 +511,19 @@ func (m *Machine) others() []uint64 {
 	return out
 }
 
-// TakeOutput returns the messages to send since the last call, each to one
-// member other than this node, or (To 0) to all of them. The caller owns
-// the payloads.
-func (m *Machine) TakeOutput() []Message {
-	out := m.out
-	m.out, m.arena = nil, nil
-	return out
+// Ready is what a Machine produced since the last call to Ready: the
+// messages to send, in order, and the events, in order. The caller owns
+// them: a message may wait for a view change or the send window.
+type Ready struct {
+	Messages []Message
+	Events   []Event
 }
 
-// TakeEvents returns the events since the last call.
-func (m *Machine) TakeEvents() []Event {
-	evs := m.evs
-	m.evs = nil
-	return evs
+// Ready returns what the machine produced since the last call.
+func (m *Machine) Ready() Ready {
+	rd := Ready{Messages: m.out, Events: m.evs}
+	m.out, m.arena, m.evs = nil, nil, nil
+	return rd
 }
 
 // State returns whether this node holds, wants or neither.

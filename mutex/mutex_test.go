@@ -330,26 +330,25 @@ func releaseAllOf(t *testing.T, l *lan, side ...uint64) []uint64 {
 // TestQuorumAlone: a node alone with Quorum 3 waits; two of three grant at
 // once, without a message.
 func TestQuorumAlone(t *testing.T) {
-	var heard time.Time // when node 5 was last heard
-	m := New(Options{Self: 1, Quorum: 3, Lease: 100 * time.Millisecond, Heard: func(uint64) time.Time { return heard }})
-	m.SetView(t0, "1.1", []uint64{1})
+	m := New(Options{Self: 1, Quorum: 3, Lease: 100 * time.Millisecond})
+	m.SetView(t0, "1.1", []uint64{1}, nil)
 	if !m.Request(t0) || m.State() != Wanted || len(m.TakeOutput()) != 0 {
 		t.Fatalf("alone below the quorum: %v", m.State())
 	}
 	if m.Request(t0) {
 		t.Error("Request while wanted returned true")
 	}
-	m.SetView(t0.Add(time.Second), "2.1", []uint64{1, 5})
+	m.SetView(t0.Add(time.Second), "2.1", []uint64{1, 5}, nil)
 	if m.State() != Wanted {
 		t.Fatalf("a joiner's reply is needed; state %v", m.State())
 	}
-	m.SetView(t0.Add(time.Second), "3.1", []uint64{1, 5, 1})
-	m.SetView(t0.Add(time.Second), "3.1", []uint64{5, 1}) // the same view again
+	m.SetView(t0.Add(time.Second), "3.1", []uint64{1, 5, 1}, nil)
+	m.SetView(t0.Add(time.Second), "3.1", []uint64{5, 1}, nil) // the same view again
 	out := m.TakeOutput()
 	if len(out) != 2 || out[0].To != 5 {
 		t.Fatalf("sent %v, want the request to 5, again on the second view", out)
 	}
-	heard = t0.Add(2 * time.Second)
+	m.Heard(5, t0.Add(2*time.Second))
 	m.Receive(t0.Add(2*time.Second), 5, payload(kindReply, 1))
 	m.Receive(t0.Add(2*time.Second), 5, payload(kindReply, 1))
 	if m.State() != Held {
@@ -362,7 +361,7 @@ func TestQuorumAlone(t *testing.T) {
 	if s := m.Stats(); s.Stale != 1 || s.Received.Reply != 2 || s.Sent.Request != 2 {
 		t.Errorf("stats %+v", s)
 	}
-	m.SetView(t0.Add(3*time.Second), "4.1", []uint64{1})
+	m.SetView(t0.Add(3*time.Second), "4.1", []uint64{1}, nil)
 	if evs := m.TakeEvents(); m.State() != Released || len(evs) != 1 || !evs[0].Lost || evs[0].Held != time.Second {
 		t.Errorf("below the quorum: %v, %+v", m.State(), evs)
 	}
@@ -378,7 +377,7 @@ func payload(k kind, ts uint64) []byte {
 // next one.
 func TestWithdraw(t *testing.T) {
 	m := New(Options{Self: 1})
-	m.SetView(t0, "1.1", []uint64{1, 2, 3})
+	m.SetView(t0, "1.1", []uint64{1, 2, 3}, nil)
 	m.Request(t0) // ts 1
 	m.Receive(t0, 3, payload(kindRequest, 5))
 	m.Receive(t0, 2, payload(kindReply, 1))
@@ -418,7 +417,7 @@ func TestWithdraw(t *testing.T) {
 func TestReceiveIgnores(t *testing.T) {
 	m := New(Options{Self: 1})
 	m.Receive(t0, 2, payload(kindRequest, 3)) // no view yet
-	m.SetView(t0, "1.1", []uint64{2, 1})
+	m.SetView(t0, "1.1", []uint64{2, 1}, nil)
 	m.Receive(t0, 9, payload(kindRequest, 3))
 	m.Receive(t0, 1, payload(kindRequest, 3))
 	m.Receive(t0, 2, []byte{0x92, 3, 1})
@@ -432,15 +431,15 @@ func TestReceiveIgnores(t *testing.T) {
 // pending then goes to every member of the next view.
 func TestLeaveView(t *testing.T) {
 	m := New(Options{Self: 1})
-	m.SetView(t0, "1.1", []uint64{1})
+	m.SetView(t0, "1.1", []uint64{1}, nil)
 	m.Request(t0)
-	m.SetView(t0, "2.2", []uint64{2, 3})
+	m.SetView(t0, "2.2", []uint64{2, 3}, nil)
 	if m.State() != Released || m.Stats().Lost != 1 {
 		t.Fatalf("out of the view: %v, %+v", m.State(), m.Stats())
 	}
 	m.Request(t0)
 	m.TakeOutput()
-	m.SetView(t0, "3.1", []uint64{1, 2, 3})
+	m.SetView(t0, "3.1", []uint64{1, 2, 3}, nil)
 	if out := m.TakeOutput(); len(out) != 1 || out[0].To != 0 {
 		t.Fatalf("sent %v, want the request to 2 and 3 in one multicast", out)
 	}

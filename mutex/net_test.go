@@ -67,27 +67,52 @@ func (l *lan) add(ids ...uint64) {
 			if o.Lease == 0 {
 				o.Lease = testLease
 			}
-			// A member is heard at every instant while it is in this
-			// node's view, or in the one before (it has not installed
-			// the next view yet): the network carries heartbeats. One
-			// that moved on from there was last heard when it moved.
-			o.Heard = func(peer uint64) time.Time {
-				n, p := l.nodes[id], l.nodes[peer]
-				ours := func(v string) bool { return v != "" && (v == n.viewID || v == n.prevID) }
-				switch {
-				case n == nil || p == nil:
-					return time.Time{}
-				case ours(p.viewID):
-					return l.now
-				case ours(p.prevID):
-					return p.moved
-				}
-				return time.Time{}
-			}
 		}
 		m := New(o)
 		m.naiveJoin, m.noLease, m.noQuiet = l.naiveJoin, l.noLease, l.noQuiet
 		l.nodes[id] = &node{m: m}
+	}
+}
+
+// heardAt is when node id last heard peer in its view (quorum mode): at
+// every instant while peer is in id's view, or in the one before (it has
+// not installed the next view yet), since the network carries heartbeats;
+// when it moved on, if it moved on from there; else never.
+func (l *lan) heardAt(id, peer uint64) time.Time {
+	n, p := l.nodes[id], l.nodes[peer]
+	ours := func(v string) bool { return v != "" && (v == n.viewID || v == n.prevID) }
+	switch {
+	case n == nil || p == nil:
+		return time.Time{}
+	case ours(p.viewID):
+		return l.now
+	case ours(p.prevID):
+		return p.moved
+	}
+	return time.Time{}
+}
+
+// heardAll is heardAt for each of members.
+func (l *lan) heardAll(id uint64, members []uint64) []time.Time {
+	if l.opt.Quorum == 0 {
+		return nil
+	}
+	at := make([]time.Time, len(members))
+	for i, peer := range members {
+		at[i] = l.heardAt(id, peer)
+	}
+	return at
+}
+
+// feed tells node id when it last heard each member of its view, as its
+// node does with every datagram, before the machine acts.
+func (l *lan) feed(id uint64) {
+	n := l.nodes[id]
+	if n == nil || l.opt.Quorum == 0 {
+		return
+	}
+	for _, peer := range n.view {
+		n.m.Heard(peer, l.heardAt(id, peer))
 	}
 }
 
@@ -108,7 +133,7 @@ func (l *lan) install(group ...uint64) {
 	for _, i := range msgnet.Order(l.rng, len(group)) {
 		n := l.nodes[group[i]]
 		n.view, n.prevID, n.viewID, n.moved = group, n.viewID, vid, l.now
-		n.m.SetView(l.now, vid, group)
+		n.m.SetView(l.now, vid, group, l.heardAll(group[i], group))
 		l.collect(group[i])
 	}
 }
@@ -121,7 +146,7 @@ func (l *lan) installOn(vid string, group []uint64, on ...uint64) {
 	for _, id := range on {
 		n := l.nodes[id]
 		n.view, n.prevID, n.viewID, n.moved = group, n.viewID, vid, l.now
-		n.m.SetView(l.now, vid, group)
+		n.m.SetView(l.now, vid, group, l.heardAll(id, group))
 		l.collect(id)
 	}
 }
@@ -146,6 +171,7 @@ func (l *lan) sameView(a, b uint64) bool {
 }
 
 func (l *lan) request(id uint64) bool {
+	l.feed(id)
 	ok := l.nodes[id].m.Request(l.now)
 	l.logf("request %d: %v", id, ok)
 	l.collect(id)
@@ -153,6 +179,7 @@ func (l *lan) request(id uint64) bool {
 }
 
 func (l *lan) release(id uint64) bool {
+	l.feed(id)
 	ok := l.nodes[id].m.Release(l.now)
 	l.logf("release %d: %v", id, ok)
 	l.collect(id)
@@ -237,6 +264,7 @@ func (l *lan) deliver(f msgnet.Msg) {
 		l.dropped++
 		return
 	}
+	l.feed(f.To)
 	n.m.Receive(l.now, f.From, f.Payload)
 	l.collect(f.To)
 }
@@ -273,6 +301,7 @@ func (l *lan) tickUntil(end time.Time) {
 		if next.After(l.now) {
 			l.now = next
 		}
+		l.feed(who)
 		l.nodes[who].m.Tick(l.now)
 		l.collect(who)
 	}

@@ -30,7 +30,8 @@ import (
 //
 // The view may grant a pending request at once (its last missing members
 // left, or the quorum came back with no reply missing).
-func (m *Machine) SetView(now time.Time, view string, members []uint64) {
+func (m *Machine) SetView(now time.Time, view string, members []uint64, heard []time.Time) {
+	m.setHeard(members, heard)
 	ms := slices.Clone(members)
 	slices.Sort(ms)
 	ms = slices.Compact(ms)
@@ -78,4 +79,35 @@ func (m *Machine) toAsk(prev []uint64) []uint64 {
 		}
 	}
 	return ids
+}
+
+// Heard tells the machine, in quorum mode, when this node last heard
+// member id in its view: the arrival of id's last datagram if it carried
+// this node's installed view or the one before it (members move to a new
+// view one by one), zero if it carried another. The node calls it for
+// every datagram it takes from a member; the lease counts on it. Without a
+// quorum, and for nodes outside the view, it does nothing.
+func (m *Machine) Heard(id uint64, at time.Time) {
+	if m.quorum == 0 || id == m.self || !m.isMember(id) {
+		return
+	}
+	if at.IsZero() {
+		delete(m.heard, id)
+		return
+	}
+	m.heard[id] = at
+}
+
+// setHeard replaces what was heard by the times given for the members of a
+// new view (heard[i] for members[i]; zero or missing: not heard in it).
+func (m *Machine) setHeard(members []uint64, heard []time.Time) {
+	if m.quorum == 0 {
+		return
+	}
+	clear(m.heard)
+	for i, id := range members {
+		if i < len(heard) && !heard[i].IsZero() && id != m.self {
+			m.heard[id] = heard[i]
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
+	"github.com/huddle-lan/huddle/mutex"
 )
 
 // CoreOptions configures a Core. Zero SRM fields take the multicast
@@ -31,7 +32,7 @@ type CoreOptions struct {
 	JoinTimeout    time.Duration
 	Settings       []membership.Setting // protocol settings every member must share
 	Seed           uint64               // seeds the protocol's randomness (timer jitter)
-	Election       ElectionOptions
+	Election       election.Algorithm   // "" = ring
 	// Quorum is the lock's expected cluster size N (mutex.quorum); 0 = off.
 	// With it, the lock is granted and kept only while the view has more
 	// than N/2 members and this node heard, within the suspect timeout,
@@ -50,7 +51,7 @@ func CoreOptionsFrom(c config.Config, inc, seed uint64) CoreOptions {
 		Window: c.SendWindow, MaxMessage: c.MaxMessageSize,
 		C1: c.SRM.C1, C2: c.SRM.C2, D1: c.SRM.D1, D2: c.SRM.D2, MinDelay: c.SRM.MinDelay.D(),
 		JoinTimeout: c.JoinTimeout.D(), Settings: Settings(c), Seed: seed,
-		Election: ElectionOptions{Algorithm: election.Algorithm(c.Election.Algorithm), Every: c.Election.Every.D(), Count: c.Election.Count},
+		Election: election.Algorithm(c.Election.Algorithm),
 		Quorum:   c.Mutex.Quorum,
 		Drop:     Drop{Rate: c.Drop.Rate, From: c.Drop.From, Seed: c.Drop.Seed},
 	}
@@ -73,32 +74,46 @@ func Settings(c config.Config) []membership.Setting {
 }
 
 // Core is one node's protocol stack as a deterministic state machine over
-// datagrams: it decodes what arrives, filters what is not for it, steps the
-// protocol engines, and encodes what they want sent. The runtime loop (Run)
-// drives it with a socket and the wall clock; the simulator drives the very
-// same Core with a virtual network and clock.
+// datagrams. It decodes what arrives, steps the membership layer (which
+// owns the reliable multicast engine), and routes what the layer hands
+// back, in one place (route): messages of the election's and the lock's
+// services to those machines, views to them and to the application, the
+// rest to the application. What each machine wants sent goes down as
+// multicasts; what the Core wants sent is encoded into datagrams. No
+// machine calls another: each hands back what it produced (Ready), and
+// the Core passes it on as input to the next.
+//
+// The runtime loop (Run) drives a Core with sockets and the wall clock;
+// the simulator drives the very same Core with a virtual network and
+// clock.
 type Core struct {
-	opt     CoreOptions
-	group   uint32
-	dec     *wire.Decoder
-	enc     *wire.Encoder
-	env     *wire.Envelope
-	m       *membership.Machine
-	mc      *multicast.Engine // m's
-	el      elect             // the leader election, on the election service
-	mu      lockPart          // the Ricart–Agrawala lock, on the mutex service
-	drop    *dropper          // built-in fault injection
-	now     time.Time         // of the current step
-	leaving bool              // Leave was called
-	ctlOut  [][]byte          // NACKs and repairs of this turn
-	outbox  [][]byte          // everything else
-	all     [][]byte          // both, for TakeOutbox
-	bufs    [][]byte          // datagram buffers, reused from turn to turn
-	used    int               // of bufs, since the last TakeOutbox
-	stats   CoreStats
+	opt        CoreOptions
+	group      uint32
+	dec        *wire.Decoder
+	enc        *wire.Encoder
+	env        *wire.Envelope
+	membership *membership.Machine
+	engine     *multicast.Engine // the membership layer's, for its counters and peers
+	election   electionPart      // the leader election, on the election service
+	lock       lockPart          // the Ricart–Agrawala lock, on the mutex service
+	drop       *dropper          // built-in fault injection
+	leaving    bool              // Leave was called
+	view       viewKey           // the view the election and the lock were told of last
+	lastInput  time.Time         // the time of the latest input (a step, a tick, a request)
+	events     []Event           // since the last Ready, in order
+	ready      []Event           // handed out by the last Ready
+	out        outbox            // datagrams since the last TakeOutboxes
+	stats      CoreStats
 }
 
 var _ sim.Machine = (*Core)(nil)
+
+// viewKey identifies a view: its ID and its coordinator's incarnation (a
+// coordinator that restarts counts its epochs afresh).
+type viewKey struct {
+	id  wire.ViewID
+	inc uint64
+}
 
 // CoreStats counts datagrams at the node's edge.
 type CoreStats struct {
@@ -117,18 +132,41 @@ type CoreStats struct {
 	ProtocolMsgs  uint64 // deliveries taken by the node's own protocols (election, lock), of the engine's
 }
 
+// EventKind says which layer an Event comes from.
+type EventKind uint8
+
+// Event kinds.
+const (
+	// MembershipEvent: a view installed, a message delivered to the
+	// application (its Kind is membership.Delivered), a suspicion, a
+	// refusal, an event of the multicast engine.
+	MembershipEvent EventKind = iota + 1
+	ElectionEvent             // the election's (Election)
+	LockEvent                 // the lock's (Lock)
+)
+
+// Event is something the Core reports, in the order it happened: a view
+// installed, a message for the application, an election round won...
+type Event struct {
+	Kind       EventKind
+	Membership membership.Event
+	Election   election.Event
+	Lock       mutex.Event
+}
+
 // NewCore returns a Core whose first timer is due at now.
 func NewCore(o CoreOptions, now time.Time) *Core {
 	c := &Core{
-		opt:   o,
-		group: wire.GroupHash(o.Group),
-		dec:   wire.NewDecoder(),
-		enc:   wire.NewEncoder(),
-		env:   wire.NewEnvelope(o.DatagramSize),
+		opt:       o,
+		group:     wire.GroupHash(o.Group),
+		dec:       wire.NewDecoder(),
+		enc:       wire.NewEncoder(),
+		env:       wire.NewEnvelope(o.DatagramSize),
+		lastInput: now,
 	}
 	c.dec.Filter(c.group, o.ID, o.Inc)
 	c.drop = newDropper(o.Drop, o.Seed)
-	c.m = membership.New(membership.Options{
+	c.membership = membership.New(membership.Options{
 		Engine: multicast.Options{
 			Self: o.ID, Inc: o.Inc, Group: c.group,
 			Heartbeat: o.Heartbeat, SuspectTimeout: o.SuspectTimeout,
@@ -136,11 +174,11 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 			C1: o.C1, C2: o.C2, D1: o.D1, D2: o.D2, MinDelay: o.MinDelay,
 			Rand: rand.New(rand.NewPCG(o.Seed, o.ID)),
 		},
-		JoinTimeout: o.JoinTimeout, Settings: o.Settings, Claim: c.claim,
+		JoinTimeout: o.JoinTimeout, Settings: o.Settings,
 	}, now)
-	c.el = newElect(o.ID, o.Election, o.Heartbeat, o.SuspectTimeout, now)
-	c.newLockPart(o.Quorum, o.SuspectTimeout)
-	c.mc = c.m.Engine()
+	c.engine = c.membership.Engine()
+	c.election = newElectionPart(o.ID, o.Election, o.Heartbeat, o.SuspectTimeout)
+	c.lock = newLockPart(o.ID, o.Quorum, o.SuspectTimeout)
 	return c
 }
 
@@ -156,10 +194,10 @@ func (c *Core) Receive(now time.Time, src netip.AddrPort, data []byte) {
 		c.stats.InjectedDrops++
 		return
 	}
-	c.now = now
-	c.m.Step(now, src, c.env)
-	c.electionStep(now)
-	c.lockStep()
+	c.lastInput = now
+	c.membership.Step(now, src, c.env)
+	c.heard(c.env.From)
+	c.route(now)
 }
 
 // SetDrop replaces the built-in fault injection's rule (see Drop).
@@ -185,24 +223,117 @@ func (c *Core) countDecodeError(err error) {
 
 // Tick implements sim.Machine.
 func (c *Core) Tick(now time.Time) {
-	c.now = now
-	c.m.Tick(now)
-	c.el.m.Tick(now)
-	c.syncView(now)
-	c.mu.m.Tick(now)
-	c.electionStep(now)
-	c.lockStep()
+	c.lastInput = now
+	c.membership.Tick(now)
+	c.route(now)
+	c.election.m.Tick(now)
+	c.lock.m.Tick(now)
+	c.protocolsStep()
 }
 
 // NextDeadline implements sim.Machine.
 func (c *Core) NextDeadline() time.Time {
-	d := c.m.NextDeadline()
-	for _, e := range [...]time.Time{c.electionDeadline(), c.mu.m.NextDeadline()} {
+	d := c.membership.NextDeadline()
+	for _, e := range [...]time.Time{c.election.m.NextDeadline(), c.lock.m.NextDeadline()} {
 		if !e.IsZero() && !d.IsZero() && e.Before(d) {
 			d = e
 		}
 	}
 	return d
+}
+
+// route hands on what the membership layer produced since the last call:
+// its envelopes are encoded into datagrams, and its deliveries and events
+// go, in their order, to the node's own protocols (the election's and the
+// lock's services, and the views they run in) and to the application.
+// What the protocols then want sent goes down as multicasts.
+func (c *Core) route(now time.Time) {
+	rd := c.membership.Ready()
+	c.encode(rd.Envelopes)
+	for i := range rd.Events {
+		ev := &rd.Events[i]
+		switch ev.Kind {
+		case membership.Delivered:
+			if c.protocolMessage(now, &ev.Delivery) {
+				c.stats.ProtocolMsgs++
+				continue
+			}
+		case membership.ViewInstalled:
+			c.viewChanged(now, ev.View)
+		}
+		c.events = append(c.events, Event{Kind: MembershipEvent, Membership: *ev})
+	}
+	c.protocolsStep()
+}
+
+// protocolMessage gives a delivery of the election's or the lock's service
+// to its machine, and reports whether it was one.
+func (c *Core) protocolMessage(now time.Time, d *membership.Delivery) bool {
+	switch string(d.Service) {
+	case ElectionService:
+		c.election.m.Receive(now, d.Source, d.Payload)
+	case MutexService:
+		if d.Source != c.opt.ID { // its own multicast request comes back: not an input
+			c.lock.m.Receive(now, d.Source, d.Payload)
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// viewChanged tells the election and the lock of a view installed now.
+func (c *Core) viewChanged(now time.Time, v membership.View) {
+	k := viewKey{v.ID, 0}
+	if len(v.Members) > 0 {
+		k.inc = v.Members[0].Inc
+	}
+	if k == c.view {
+		return
+	}
+	c.view = k
+	ids := v.IDs()
+	c.election.setView(now, v.ID, ids)
+	c.lock.setView(now, v.ID, ids, c.membership)
+}
+
+// heard tells the lock, in quorum mode, that a datagram of node id was
+// taken just now (the lease counts on it).
+func (c *Core) heard(id uint64) {
+	if c.lock.quorum > 0 {
+		c.lock.heard(id, c.membership)
+	}
+}
+
+// protocolsStep takes what the election and the lock produced: their
+// events go to the application's stream, their messages down as
+// multicasts on their services.
+func (c *Core) protocolsStep() {
+	rd := c.election.m.Ready()
+	for _, ev := range rd.Events {
+		c.events = append(c.events, Event{Kind: ElectionEvent, Election: ev})
+	}
+	for _, msg := range rd.Messages {
+		c.election.out.add(msg.To, msg.Payload)
+	}
+	lr := c.lock.m.Ready()
+	for _, ev := range lr.Events {
+		c.events = append(c.events, Event{Kind: LockEvent, Lock: ev})
+	}
+	for _, msg := range lr.Messages {
+		c.lock.out.add(msg.To, msg.Payload)
+	}
+	c.election.out.send(c.membership, electionService)
+	c.lock.out.send(c.membership, mutexService)
+}
+
+// Ready returns what the Core reported since the last call, in the order
+// it happened: views, the application's messages, suspicions, the
+// election's and the lock's events. It stays valid until the next call to
+// Ready; the deliveries' bytes, until the next call into the Core.
+func (c *Core) Ready() []Event {
+	c.ready, c.events = c.events, c.ready[:0]
+	return c.ready
 }
 
 // TakeOutbox implements sim.Machine: the datagrams to multicast, in order.
@@ -212,8 +343,8 @@ func (c *Core) NextDeadline() time.Time {
 // are reused.
 func (c *Core) TakeOutbox() [][]byte {
 	ctl, data := c.TakeOutboxes()
-	c.all = append(append(c.all[:0], ctl...), data...)
-	return c.all
+	c.out.all = append(append(c.out.all[:0], ctl...), data...)
+	return c.out.all
 }
 
 // TakeOutboxes is TakeOutbox split in two: the repair traffic (NACKs and
@@ -221,27 +352,32 @@ func (c *Core) TakeOutbox() [][]byte {
 // (data and session messages, which must stay in order with each other:
 // a session message announces the data sent before it).
 func (c *Core) TakeOutboxes() (ctl, data [][]byte) {
-	c.ctlOut, c.outbox, c.used = c.ctlOut[:0], c.outbox[:0], 0
-	c.flush()
-	return c.ctlOut, c.outbox
+	c.membership.Pack()
+	c.route(c.lastInput) // what packing brought: records, data, and own deliveries
+	c.out.taken = true
+	return c.out.ctl, c.out.data
 }
 
 // Multicast sends a message to the view (see membership.Machine.Multicast):
 // it fails with multicast.ErrWindowFull while the send window is full, and
 // with membership.ErrBlocked or ErrNotInView while there is no view to send in.
 func (c *Core) Multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
-	return c.m.Multicast(service, payload, order, dest)
+	seq, err := c.membership.Multicast(service, payload, order, dest)
+	c.route(c.lastInput) // this node's own delivery of it
+	return seq, err
 }
 
 // Paused tells the core that the node could not observe the network for d
 // (see multicast.Engine.Paused).
-func (c *Core) Paused(now time.Time, d time.Duration) { c.m.Paused(now, d) }
+func (c *Core) Paused(now time.Time, d time.Duration) { c.membership.Paused(now, d) }
 
 // Fits reports whether a message of these sizes can be sent now.
-func (c *Core) Fits(serviceLen, payloadLen int) bool { return c.m.Fits(serviceLen, payloadLen) }
+func (c *Core) Fits(serviceLen, payloadLen int) bool {
+	return c.membership.Fits(serviceLen, payloadLen)
+}
 
 // Sending reports whether the node is in a view that takes messages now.
-func (c *Core) Sending() bool { return c.m.Sending() }
+func (c *Core) Sending() bool { return c.membership.Sending() }
 
 // Leave starts a graceful leave (see membership.Machine.Leave).
 //
@@ -250,39 +386,52 @@ func (c *Core) Sending() bool { return c.m.Sending() }
 // the lock is free before the group lets this node go; it takes no new
 // request after.
 func (c *Core) Leave(now time.Time) {
-	c.now, c.leaving = now, true
-	c.syncView(now)
-	c.mu.m.Release(now)
-	c.lockStep()
-	c.m.Leave(now)
+	c.lastInput, c.leaving = now, true
+	c.route(now)
+	c.lock.m.Release(now)
+	c.protocolsStep()
+	c.membership.Leave(now)
+	c.route(now)
 }
 
 // Left reports whether the node left the group (or was refused).
-func (c *Core) Left() bool { return c.m.Left() }
+func (c *Core) Left() bool { return c.membership.Left() }
+
+// Leaving reports whether Leave was called.
+func (c *Core) Leaving() bool { return c.leaving }
 
 // View returns the installed view.
-func (c *Core) View() membership.View { return c.m.View() }
-
-// TakeDeliveries returns the messages delivered since the last call; their
-// bytes stay valid until the next call into the Core.
-func (c *Core) TakeDeliveries() []membership.Delivery { return c.m.TakeDeliveries() }
-
-// TakeEvents returns what the protocol layers reported since the last call.
-func (c *Core) TakeEvents() []membership.Event { return c.m.TakeEvents() }
+func (c *Core) View() membership.View { return c.membership.View() }
 
 // MembershipStats returns the membership layer's counters.
-func (c *Core) MembershipStats() membership.Stats { return c.m.Stats() }
+func (c *Core) MembershipStats() membership.Stats { return c.membership.Stats() }
 
 // Peers returns the IDs of the peers this node hears, in increasing order.
-func (c *Core) Peers() []uint64 { return c.mc.Peers() }
+func (c *Core) Peers() []uint64 { return c.engine.Peers() }
 
 // Stats returns the node-edge counters and the multicast engine's.
-func (c *Core) Stats() (CoreStats, multicast.Stats) { return c.stats, c.mc.Stats() }
+func (c *Core) Stats() (CoreStats, multicast.Stats) { return c.stats, c.engine.Stats() }
 
-// flush encodes what the engines produced into datagrams.
-func (c *Core) flush() {
-	for _, env := range c.m.TakeOutput() {
-		b, err := c.enc.Append(c.buffer(), &env)
+// outbox holds the datagrams encoded since the last TakeOutboxes, in
+// buffers reused from turn to turn.
+type outbox struct {
+	ctl   [][]byte // NACKs and repairs
+	data  [][]byte // everything else
+	all   [][]byte // both, for TakeOutbox
+	bufs  [][]byte // datagram buffers
+	used  int      // of bufs, since the last take
+	taken bool     // the caller took them: the next encode starts afresh
+}
+
+// encode encodes envelopes into datagrams.
+func (c *Core) encode(envs []wire.Envelope) {
+	o := &c.out
+	if o.taken {
+		o.ctl, o.data, o.used, o.taken = o.ctl[:0], o.data[:0], 0, false
+	}
+	for i := range envs {
+		env := &envs[i]
+		b, err := c.enc.Append(o.buffer(c.opt.DatagramSize), env)
 		if err != nil {
 			c.stats.EncodeErrors++
 			continue
@@ -293,19 +442,19 @@ func (c *Core) flush() {
 		c.stats.DatagramsOut++
 		c.stats.BytesOut += uint64(len(b))
 		if env.Kind == wire.KindNack || env.Kind == wire.KindRepair {
-			c.ctlOut = append(c.ctlOut, b)
+			o.ctl = append(o.ctl, b)
 		} else {
-			c.outbox = append(c.outbox, b)
+			o.data = append(o.data, b)
 		}
-		c.bufs[c.used-1] = b // keep it if encoding grew it
+		o.bufs[o.used-1] = b // keep it if encoding grew it
 	}
 }
 
 // buffer returns an empty datagram buffer, reusing those of earlier turns.
-func (c *Core) buffer() []byte {
-	if c.used == len(c.bufs) {
-		c.bufs = append(c.bufs, make([]byte, 0, c.opt.DatagramSize))
+func (o *outbox) buffer(size int) []byte {
+	if o.used == len(o.bufs) {
+		o.bufs = append(o.bufs, make([]byte, 0, size))
 	}
-	c.used++
-	return c.bufs[c.used-1][:0]
+	o.used++
+	return o.bufs[o.used-1][:0]
 }

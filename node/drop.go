@@ -70,19 +70,19 @@ func (x *dropper) hit(sender uint64) bool {
 
 // SetDrop replaces the running node's fault injection rule and returns the
 // one it replaced; the change is logged as node.drop.
-func (r *Node) SetDrop(ctx context.Context, d Drop) (Drop, error) {
+func (n *Node) SetDrop(ctx context.Context, d Drop) (Drop, error) {
 	var old Drop
-	err := r.Do(ctx, func(c *Core) {
+	err := n.Do(ctx, func(c *Core) {
 		old = c.Drop()
 		c.SetDrop(d)
-		r.logDrop("node.drop", c.Drop())
+		n.logDrop("node.drop", c.Drop())
 	})
 	return old, err
 }
 
 // logDrop logs the fault injection rule in force.
-func (r *Node) logDrop(event string, d Drop) {
-	e := r.log.Info().Str("event", event).Float64("rate", d.Rate).Uints64("from", orEmpty(d.From))
+func (n *Node) logDrop(event string, d Drop) {
+	e := n.log.Info().Str("event", event).Float64("rate", d.Rate).Uints64("from", orEmpty(d.From))
 	if d.Seed != 0 {
 		e = e.Uint64("seed", d.Seed)
 	}

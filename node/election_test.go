@@ -18,7 +18,7 @@ func addElectors(w *sim.World, alg election.Algorithm, ids ...uint64) {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
 			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
 				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin,
-				Window: 256, Seed: uint64(seed), Election: ElectionOptions{Algorithm: alg}}, w.Now())
+				Window: 256, Seed: uint64(seed), Election: alg}, w.Now())
 		})
 	}
 }
@@ -95,32 +95,5 @@ func TestElectionsInTheGroup(t *testing.T) {
 				}
 			})
 		})
-	}
-}
-
-// TestPeriodicElections: a node with election.every and election.count
-// starts that many elections, one every interval, then stops; each ends
-// with the same leader (ring_voting's --elections N --election-interval D).
-func TestPeriodicElections(t *testing.T) {
-	w := sim.New(sim.Options{Seed: 1})
-	addElectors(w, election.Ring, 2, 3)
-	w.Add(1, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-		return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
-			Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin, Window: 256, Seed: uint64(seed),
-			Election: ElectionOptions{Algorithm: election.Ring, Every: 300 * time.Millisecond, Count: 3}}, w.Now())
-	})
-	settleViews(t, w, 3*time.Second, ids(3))
-	if err := w.RunFor(2 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := core(w, 1).ElectionStats()
-	if st.Started != 3 {
-		t.Errorf("node 1 started %d elections, want the 3 of election.count", st.Started)
-	}
-	if err := oneLeader(w, ids(3)); err != nil {
-		t.Error(err)
-	}
-	if _, r := core(w, 2).Leader(); r < 4 {
-		t.Errorf("the last round node 2 knows is %d, want at least 4 (start-up, then 3 periodic)", r)
 	}
 }

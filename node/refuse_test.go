@@ -76,7 +76,7 @@ func TestSecondNodeWithTheSameIDIsRefused(t *testing.T) {
 		}
 		evs := events(t, log)
 		if r := find(evs, "member.refused"); len(r) != 1 || str(r[0], "setting") != "id" {
-			t.Fatalf("refusal events %v, want one member.refused of the id", r)
+			t.Fatalf("refusal events %v, want one member.refused of the id\n%s", r, log)
 		}
 		if last := evs[len(evs)-1]; last.Event != "node.stopped" || str(last, "reason") != "refused by the group" {
 			t.Fatalf("last event %v, want node.stopped, refused", last)

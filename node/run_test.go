@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -199,8 +200,8 @@ func TestRunReturnsTransportFailure(t *testing.T) {
 	})
 }
 
-// TestRunWorkload runs the experiment workload through the real loop in
-// virtual time: node 1 sends 300 messages at 1000/s over a lossy network,
+// TestRunWorkload runs traffic through the real loop in virtual time: a
+// client of node 1 multicasts 300 messages at 1000/s over a lossy network,
 // and the others log every one of them as delivered, in order, with the
 // CRC the sender logged; the node stops by itself after --duration. It
 // runs with the repair traffic on the data transport and on its own.
@@ -218,16 +219,26 @@ func runWorkload(t *testing.T, repairSocket bool) {
 		for id := uint64(1); id <= 3; id++ {
 			c := testConfig(id)
 			c.TraceDeliveries, c.Duration = true, config.Duration(2*time.Second)
-			if id == 1 {
-				c.SendRate, c.SendCount, c.SendSize = 1000, 300, 100
-			}
 			logs[id] = &bytes.Buffer{}
 			o := Options{Config: c, Transport: n.Endpoint(sim.Addr(id)),
 				Log: zerolog.New(logs[id]).With().Uint64("node", id).Logger(), Inc: id}
 			if repairSocket {
 				o.Control = ctl.Endpoint(sim.Addr(id))
 			}
-			go func() { errs <- Run(context.Background(), o) }()
+			nd := New(o)
+			go func() { errs <- nd.Run(context.Background()) }()
+			if id == 1 {
+				go func() {
+					time.Sleep(c.JoinTimeout.D()) // the others join first
+					for i := range 300 {
+						p := binary.BigEndian.AppendUint64(make([]byte, 0, 100), uint64(i+1))
+						if _, err := nd.Multicast(context.Background(), nil, p[:100], wire.FIFO); err != nil {
+							return
+						}
+						time.Sleep(time.Millisecond)
+					}
+				}()
+			}
 		}
 		for range 3 {
 			if err := <-errs; err != nil {

@@ -48,25 +48,25 @@ type Member struct {
 
 // Status returns the node's status, read in its loop; ctx's error or
 // ErrStopped when the loop does not run it.
-func (r *Node) Status(ctx context.Context) (Status, error) {
+func (n *Node) Status(ctx context.Context) (Status, error) {
 	var s Status
-	err := r.Do(ctx, func(*Core) { s = r.status() })
+	err := n.Do(ctx, func(*Core) { s = n.status() })
 	return s, err
 }
 
 // status reads the status; only the loop may call it.
-func (r *Node) status() Status {
-	c, v := r.o.Config, r.core.View()
+func (n *Node) status() Status {
+	c, v := n.o.Config, n.core.View()
 	s := Status{
-		ID: c.ID, Incarnation: r.o.Inc, Group: c.Group, Addr: c.Addr, Iface: c.Iface,
-		Src: r.o.Transport.LocalAddr().String(), State: StateMember, View: v.ID.String(),
+		ID: c.ID, Incarnation: n.o.Inc, Group: c.Group, Addr: c.Addr, Iface: c.Iface,
+		Src: n.o.Transport.LocalAddr().String(), State: StateMember, View: v.ID.String(),
 		Coordinator: v.Coordinator(), Members: make([]Member, len(v.Members)),
-		Peers: orEmpty(r.core.Peers()), Counters: r.counters(),
+		Peers: orEmpty(n.core.Peers()), Counters: n.counters(),
 	}
-	s.Leader, s.LeaderRound = r.core.Leader()
+	s.Leader, s.LeaderRound = n.core.Leader()
 	s.Election = c.Election.Algorithm
-	s.Lock = r.core.LockState().String()
-	if d := r.core.Drop(); d.Active() {
+	s.Lock = n.core.LockState().String()
+	if d := n.core.Drop(); d.Active() {
 		s.Drop = &d
 	}
 	for i, m := range v.Members {
@@ -75,7 +75,7 @@ func (r *Node) status() Status {
 	switch {
 	case len(v.Members) == 0:
 		s.State = StateJoining
-	case !r.core.Sending():
+	case !n.core.Sending():
 		s.State = StateChanging
 	}
 	return s
@@ -94,11 +94,11 @@ type Counters []Counter
 
 // counters collects the counters; only the loop may call it. node.stats
 // logs these, and Status reports them: add a counter here and both show it.
-func (r *Node) counters() Counters {
-	cs, ms := r.core.Stats()
-	gs := r.core.MembershipStats()
-	es, edropped := r.core.ElectionStats()
-	ls, ldropped := r.core.MutexStats()
+func (n *Node) counters() Counters {
+	cs, ms := n.core.Stats()
+	gs := n.core.MembershipStats()
+	es, edropped := n.core.ElectionStats()
+	ls, ldropped := n.core.MutexStats()
 	return Counters{
 		{"views_installed", gs.ViewsInstalled},
 		{"flushes_started", gs.FlushesStarted}, {"flush_restarts", gs.FlushRestarts},
@@ -110,9 +110,9 @@ func (r *Node) counters() Counters {
 		{"datagrams_in", cs.DatagramsIn}, {"datagrams_out", cs.DatagramsOut},
 		{"bytes_in", cs.BytesIn}, {"bytes_out", cs.BytesOut},
 		{"malformed", cs.Malformed}, {"not_huddle", cs.NotHuddle}, {"unknown_kind", cs.UnknownKind},
-		{"foreign_group", cs.ForeignGroup}, {"own_echo", cs.OwnEcho}, {"truncated", r.truncated},
+		{"foreign_group", cs.ForeignGroup}, {"own_echo", cs.OwnEcho}, {"truncated", n.truncated},
 		{"injected_drops", cs.InjectedDrops},
-		{"send_errors", r.sendErrors}, {"encode_errors", cs.EncodeErrors},
+		{"send_errors", n.sendErrors}, {"encode_errors", cs.EncodeErrors},
 		{"sessions_sent", ms.SessionsSent}, {"sessions_recv", ms.SessionsRecv}, {"tail_probes", ms.TailProbes},
 		{"stale_incarnation", ms.StaleInc}, {"unhandled", ms.Unhandled}, {"peers", ms.Peers},
 		{"msgs_sent", ms.MsgsSent}, {"bytes_sent", ms.BytesSent}, {"data_datagrams", ms.DataDatagrams},
@@ -123,7 +123,7 @@ func (r *Node) counters() Counters {
 		{"repairs_sent", ms.RepairsSent}, {"repairs_suppressed", ms.RepairsSuppressed}, {"repairs_recv", ms.RepairsRecv},
 		{"skipped", ms.Skipped}, {"overrun", ms.Overrun}, {"bad_fragments", ms.BadFragments}, {"too_large", ms.TooLarge},
 		{"buffered", ms.Buffered}, {"buffer_bytes", ms.BufferBytes}, {"unstable", ms.Unstable},
-		{"window_full", r.windowFull}, {"pauses", r.pauses},
+		{"window_full", n.windowFull}, {"pauses", n.pauses},
 		{"recovery_p50_us", ms.Recovery.Quantile(0.5).Microseconds()},
 		{"recovery_p99_us", ms.Recovery.Quantile(0.99).Microseconds()},
 		{"recovery_max_us", ms.Recovery.Max().Microseconds()},

@@ -61,15 +61,10 @@ type vsLedger struct {
 	onEvent func(id uint64, ev membership.Event) // sees every event the check drains
 }
 
-// viewKey identifies a view: its ID and its coordinator's incarnation. A
-// coordinator that restarts counts its epochs afresh; the incarnation
-// tells its views from those of its earlier life (as JGroups' view IDs
-// carry the coordinator's UUID).
-type viewKey struct {
-	id  wire.ViewID
-	inc uint64
-}
-
+// keyOf is a view's key (viewKey): its ID and its coordinator's
+// incarnation. A coordinator that restarts counts its epochs afresh; the
+// incarnation tells its views from those of its earlier life (as JGroups'
+// view IDs carry the coordinator's UUID).
 func keyOf(v membership.View) viewKey { return viewKey{v.ID, v.Members[0].Inc} }
 
 type sentMsg struct {
@@ -120,14 +115,12 @@ func (l *vsLedger) check(w *sim.World) error {
 		}
 		c := core(w, id)
 		lf := l.life(id, c.opt.Inc)
-		// In the order they happened: Event.Delivered places each event
-		// among the deliveries.
-		ds, next := c.TakeDeliveries(), 0
-		for _, ev := range c.TakeEvents() {
-			for ; next < ev.Delivered; next++ {
-				if err := l.deliver(w, lf, ds[next]); err != nil {
+		for _, ev := range c.takeMembership() { // in the order they happened
+			if ev.Kind == membership.Delivered {
+				if err := l.deliver(w, lf, ev.Delivery); err != nil {
 					return err
 				}
+				continue
 			}
 			if l.onEvent != nil {
 				l.onEvent(id, ev)
@@ -136,11 +129,6 @@ func (l *vsLedger) check(w *sim.World) error {
 				if err := l.install(lf, ev.View); err != nil {
 					return err
 				}
-			}
-		}
-		for ; next < len(ds); next++ {
-			if err := l.deliver(w, lf, ds[next]); err != nil {
-				return err
 			}
 		}
 	}
@@ -216,7 +204,7 @@ func (l *vsLedger) ordered(w *sim.World, lf *life, d membership.Delivery, k msgK
 		if c.opt.Inc != x.Inc || c.View().ID != v.ID {
 			continue // gone on, or not there yet: its holdings are another view's
 		}
-		if got := c.mc.Received(d.Source, d.Inc); got < d.End {
+		if got := c.engine.Received(d.Source, d.Inc); got < d.End {
 			return fmt.Errorf("safe delivery: node %d delivered %v (up to seq %d) while member %d holds that sender only to %d", lf.id, k, d.End, x.ID, got)
 		}
 	}

@@ -17,9 +17,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/huddle-lan/huddle"
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/control"
-	"github.com/huddle-lan/huddle/node"
 )
 
 // controlFlags are the flags of the commands that talk to a running node:
@@ -265,7 +265,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 		stdout.Write(append(bytes.TrimSpace(res), '\n'))
 		return exitOK
 	}
-	var st node.Status
+	var st huddle.Status
 	if err := json.Unmarshal(res, &st); err != nil {
 		return fail(stderr, "huddle status", fmt.Errorf("the node's answer is malformed: %w", err), false)
 	}
@@ -274,11 +274,11 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 }
 
 // printStatus writes a node's status for people.
-func printStatus(w io.Writer, st node.Status, path string) {
+func printStatus(w io.Writer, st huddle.Status, path string) {
 	fmt.Fprintf(w, "node %d (incarnation %d), group %q\n", st.ID, st.Incarnation, st.Group)
 	fmt.Fprintf(w, "address %s on %s, sending from %s\n", st.Addr, st.Iface, st.Src)
 	fmt.Fprintf(w, "control socket %s\n", path)
-	if st.State == node.StateJoining {
+	if st.State == huddle.StateJoining {
 		fmt.Fprintf(w, "\nno view yet: joining the group\n")
 	} else {
 		fmt.Fprintf(w, "\nview %s (%s), coordinator %d, %d member%s, oldest first:\n", st.View, st.State, st.Coordinator,
@@ -305,7 +305,7 @@ func printStatus(w io.Writer, st node.Status, path string) {
 	}
 	if st.Leader != 0 {
 		fmt.Fprintf(w, "leader %d (%s election, round %d)\n", st.Leader, st.Election, st.LeaderRound)
-	} else if st.State != node.StateJoining {
+	} else if st.State != huddle.StateJoining {
 		fmt.Fprintf(w, "no leader yet (%s election)\n", st.Election)
 	}
 	switch st.Lock {
@@ -400,7 +400,7 @@ func cmdElect(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "huddle elect", err, false)
 	}
-	var r node.ElectResult
+	var r huddle.ElectResult
 	if err := json.Unmarshal(res, &r); err != nil {
 		return fail(stderr, "huddle elect", fmt.Errorf("the node's answer is malformed: %w", err), false)
 	}
@@ -413,7 +413,7 @@ func cmdElect(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(stderr, "huddle elect", err, false)
 		}
-		var st node.Status
+		var st huddle.Status
 		if err := json.Unmarshal(res, &st); err != nil {
 			return fail(stderr, "huddle elect", fmt.Errorf("the node's answer is malformed: %w", err), false)
 		}
@@ -525,7 +525,7 @@ func cmdDrop(args []string, stdout, stderr io.Writer) int {
 }
 
 // describeDrop says in words what a fault injection rule drops.
-func describeDrop(d node.Drop) string {
+func describeDrop(d huddle.Drop) string {
 	if !d.Active() {
 		return "built-in drop off"
 	}

@@ -8,16 +8,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
+	"github.com/huddle-lan/huddle"
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/control"
 	"github.com/huddle-lan/huddle/internal/logx"
-	"github.com/huddle-lan/huddle/node"
+	"github.com/huddle-lan/huddle/internal/workload"
 )
 
 // Exit codes. 2 means that retrying will not help until the command line
@@ -220,43 +223,52 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer closer.Close()
-	log = log.With().Uint64("node", cfg.ID).Logger()
+	nodeLog := log.With().Uint64("node", cfg.ID).Logger()
+	failed := func(what string, err error) int {
+		nodeLog.Error().Str("event", "node.failed").Err(err).Msg(what)
+		fmt.Fprintln(stderr, "huddle:", err)
+		return exitFailure
+	}
 	ctx, stop := signalContext()
 	defer stop()
 
-	conn, ctl, err := node.OpenSockets(cfg, log)
-	if err != nil {
-		log.Error().Str("event", "node.failed").Err(err).Msg("cannot open the group socket")
-		fmt.Fprintln(stderr, "huddle:", err)
-		return exitFailure
-	}
+	// The control socket first: a node of this group and ID that answers
+	// there already stops this one before it says a word to the group.
 	path := control.Path(cfg)
 	cfg.ControlSocket = cmp.Or(path, control.Off) // node.started logs where it is
-	n := node.New(node.Options{Config: cfg, Transport: conn, Control: ctl, Log: log, Inc: node.NewIncarnation(), PreciseTimer: true})
+	cmds := map[string]control.Handler{}
+	var srv *control.Server
 	if path != "" {
-		srv, err := control.Listen(path, control.Commands(n), log)
-		if err != nil {
-			conn.Close()
-			ctl.Close()
-			log.Error().Str("event", "node.failed").Err(err).Msg("cannot open the control socket")
-			fmt.Fprintln(stderr, "huddle:", err)
-			return exitFailure
+		if srv, err = control.Listen(path, cmds, nodeLog); err != nil {
+			return failed("cannot open the control socket", err)
 		}
 		defer srv.Close()
+	}
+	start := time.Now()
+	g, err := huddle.Start(ctx, cfg, log)
+	if err != nil {
+		return failed("cannot open the group socket", err)
+	}
+	if srv != nil {
+		maps.Copy(cmds, control.Commands(control.ForGroup(g)))
 		go func() {
 			if err := srv.Serve(); err != nil {
-				log.Warn().Str("event", "control.error").Err(err).Msg("the control socket stopped answering")
+				nodeLog.Warn().Str("event", "control.error").Err(err).Msg("the control socket stopped answering")
 			}
 		}()
 	}
-	if err := n.Run(ctx); err != nil {
+	go workload.Run(ctx, g, cfg, start) // traffic, lock use, elections: clients, like any program
+	<-g.Done()
+	switch err := g.Err(); {
+	case errors.Is(err, huddle.ErrClosed):
+		return exitOK
+	case errors.Is(err, huddle.ErrRefused):
 		fmt.Fprintln(stderr, "huddle:", err)
-		if errors.Is(err, node.ErrRefused) {
-			return exitRefused
-		}
+		return exitRefused
+	default:
+		fmt.Fprintln(stderr, "huddle:", err)
 		return exitFailure
 	}
-	return exitOK
 }
 
 // signalContext is cancelled by the first SIGINT or SIGTERM, with the signal

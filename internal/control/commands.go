@@ -9,6 +9,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/huddle-lan/huddle"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/node"
 )
@@ -23,7 +24,7 @@ type Node interface {
 	SetDrop(ctx context.Context, d node.Drop) (node.Drop, error)
 }
 
-var _ Node = (*node.Node)(nil)
+var _ Node = groupNode{}
 
 // Commands returns the commands a node serves, by name. A new command is
 // one more Handler here.
@@ -272,8 +273,10 @@ func nodeError(err error, doing, why string) error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return errorf(ErrTimeout, fmt.Sprintf("timed out %s: %s", doing, why))
-	case errors.Is(err, node.ErrStopped), errors.Is(err, context.Canceled):
+	case errors.Is(err, node.ErrStopped), errors.Is(err, huddle.ErrClosed), errors.Is(err, context.Canceled):
 		return errorf(ErrStopped, "the node is stopping")
+	case errors.Is(err, huddle.ErrNotInView):
+		return errorf(ErrNotInView, fmt.Sprintf("%s: the node is not in a view (joining, or between views)", doing))
 	}
 	var e *Error
 	if errors.As(err, &e) {

@@ -13,15 +13,16 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/huddle-lan/huddle"
 	"github.com/huddle-lan/huddle/config"
 	_ "github.com/huddle-lan/huddle/internal/logx" // zerolog's time format and UTC clock, as the nodes log them
 	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/workload"
 	"github.com/huddle-lan/huddle/multicast"
-	"github.com/huddle-lan/huddle/node"
 )
 
-// procCluster runs the nodes in this process: the real node loop
-// (node.Run, the same code as `huddle run`) over an in-memory network
+// procCluster runs the nodes in this process: the Group API with the
+// workloads of `huddle run` (the same code) over an in-memory network
 // with random loss (sim.Net), in real time. It is the demo's fallback
 // where no virtual LAN can be built.
 type procCluster struct {
@@ -36,7 +37,7 @@ var _ cluster = (*procCluster)(nil)
 // procNode is one running node.
 type procNode struct {
 	cancel    context.CancelCauseFunc
-	done      chan struct{}
+	g         *huddle.Group
 	log       *cutWriter
 	data, ctl *crashable
 }
@@ -65,18 +66,24 @@ func (c *procCluster) start(id uint64) error {
 		return err
 	}
 	cfg := c.cfg(id)
-	n := &procNode{done: make(chan struct{}), log: &cutWriter{w: f},
+	n := &procNode{log: &cutWriter{w: f},
 		data: newCrashable(c.data.Endpoint(sim.Addr(id))), ctl: newCrashable(c.ctl.Endpoint(sim.Addr(id)))}
-	log := zerolog.New(n.log).Level(zerolog.InfoLevel).With().Timestamp().Uint64("node", id).Logger()
+	log := zerolog.New(n.log).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	n.cancel = cancel
-	o := node.Options{Config: cfg, Transport: n.data, Control: n.ctl, Log: log, Inc: node.NewIncarnation(), PreciseTimer: true}
+	start := time.Now()
+	if n.g, err = huddle.StartOn(ctx, cfg, log, n.data, n.ctl); err != nil {
+		cancel(err)
+		f.Close()
+		return err
+	}
+	go workload.Run(ctx, n.g, cfg, start)
 	go func() {
-		defer close(n.done)
-		defer n.log.Close()
-		if err := node.Run(ctx, o); err != nil {
-			log.Error().Str("event", "node.failed").Err(err).Msg("node failed")
+		<-n.g.Done()
+		if err := n.g.Err(); !errors.Is(err, huddle.ErrClosed) {
+			log.Error().Uint64("node", id).Str("event", "node.failed").Err(err).Msg("node failed")
 		}
+		n.log.Close()
 	}()
 	c.nodes[id] = n
 	return nil
@@ -109,7 +116,7 @@ func (c *procCluster) stop(grace time.Duration, _ bool) error {
 	var errs []error
 	for id, n := range c.nodes {
 		select {
-		case <-n.done:
+		case <-n.g.Done():
 		case <-deadline:
 			errs = append(errs, fmt.Errorf("node %d did not stop within %v", id, grace))
 		}
@@ -125,7 +132,7 @@ func (c *procCluster) close() error {
 	for _, n := range c.nodes {
 		n.cancel(stopCause)
 		select {
-		case <-n.done:
+		case <-n.g.Done():
 		case <-time.After(5 * time.Second):
 		}
 	}
@@ -134,7 +141,7 @@ func (c *procCluster) close() error {
 
 func (n *procNode) exited() bool {
 	select {
-	case <-n.done:
+	case <-n.g.Done():
 		return true
 	default:
 		return n.log.isCut()

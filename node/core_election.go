@@ -1,0 +1,111 @@
+package node
+
+import (
+	"errors"
+	"time"
+
+	"github.com/huddle-lan/huddle/election"
+	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle/multicast"
+)
+
+// ElectionService is the group service the election's messages travel on.
+const ElectionService = "election"
+
+var electionService = []byte(ElectionService)
+
+// maxProtocolQueue bounds the election's (and the lock's) messages waiting
+// for a view change or the send window: far more than one round of the
+// largest group sends.
+const maxProtocolQueue = 4096
+
+// electionPart is the election's part of a Core: the machine, and the
+// messages it waits to send.
+type electionPart struct {
+	m   *election.Machine
+	out outQueue
+}
+
+// outQueue holds a node protocol's messages until the view and the send
+// window let them go.
+type outQueue struct {
+	msgs    []queued
+	dropped uint64 // messages dropped: the queue was full, or a send failed for good
+}
+
+// queued is a message to member to (0: to every other member).
+type queued struct {
+	to      uint64
+	payload []byte
+}
+
+// add queues a message, as far as the queue takes it.
+func (q *outQueue) add(to uint64, payload []byte) {
+	if len(q.msgs) >= maxProtocolQueue {
+		q.dropped++
+		return
+	}
+	q.msgs = append(q.msgs, queued{to, payload})
+}
+
+// clear drops what waits: a view change makes the protocol send anew.
+func (q *outQueue) clear() { q.msgs = q.msgs[:0] }
+
+// send multicasts the queued messages on the service, each addressed to
+// its member, in order, as far as the view and the window let it now;
+// while a view change holds sends, or the window is full, the rest wait
+// for a later step.
+func (q *outQueue) send(m *membership.Machine, service []byte) {
+	n := 0
+	for ; n < len(q.msgs); n++ {
+		_, err := m.Multicast(service, q.msgs[n].payload, wire.FIFO, q.msgs[n].to)
+		if errors.Is(err, membership.ErrBlocked) || errors.Is(err, multicast.ErrWindowFull) || errors.Is(err, membership.ErrNotInView) {
+			break
+		}
+		if err != nil {
+			q.dropped++
+		}
+	}
+	q.msgs = append(q.msgs[:0], q.msgs[n:]...)
+}
+
+// newElectionPart makes the election machine of a node with the given
+// timers. A higher member that is in the view answers within a few one-way
+// delays and a repair or two; one that crashed is excluded within the
+// suspect timeout, and the view change restarts the election.
+func newElectionPart(self uint64, alg election.Algorithm, heartbeat, suspect time.Duration) electionPart {
+	if alg == "" {
+		alg = election.Ring
+	}
+	answer := 2 * heartbeat
+	return electionPart{m: election.New(election.Options{Self: self, Algorithm: alg,
+		AnswerTimeout: answer, CoordinatorTimeout: suspect + answer})}
+}
+
+// setView tells the election of the view installed now; the messages
+// queued for the old view's members and round are dropped.
+func (e *electionPart) setView(now time.Time, id wire.ViewID, members []uint64) {
+	e.out.clear()
+	e.m.SetView(now, id.String(), members)
+}
+
+// StartElection starts an election now, as `huddle elect` asks; false when
+// this node already takes part in one, or has no view yet.
+func (c *Core) StartElection(now time.Time) bool {
+	c.lastInput = now
+	c.route(now)
+	ok := c.election.m.Start(now)
+	c.protocolsStep()
+	return ok
+}
+
+// Leader returns the leader this node knows (0 = none yet) and the round
+// of the election that chose it.
+func (c *Core) Leader() (leader, round uint64) { return c.election.m.Leader() }
+
+// ElectionStats returns the election's counters and the messages the node
+// dropped for it.
+func (c *Core) ElectionStats() (election.Stats, uint64) {
+	return c.election.m.Stats(), c.election.out.dropped
+}

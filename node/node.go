@@ -1,0 +1,458 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle/multicast"
+)
+
+// Options configures Run.
+type Options struct {
+	Config    config.Config       // resolved: ID and Iface are set
+	Transport multicast.Transport // the group socket (or a simulated one)
+	// Control, when set, carries the repair traffic (NACKs and repairs)
+	// on a socket of its own, which the loop reads first: a repair then
+	// never waits behind a backlog of data in the receiver's socket, nor
+	// a NACK behind the sender's own looped-back data. Nil: everything
+	// travels on Transport.
+	Control multicast.Transport
+	// PreciseTimer wakes the loop with a timerfd (Linux) instead of the
+	// Go runtime's timers, which round to the millisecond. Real nodes
+	// want it; tests in virtual time (testing/synctest) must not use it.
+	PreciseTimer bool
+	Log          zerolog.Logger // already carries the node field
+	Inc          uint64         // this start's incarnation (NewIncarnation)
+	Seed         uint64         // protocol randomness; 0 = derived from Inc
+	// Handle, when set, is called in the loop with everything the Core
+	// reports, in the order it happened: views, the application's
+	// messages, suspicions, the election's and the lock's events. A
+	// delivery's bytes are valid only during the call. It may block,
+	// which stops the node: the Group API blocks while an application
+	// does not read its events, and a node stopped for a suspect timeout
+	// is excluded.
+	Handle func(ev *Event)
+}
+
+// NewIncarnation returns a fresh incarnation number: the start time in
+// microseconds since the Unix epoch, which grows across restarts of the
+// same node and stays below 2^53 (until the year 2255), so that every JSON
+// reader reads it exactly. Within one process it never returns the same
+// number twice.
+func NewIncarnation() uint64 {
+	incMu.Lock()
+	defer incMu.Unlock()
+	lastInc = max(uint64(time.Now().UnixMicro()), lastInc+1)
+	return lastInc
+}
+
+var (
+	incMu   sync.Mutex
+	lastInc uint64 // NewIncarnation's last number
+)
+
+// Reading is done in batches of batchSize datagrams, with poolSize batches
+// circulating between the reader goroutine and the loop. That bounds the
+// node's receive memory: when the loop falls behind, the reader waits, and
+// the kernel's socket buffer absorbs (or drops) the rest.
+const (
+	batchSize = 64
+	poolSize  = 4
+)
+
+type rxBatch struct {
+	pkts []multicast.Packet
+	n    int
+}
+
+// Node is one running huddle node: one loop owns the transport, the clock
+// and the protocol core; other goroutines talk to it only through channels
+// (Multicast, Do). It runs the protocols and does their I/O, nothing else:
+// traffic, lock use and periodic elections for experiments are clients
+// (package internal/workload) that drive it through the Group API. Make
+// it with New, run it with Run.
+type Node struct {
+	o       Options
+	sendc   chan *sendReq
+	calls   chan func(*Core) // Do
+	stopped chan struct{}    // closed when Run returns
+
+	// Owned by the loop.
+	core        *Core
+	log         zerolog.Logger
+	pending     []*sendReq // Multicast calls waiting for the send window
+	sendBlocked bool       // they wait now (windowFull counts the waits, not the turns)
+	sendsDue    bool       // the turn's send budget ran out with calls that fit still waiting
+	windowFull  uint64     // times sending had to wait for the window
+	truncated   uint64
+	sendErrors  uint64
+	pauses      uint64 // stretches of a heartbeat or more when the loop could not read
+	warned      map[string]bool
+	refused     error         // the group refused this node
+	lockWaiter  chan struct{} // a Lock call waiting for the lock
+	lockLost    bool          // the lock was taken away since the last request
+}
+
+// New returns a node ready to Run.
+func New(o Options) *Node {
+	seed := o.Seed
+	if seed == 0 {
+		seed = o.Inc
+	}
+	return &Node{
+		o: o, log: o.Log, warned: map[string]bool{},
+		sendc: make(chan *sendReq), calls: make(chan func(*Core)), stopped: make(chan struct{}),
+		core: NewCore(CoreOptionsFrom(o.Config, o.Inc, seed), time.Now()),
+	}
+}
+
+// Run runs a new node until ctx is done (see Node.Run).
+func Run(ctx context.Context, o Options) error { return New(o).Run(ctx) }
+
+// Run runs the node until ctx is done. A reader goroutine only reads
+// batches of datagrams and hands them over to the loop. When ctx ends, Run
+// leaves the group gracefully, closes the transport, logs the final stats
+// and node.stopped with the context's cause, and returns nil; it returns
+// an error only if the transport fails or the group refused the node. A
+// Node runs once.
+func (n *Node) Run(ctx context.Context) error {
+	defer close(n.stopped)
+	o, cfg := n.o, n.o.Config
+	if d := cfg.Duration.D(); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, d, errDuration)
+		defer cancel()
+	}
+	n.logStarted()
+
+	rerr := make(chan error, 2)
+	data := startReader(o.Transport, cfg.DatagramSize, rerr)
+	ctl := data
+	if o.Control != nil {
+		ctl = startReader(o.Control, cfg.DatagramSize, rerr)
+	}
+	err := n.loop(ctx, ctl, data, rerr)
+	if err == nil && !n.core.Left() {
+		err = n.leave(ctl, data, rerr)
+	}
+	if err == nil {
+		err = n.refused
+	}
+	data.stop()
+	if ctl != data {
+		ctl.stop()
+	}
+	n.failPending(ErrStopped)
+	n.logStats("exit")
+	reason := "transport failed"
+	switch {
+	case n.refused != nil:
+		reason = "refused by the group"
+	case err == nil:
+		reason = causeText(ctx)
+	}
+	n.log.Info().Str("event", "node.stopped").Str("reason", reason).Msg("node stopped")
+	return err
+}
+
+var errDuration = errors.New("duration elapsed")
+
+// ParseOrder returns the order a configuration names (fifo, total, safe);
+// FIFO for anything else.
+func ParseOrder(s string) wire.Order {
+	switch s {
+	case "total":
+		return wire.Total
+	case "safe":
+		return wire.Safe
+	}
+	return wire.FIFO
+}
+
+// ErrRefused is returned by Run when the group refused this node: another
+// live node has its ID, or its protocol settings differ from the group's.
+var ErrRefused = membership.ErrRefused
+
+// leave runs the loop through a graceful leave: the node asks to be
+// excluded and waits, at most two suspect timeouts, until a view without
+// it exists, so that its last messages are flushed to everyone.
+func (n *Node) leave(ctl, data *reader, rerr <-chan error) error {
+	n.core.Leave(time.Now())
+	n.afterStep()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*n.o.Config.SuspectTimeout.D())
+	defer cancel()
+	return n.loop(ctx, ctl, data, rerr)
+}
+
+func newBatch(size int) *rxBatch {
+	b := &rxBatch{pkts: make([]multicast.Packet, batchSize)}
+	for i := range b.pkts {
+		// One spare byte tells a datagram longer than size apart from one
+		// that fits exactly, even where the OS does not report truncation.
+		b.pkts[i].Buf = make([]byte, size+1)
+	}
+	return b
+}
+
+// reader is one transport's reading goroutine and the batches that
+// circulate between it and the loop.
+type reader struct {
+	t          multicast.Transport
+	full, free chan *rxBatch
+	done       chan struct{}
+}
+
+func startReader(t multicast.Transport, size int, rerr chan<- error) *reader {
+	x := &reader{t: t, full: make(chan *rxBatch, poolSize), free: make(chan *rxBatch, poolSize), done: make(chan struct{})}
+	for range poolSize {
+		x.free <- newBatch(size)
+	}
+	go func() {
+		defer close(x.done)
+		for b := range x.free {
+			k, err := t.ReadBatch(b.pkts)
+			if err != nil {
+				rerr <- err
+				return
+			}
+			b.n = k
+			x.full <- b
+		}
+	}()
+	return x
+}
+
+// stop closes the transport, which unblocks the goroutine inside
+// ReadBatch, and the pool, which unblocks it waiting for a batch.
+func (x *reader) stop() {
+	x.t.Close()
+	close(x.free)
+	<-x.done
+}
+
+func (n *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) error {
+	// due is when the timer should fire: its deadline, or when it was
+	// armed if that deadline had passed already.
+	armed := n.deadline()
+	due := later(armed, time.Now())
+	timer := n.newTimer(time.Until(due))
+	defer timer.Stop()
+	pending := true // the timer is armed for `armed` and has not fired
+	var stats <-chan time.Time
+	if iv := n.o.Config.StatsInterval.D(); iv > 0 {
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		stats = t.C
+	}
+	for !n.core.Left() {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-rerr:
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("node: receive: %w", err)
+		case b := <-ctl.full:
+			n.receive(b)
+			ctl.free <- b
+		case b := <-data.full:
+			if ctl != data {
+				n.drain(ctl) // repairs first: they unblock delivery
+			}
+			n.receive(b)
+			data.free <- b
+			// Take what else has arrived before answering: one turn's
+			// output (an order record, acknowledgements, NACKs) then
+			// covers all of it. The pool bounds the turn.
+			n.drainUpTo(data, poolSize-1)
+		case req := <-n.sendc:
+			n.pending = append(n.pending, req)
+			n.takeSends() // callers of this turn share its datagrams
+		case f := <-n.calls:
+			f(n.core)
+		case <-timer.C():
+			pending = false
+			n.checkPause(&due)
+			// Datagrams already read are news of peers: take them before
+			// the clock judges anyone silent.
+			n.drain(ctl)
+			if data != ctl {
+				n.drain(data)
+			}
+			n.core.Tick(time.Now())
+		case <-stats:
+			n.logStats("periodic")
+		}
+		// Whatever woke the loop, a timer deadline long past means this
+		// process did not run (frozen, starved, blocked): the peers were
+		// not silent, we were deaf.
+		n.checkPause(&due)
+		n.report() // a view installed now is logged before what is sent in it
+		n.sendPending()
+		n.afterStep()
+		// Re-arm only for a new deadline: on most turns it has not
+		// moved, and re-arming costs a system call with a timerfd.
+		if next := n.deadline(); !pending || !next.Equal(armed) {
+			armed, due, pending = next, later(next, time.Now()), true
+			timer.Reset(time.Until(due))
+		}
+	}
+	return nil
+}
+
+func (n *Node) write(t multicast.Transport, out [][]byte) {
+	if len(out) == 0 {
+		return
+	}
+	start := time.Now()
+	if err := t.WriteBatch(out); err != nil {
+		n.sendErrors++
+		n.warnOnce("send", err.Error(), netip.AddrPort{})
+	}
+	n.noticePause(time.Since(start))
+}
+
+// newTimer returns the loop's timer: a precise one when Options ask for it
+// and the system has one, else the Go runtime's.
+func (n *Node) newTimer(d time.Duration) loopTimer {
+	if n.o.PreciseTimer {
+		if t, err := newPreciseTimer(d); err == nil {
+			return t
+		}
+	}
+	return newGoTimer(d)
+}
+
+// deadline is when the loop must wake up without a datagram: the core's
+// next timer, or at once when calls to Multicast that fit the window wait
+// for the next turn (a turn sends only so many).
+func (n *Node) deadline() time.Time {
+	if n.sendsDue {
+		return time.Now()
+	}
+	return n.core.NextDeadline()
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// checkPause reports how far past due the loop woke as a pause, once.
+func (n *Node) checkPause(due *time.Time) {
+	now := time.Now()
+	if now.After(*due) {
+		n.noticePause(now.Sub(*due))
+		*due = now
+	}
+}
+
+// noticePause reports a stretch of d during which the loop could not read
+// (a blocked send, a late timer) to the core, when it is long enough to
+// matter for failure detection: a heartbeat.
+func (n *Node) noticePause(d time.Duration) {
+	if d >= n.o.Config.Heartbeat.D() {
+		n.pauses++
+		n.core.Paused(time.Now(), d)
+	}
+}
+
+// drain processes the batches a reader has ready, without waiting.
+func (n *Node) drain(x *reader) { n.drainUpTo(x, -1) }
+
+// drainUpTo is drain of at most k batches (k < 0: no limit).
+func (n *Node) drainUpTo(x *reader, k int) {
+	for ; k != 0; k-- {
+		select {
+		case b := <-x.full:
+			n.receive(b)
+			x.free <- b
+		default:
+			return
+		}
+	}
+}
+
+func (n *Node) receive(b *rxBatch) {
+	now := time.Now()
+	limit := n.o.Config.DatagramSize
+	for _, p := range b.pkts[:b.n] {
+		if p.N > limit {
+			n.truncated++
+			n.warnOnce("truncated", "a datagram longer than datagram_size arrived and was dropped; every member must use the same datagram_size", p.Src)
+			continue
+		}
+		n.core.Receive(now, p.Src, p.Buf[:p.N])
+	}
+}
+
+// afterStep sends what the core produced and reports what it reported.
+func (n *Node) afterStep() {
+	ctl, data := n.core.TakeOutboxes()
+	ct := n.o.Control
+	if ct == nil {
+		ct = n.o.Transport
+	}
+	n.write(ct, ctl)
+	n.write(n.o.Transport, data)
+	n.report()
+}
+
+// report logs what the core reported, in the order it happened, and hands
+// it to Handle.
+func (n *Node) report() {
+	evs := n.core.Ready()
+	for i := range evs {
+		ev := &evs[i]
+		switch ev.Kind {
+		case MembershipEvent:
+			n.logMembership(&ev.Membership)
+		case ElectionEvent:
+			n.logElection(ev.Election)
+		case LockEvent:
+			n.lockEvent(ev.Lock)
+		}
+		if n.o.Handle != nil {
+			n.o.Handle(ev)
+		}
+	}
+}
+
+// Do runs f in the node's loop, with its Core, and returns once f has
+// run; or ctx's error, or ErrStopped, if it could not run. f must not
+// block.
+func (n *Node) Do(ctx context.Context, f func(*Core)) error {
+	done := make(chan struct{})
+	select {
+	case n.calls <- func(c *Core) { f(c); close(done) }:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.stopped:
+		return ErrStopped
+	}
+	<-done
+	return nil
+}
+
+// Stopped is closed when Run has returned.
+func (n *Node) Stopped() <-chan struct{} { return n.stopped }
+
+func causeText(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+		return c.Error()
+	}
+	return "stopped"
+}
