@@ -18,8 +18,8 @@ var layers = map[string]int{
 	"multicast":  1,
 	"membership": 2, "internal/sim": 2,
 	"election": 3, "mutex": 3,
-	"node": 4,
-	"":     5, // the Group API, package huddle
+	"node":             4,
+	"":                 5, // the Group API, package huddle
 	"internal/control": 6, "internal/workload": 6, "internal/lab": 6, "internal/logcheck": 6, "internal/testutil": 6,
 	"internal/demo": 7, "internal/bench": 7,
 	"cmd/huddle": 8,
