@@ -3,6 +3,7 @@ module github.com/huddle-lan/huddle
 go 1.26.8
 
 require (
+	github.com/cockroachdb/datadriven v1.0.3
 	github.com/mattn/go-isatty v0.0.20
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/rs/zerolog v1.35.1
@@ -14,5 +15,6 @@ require (
 
 require (
 	github.com/mattn/go-colorable v0.1.14 // indirect
+	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
 )

@@ -1,14 +1,15 @@
-// Package vsync is the state machine under huddle's group membership:
+// Package membership is the state machine under huddle's group membership:
 // views, join, graceful leave, failure detection, flush, coordinator
 // take-over, merge of partitions, restarts and refusals, and FIFO, total
 // and safe delivery (docs/design.md, "Membership"). Applications use
-// it through the Group API of package membership, which runs it in a
-// node's loop.
+// it through the Group API of package huddle, which runs it in a node's
+// loop.
 //
 // A Machine is a deterministic state machine that owns the reliable
-// multicast engine beneath it. The node loop (or the simulator) drives it:
+// multicast engine beneath it. The node loop (or the simulator) drives it,
+// one turn at a time:
 //
-//	m := vsync.New(opt, now)
+//	m := membership.New(opt, now)
 //	for {
 //		// a datagram arrived, decoded into env:
 //		m.Step(now, src, env)
@@ -16,11 +17,14 @@
 //		m.Tick(now)
 //		// or the application sends:
 //		seq, err := m.Multicast(service, payload, wire.FIFO, 0) // ErrBlocked during a view change
+//		// or it leaves:
+//		m.Leave(now)
 //
-//		send(m.TakeOutput())        // envelopes to multicast
-//		use(m.TakeDeliveries())     // messages, each in the view it was sent in
-//		log(m.TakeEvents())         // views installed, suspicions, refusals...
-//		arm(m.NextDeadline())
+//		m.Pack()              // once per turn: the order record, and batching
+//		rd := m.Ready()       // valid until the next call into m
+//		send(rd.Envelopes)    // to multicast: the membership layer's, then the engine's
+//		use(rd.Events)        // in order: views installed, messages (Delivered), suspicions, refusals...
+//		arm(m.NextDeadline()) // zero once the node left
 //	}
 //
 // Every view change is one flush: the coordinator proposes the members;
@@ -29,4 +33,8 @@
 // misses up to the cut and confirms; the coordinator commits. Every member
 // delivers exactly the cut in the old view before it installs the new one,
 // which is virtual synchrony.
+//
+// testdata/*.txt are scenarios of a few Machines on an in-memory network
+// (join, leave, crash, flush, merge, total order, sequencer crash), with
+// their expected output; datadriven_test.go explains the commands.
 package membership
