@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/config"
-	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/memnet"
+	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
@@ -596,21 +596,21 @@ func (g *Group) closeServices() {
 // datagrams in memory, with optional loss, and never touch a socket. It
 // is for tests, examples and demos (JGroups calls this SHARED_LOOPBACK).
 type Network struct {
-	data, ctl *sim.Net // the group's port and the repair port
+	data, ctl *memnet.Net // the group's port and the repair port
 	hosts     atomic.Uint32
 }
 
 // NewNetwork returns an in-process network that drops each datagram
 // copy with probability loss.
 func NewNetwork(loss float64) *Network {
-	return &Network{data: sim.NewNet(sim.Options{Loss: loss}), ctl: sim.NewNet(sim.Options{Seed: 1, Loss: loss})}
+	return &Network{data: memnet.New(netmodel.Options{Loss: loss}), ctl: memnet.New(netmodel.Options{Seed: 1, Loss: loss})}
 }
 
 // Join is huddle.Join on the in-process network: cfg's address and
 // interface are not used, and cfg.ID must be set.
 func (n *Network) Join(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, error) {
 	h := n.hosts.Add(1) // a host of its own, as another machine would be
-	a := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(h >> 16), byte(h >> 8), byte(h)}), 7468)
+	a := netmodel.Addr(uint64(h))
 	g, err := StartOn(ctx, cfg, log, n.data.Endpoint(a), n.ctl.Endpoint(a))
 	if err != nil {
 		return nil, err

@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/netmodel"
 )
 
 // RunError is how a run ends when an invariant fails, a condition is not
@@ -119,7 +121,7 @@ func (w *World) tick(n *node) {
 func (w *World) receive(ev *event) {
 	n := ev.to
 	if !n.alive || ev.gen != n.inc {
-		w.drop(ev.from.id, n.id, CauseCrashed)
+		w.drop(ev.from.id, n.id, netmodel.CauseCrashed)
 		return
 	}
 	w.stats.Delivered++
