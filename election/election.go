@@ -17,8 +17,11 @@ const (
 	Bully Algorithm = "bully" // Garcia-Molina 1982: ELECTION to the higher members, the highest alive bullies the rest
 )
 
-// Defaults for the zero Options timeouts.
+// Defaults for zero Options fields.
 const (
+	// DefaultAlgorithm is the algorithm of an empty Options.Algorithm,
+	// and the configuration's default (election.algorithm).
+	DefaultAlgorithm = Ring
 	// DefaultAnswerTimeout is how long a bully initiator waits for an
 	// ANSWER from a higher member before it declares itself.
 	DefaultAnswerTimeout = 200 * time.Millisecond
@@ -33,7 +36,7 @@ const (
 type Options struct {
 	// Self is this node's ID, not 0 (0 means "no leader").
 	Self uint64
-	// Algorithm is Ring (the default when empty) or Bully. Every member of
+	// Algorithm is Ring or Bully; empty is DefaultAlgorithm. Every member of
 	// a group must use the same one: each ignores the other's messages.
 	Algorithm Algorithm
 	// AnswerTimeout (bully) is how long an initiator waits for an ANSWER
@@ -241,7 +244,7 @@ func New(o Options) *Machine {
 		answerTimeout: or(o.AnswerTimeout, DefaultAnswerTimeout),
 		coordTimeout:  or(o.CoordinatorTimeout, DefaultCoordinatorTimeout)}
 	if m.alg == "" {
-		m.alg = Ring
+		m.alg = DefaultAlgorithm
 	}
 	if m.alg == Bully {
 		m.hold, m.step, m.waitTimeout = m.holdBully, m.stepBully, m.coordTimeout
