@@ -270,7 +270,7 @@ type Security struct {
 	// datagram. Nothing seals datagrams yet, so a key is refused for now:
 	// huddle run will not start with one set (exit code 2) rather than
 	// send in the clear. Empty, the default, is the only usable value.
-	// membership.Join does not check it: it runs, in the clear.
+	// huddle.Join does not check it: it runs, in the clear.
 	Key string `toml:"key"`
 }
 

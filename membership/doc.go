@@ -1,14 +1,14 @@
-// Package vsync is the state machine under huddle's group membership:
+// Package membership is the state machine under huddle's group membership:
 // views, join, graceful leave, failure detection, flush, coordinator
 // take-over, merge of partitions, restarts and refusals, and FIFO, total
 // and safe delivery (docs/design.md, "Membership"). Applications use
-// it through the Group API of package membership, which runs it in a
-// node's loop.
+// it through the Group API of the root package huddle, which runs it in a
+// node's loop (package node).
 //
 // A Machine is a deterministic state machine that owns the reliable
 // multicast engine beneath it. The node loop (or the simulator) drives it:
 //
-//	m := vsync.New(opt, now)
+//	m := membership.New(opt, now)
 //	for {
 //		// a datagram arrived, decoded into env:
 //		m.Step(now, src, env)
@@ -17,9 +17,10 @@
 //		// or the application sends:
 //		seq, err := m.Multicast(service, payload, wire.FIFO, 0) // ErrBlocked during a view change
 //
-//		send(m.TakeOutput())        // envelopes to multicast
-//		use(m.TakeDeliveries())     // messages, each in the view it was sent in
-//		log(m.TakeEvents())         // views installed, suspicions, refusals...
+//		rd := m.Ready()
+//		send(rd.Envelopes) // envelopes to multicast
+//		use(rd.Events)     // in order: views installed, messages delivered (each in
+//		                   // the view it was sent in), suspicions, refusals...
 //		arm(m.NextDeadline())
 //	}
 //

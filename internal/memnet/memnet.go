@@ -40,12 +40,12 @@ const DefaultQueueLen = 1024
 // Net is an in-memory multicast network of endpoints keyed by address.
 // It is safe for concurrent use.
 type Net struct {
-	mu       sync.Mutex
-	rng      *rand.Rand
-	model    netmodel.Model[netip.AddrPort]
-	queueLen int
-	eps      []*endpoint // open endpoints, in opening order
-	stats    netmodel.Stats
+	mu        sync.Mutex
+	rng       *rand.Rand
+	model     netmodel.Model[netip.AddrPort]
+	queueLen  int
+	endpoints []*endpoint // open endpoints, in opening order
+	stats     netmodel.Stats
 }
 
 // New returns a network without endpoints, with opts's seed and faults.
@@ -75,13 +75,13 @@ func (n *Net) SetQueueLen(k int) {
 func (n *Net) Endpoint(addr netip.AddrPort) multicast.Transport {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, e := range n.eps {
+	for _, e := range n.endpoints {
 		if e.addr == addr {
 			panic(fmt.Sprintf("memnet: endpoint %v already open", addr))
 		}
 	}
 	e := &endpoint{net: n, addr: addr, ready: make(chan struct{}, 1), done: make(chan struct{})}
-	n.eps = append(n.eps, e)
+	n.endpoints = append(n.endpoints, e)
 	return e
 }
 
@@ -137,7 +137,7 @@ func (n *Net) multicast(from *endpoint, data []byte) {
 	n.stats.Sent++
 	data = bytes.Clone(data) // the writer may reuse its buffer at once
 	lost := n.model.SenderLost(n.rng)
-	for _, to := range n.eps {
+	for _, to := range n.endpoints {
 		if to == from {
 			continue
 		}
@@ -263,6 +263,6 @@ func (e *endpoint) Close() error {
 	e.closed = true
 	e.queue = nil
 	close(e.done)
-	e.net.eps = slices.DeleteFunc(e.net.eps, func(x *endpoint) bool { return x == e })
+	e.net.endpoints = slices.DeleteFunc(e.net.endpoints, func(x *endpoint) bool { return x == e })
 	return nil
 }

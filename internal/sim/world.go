@@ -50,7 +50,7 @@ type node struct {
 	id, inc  uint64
 	addr     netip.AddrPort
 	factory  Factory
-	m        Machine
+	machine  Machine
 	alive    bool
 	stalled  time.Duration // receives and ticks wait until then
 	gen      uint64        // bumped to cancel the armed timer
@@ -145,9 +145,9 @@ func (w *World) Restart(id uint64) {
 func (w *World) start(n *node) {
 	n.inc++
 	n.alive = true
-	n.m = n.factory(n.id, n.inc, w.rng.Int64(), n.addr)
+	n.machine = n.factory(n.id, n.inc, w.rng.Int64(), n.addr)
 	w.log(traceEntry{kind: trStart, node: n.id, n: int(n.inc)})
-	n.m.Tick(w.Now())
+	n.machine.Tick(w.Now())
 	w.after(n)
 }
 
@@ -155,7 +155,7 @@ func (w *World) start(n *node) {
 // for an unknown id.
 func (w *World) Machine(id uint64) Machine {
 	if n, ok := w.nodes[id]; ok {
-		return n.m
+		return n.machine
 	}
 	return nil
 }
@@ -186,7 +186,7 @@ func (w *World) Do(id uint64, f func(m Machine)) bool {
 	}
 	w.steps++
 	w.log(traceEntry{kind: trDo, node: id})
-	f(n.m)
+	f(n.machine)
 	w.after(n)
 	w.runChecks()
 	return true
