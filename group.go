@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/config"
-	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/memnet"
+	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
@@ -118,7 +118,7 @@ const MaxServiceName = node.MaxServiceName
 // it. Make one with Join, or with Network.Join in one process. Its
 // methods are safe for concurrent use.
 type Group struct {
-	n      *node.Node
+	node   *node.Node
 	cfg    config.Config
 	self   Member
 	cancel context.CancelCauseFunc
@@ -143,7 +143,7 @@ type Group struct {
 // same service on the other members, so that applications, the election
 // and the mutex share one group without seeing each other's messages.
 type Service struct {
-	g      *Group
+	group  *Group
 	name   string
 	events chan Event
 }
@@ -221,7 +221,7 @@ func start(ctx context.Context, cfg config.Config, log zerolog.Logger, o node.Op
 	g := &Group{cfg: cfg, self: Member{ID: cfg.ID, Inc: inc}, stop: make(chan struct{}), done: make(chan struct{}), first: make(chan struct{}),
 		services: map[string]*Service{}, readers: map[string]*Service{}}
 	o.Config, o.Log, o.Inc, o.Handle = cfg, log, inc, g.handle
-	g.n = node.New(o)
+	g.node = node.New(o)
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	g.cancel = func(cause error) {
 		g.once.Do(func() { close(g.stop) })
@@ -229,7 +229,7 @@ func start(ctx context.Context, cfg config.Config, log zerolog.Logger, o node.Op
 	}
 	stop := context.AfterFunc(ctx, func() { g.cancel(context.Cause(ctx)) })
 	go func() {
-		err := g.n.Run(runCtx)
+		err := g.node.Run(runCtx)
 		stop()
 		if err == nil {
 			err = ErrClosed
@@ -295,7 +295,7 @@ func (g *Group) handle(ev *node.Event) {
 func (s *Service) put(ev Event) {
 	select {
 	case s.events <- ev:
-	case <-s.g.stop:
+	case <-s.group.stop:
 	}
 }
 
@@ -313,7 +313,7 @@ func (g *Group) Service(name string) *Service {
 	if s := g.services[name]; s != nil {
 		return s
 	}
-	s := &Service{g: g, name: name}
+	s := &Service{group: g, name: name}
 	g.services[name] = s
 	return s
 }
@@ -329,7 +329,7 @@ func (s *Service) Name() string { return s.name }
 // channel is closed when the node stops; when nobody reads it, the node
 // waits (see EventBuffer).
 func (s *Service) Events() <-chan Event {
-	g := s.g
+	g := s.group
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if s.events == nil {
@@ -360,14 +360,14 @@ func (s *Service) Multicast(ctx context.Context, payload []byte, order Order) (u
 // part of the stream but do not deliver it). It fails like Multicast, and
 // with ErrNotMember when to is not in the view.
 func (s *Service) Send(ctx context.Context, to uint64, payload []byte) (uint64, error) {
-	if !s.g.View().Has(to) {
+	if !s.group.View().Has(to) {
 		return 0, fmt.Errorf("%w: node %d", ErrNotMember, to)
 	}
 	return s.send(ctx, payload, FIFO, to)
 }
 
 func (s *Service) send(ctx context.Context, payload []byte, order Order, to uint64) (uint64, error) {
-	g := s.g
+	g := s.group
 	if len(payload) > g.cfg.MaxMessageSize {
 		return 0, fmt.Errorf("%w: %d bytes (max_message_size is %d)", ErrTooLarge, len(payload), g.cfg.MaxMessageSize)
 	}
@@ -379,7 +379,7 @@ func (s *Service) send(ctx context.Context, payload []byte, order Order, to uint
 	if len(g.View().Members) == 0 {
 		return 0, ErrNotInView
 	}
-	seq, err := g.n.Send(ctx, s.nameBytes(), payload, order, to)
+	seq, err := g.node.Send(ctx, s.nameBytes(), payload, order, to)
 	if err != nil {
 		return 0, sendErr(err)
 	}
@@ -394,7 +394,7 @@ func (s *Service) send(ctx context.Context, payload []byte, order Order, to uint
 // those sent before ctx ended or an error, with the error. Use it to send
 // many small messages fast; the payloads are copied.
 func (s *Service) MulticastBatch(ctx context.Context, payloads [][]byte, order Order) (first uint64, sent int, err error) {
-	g := s.g
+	g := s.group
 	for _, p := range payloads {
 		if len(p) > g.cfg.MaxMessageSize {
 			return 0, 0, fmt.Errorf("%w: %d bytes (max_message_size is %d)", ErrTooLarge, len(p), g.cfg.MaxMessageSize)
@@ -408,7 +408,7 @@ func (s *Service) MulticastBatch(ctx context.Context, payloads [][]byte, order O
 	if len(g.View().Members) == 0 {
 		return 0, 0, ErrNotInView
 	}
-	first, sent, err = g.n.MulticastBatch(ctx, s.nameBytes(), payloads, order)
+	first, sent, err = g.node.MulticastBatch(ctx, s.nameBytes(), payloads, order)
 	return first, sent, sendErr(err)
 }
 
@@ -444,7 +444,7 @@ func (g *Group) View() View {
 // when the group has no leader, when the leader leaves the view, when a
 // higher node joins, and on Elect.
 func (g *Group) Leader(ctx context.Context) (leader, round uint64, err error) {
-	leader, round, err = g.n.Leader(ctx)
+	leader, round, err = g.node.Leader(ctx)
 	return leader, round, closedErr(err)
 }
 
@@ -452,7 +452,7 @@ func (g *Group) Leader(ctx context.Context) (leader, round uint64, err error) {
 // tells the outcome once the round is done. Started is false when this
 // node already takes part in an election, or has no view yet.
 func (g *Group) Elect(ctx context.Context) (ElectResult, error) {
-	res, err := g.n.Elect(ctx)
+	res, err := g.node.Elect(ctx)
 	return res, closedErr(err)
 }
 
@@ -467,7 +467,7 @@ type Status = node.Status
 
 // Status returns the node's status, read in its loop.
 func (g *Group) Status(ctx context.Context) (Status, error) {
-	st, err := g.n.Status(ctx)
+	st, err := g.node.Status(ctx)
 	return st, closedErr(err)
 }
 
@@ -493,7 +493,7 @@ type Drop = node.Drop
 // SetDrop replaces the node's fault injection rule and returns the one it
 // replaced; a Drop with Rate 0 turns it off.
 func (g *Group) SetDrop(ctx context.Context, d Drop) (Drop, error) {
-	old, err := g.n.SetDrop(ctx, d)
+	old, err := g.node.SetDrop(ctx, d)
 	return old, closedErr(err)
 }
 
@@ -514,12 +514,12 @@ func (g *Group) SetDrop(ctx context.Context, d Drop) (Drop, error) {
 // of the loss only when it runs again, so a resource that must never see
 // two writers needs a check of its own (a fencing token).
 func (g *Group) Lock(ctx context.Context) error {
-	return closedErr(g.n.Lock(ctx))
+	return closedErr(g.node.Lock(ctx))
 }
 
 // TryLock is Lock that reports ctx ending before the grant as false.
 func (g *Group) TryLock(ctx context.Context) (bool, error) {
-	ok, err := g.n.TryLock(ctx)
+	ok, err := g.node.TryLock(ctx)
 	return ok, closedErr(err)
 }
 
@@ -532,7 +532,7 @@ func (g *Group) Unlock() error {
 		return ErrClosed
 	default:
 	}
-	return closedErr(g.n.Unlock(context.Background()))
+	return closedErr(g.node.Unlock(context.Background()))
 }
 
 // closedErr turns a stopped node's errors into ErrClosed.
@@ -596,21 +596,21 @@ func (g *Group) closeServices() {
 // datagrams in memory, with optional loss, and never touch a socket. It
 // is for tests, examples and demos (JGroups calls this SHARED_LOOPBACK).
 type Network struct {
-	data, ctl *sim.Net // the group's port and the repair port
+	data, ctl *memnet.Net // the group's port and the repair port
 	hosts     atomic.Uint32
 }
 
 // NewNetwork returns an in-process network that drops each datagram
 // copy with probability loss.
 func NewNetwork(loss float64) *Network {
-	return &Network{data: sim.NewNet(sim.Options{Loss: loss}), ctl: sim.NewNet(sim.Options{Seed: 1, Loss: loss})}
+	return &Network{data: memnet.New(netmodel.Options{Loss: loss}), ctl: memnet.New(netmodel.Options{Seed: 1, Loss: loss})}
 }
 
 // Join is huddle.Join on the in-process network: cfg's address and
 // interface are not used, and cfg.ID must be set.
 func (n *Network) Join(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, error) {
 	h := n.hosts.Add(1) // a host of its own, as another machine would be
-	a := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(h >> 16), byte(h >> 8), byte(h)}), 7468)
+	a := netmodel.Addr(uint64(h))
 	g, err := StartOn(ctx, cfg, log, n.data.Endpoint(a), n.ctl.Endpoint(a))
 	if err != nil {
 		return nil, err

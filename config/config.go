@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/huddle-lan/huddle/election"
+	"github.com/huddle-lan/huddle/multicast"
 )
 
 // Config is everything one huddle node needs. The zero value is not usable:
@@ -267,7 +270,7 @@ type Security struct {
 	// datagram. Nothing seals datagrams yet, so a key is refused for now:
 	// huddle run will not start with one set (exit code 2) rather than
 	// send in the clear. Empty, the default, is the only usable value.
-	// membership.Join does not check it: it runs, in the clear.
+	// huddle.Join does not check it: it runs, in the clear.
 	Key string `toml:"key"`
 }
 
@@ -425,19 +428,20 @@ func LAN() Config {
 		Addr:           "239.192.72.68:7468",
 		TTL:            1,
 		Loopback:       true,
-		DatagramSize:   1400,
+		DatagramSize:   multicast.DefaultDatagramSize,
 		RecvBuffer:     8 << 20,
 		Heartbeat:      Duration(50 * time.Millisecond),
 		SuspectTimeout: Duration(400 * time.Millisecond),
 		JoinTimeout:    Duration(500 * time.Millisecond),
 		StatsInterval:  Duration(10 * time.Second),
-		SendWindow:     4096,
-		MaxMessageSize: 1 << 20,
+		SendWindow:     multicast.DefaultWindow,
+		MaxMessageSize: multicast.DefaultMaxMessage,
 		SendSize:       1000,
 		SendOrder:      "fifo",
-		SRM:            SRM{C1: 1, C2: 3, D1: 1, D2: 1, MinDelay: Duration(500 * time.Microsecond)},
-		Log:            Log{Level: "info", Format: "json"},
-		Election:       Election{Algorithm: "ring"},
+		SRM: SRM{C1: multicast.DefaultC1, C2: multicast.DefaultC2, D1: multicast.DefaultD1, D2: multicast.DefaultD2,
+			MinDelay: Duration(multicast.DefaultMinDelay)},
+		Log:      Log{Level: "info", Format: "json"},
+		Election: Election{Algorithm: string(election.DefaultAlgorithm)},
 	}
 }
 

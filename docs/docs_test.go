@@ -26,7 +26,8 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/control"
-	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/memnet"
+	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/node"
 )
 
@@ -442,7 +443,7 @@ func counters(t *testing.T) []string {
 		defer cancel()
 		cfg := config.Local()
 		cfg.ID, cfg.Iface = 1, "sim0"
-		n := node.New(node.Options{Config: cfg, Transport: sim.NewNet(sim.Options{Seed: 1}).Endpoint(sim.Addr(1)),
+		n := node.New(node.Options{Config: cfg, Transport: memnet.New(netmodel.Options{Seed: 1}).Endpoint(netmodel.Addr(1)),
 			Log: zerolog.Nop(), Inc: 1})
 		done := make(chan error, 1)
 		go func() { done <- n.Run(ctx) }()

@@ -31,7 +31,7 @@ func (m *Machine) holdBully(now time.Time) {
 		m.winBully(now)
 		return
 	}
-	m.st = candidate
+	m.state = candidate
 	for _, id := range m.members[i:] {
 		m.send(id, kindElection, m.self)
 	}
@@ -80,10 +80,10 @@ func (m *Machine) bullyElection(now time.Time, from uint64) {
 	}
 	m.send(from, kindAnswer, m.self)
 	switch {
-	case m.st == done && m.leader == m.self && !slices.Contains(m.told, from):
+	case m.state == done && m.leader == m.self && !slices.Contains(m.told, from):
 		m.send(from, kindCoordinator, m.self)
 		m.told = append(m.told, from)
-	case !m.ranOwn && m.st != done:
+	case !m.ranOwn && m.state != done:
 		m.holdBully(now)
 	}
 }
@@ -93,15 +93,15 @@ func (m *Machine) bullyAnswer(now time.Time, from uint64) {
 	switch {
 	case from < m.self:
 		m.stats.Ignored++
-	case m.st == candidate:
-		m.st, m.answerAt, m.coordAt = waiting, time.Time{}, now.Add(m.coordTimeout)
+	case m.state == candidate:
+		m.state, m.answerAt, m.coordAt = waiting, time.Time{}, now.Add(m.coordTimeout)
 	} // later answers change nothing
 }
 
 // bullyCoordinator handles the COORDINATOR of leader l.
 func (m *Machine) bullyCoordinator(now time.Time, l uint64) {
 	switch {
-	case m.st == done:
+	case m.state == done:
 		m.adoptLate(now, l)
 	case l < m.self:
 		// A lower member claims the round without having heard from this

@@ -128,8 +128,8 @@ func TestBullyTimeouts(t *testing.T) {
 		}
 		m.Receive(t0.Add(3*time.Millisecond), 3, answer(1, 3)) // a second answer does not rearm
 		m.Tick(t0.Add(32 * time.Millisecond))
-		if m.round != 2 || m.st != candidate {
-			t.Fatalf("round %d state %d, want a new round 2 as a candidate", m.round, m.st)
+		if m.round != 2 || m.state != candidate {
+			t.Fatalf("round %d state %d, want a new round 2 as a candidate", m.round, m.state)
 		}
 		var started int
 		for _, e := range m.TakeEvents() {

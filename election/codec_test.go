@@ -156,12 +156,12 @@ func (m *Machine) invariants() error {
 		return fmt.Errorf("node %d: leader %d of round %d in round %d, view %v", m.self, ld, r, m.round, m.members)
 	case ld == 0 && r != 0:
 		return fmt.Errorf("node %d: no leader, round %d", m.self, r)
-	case m.busy() && ld != 0 && !(m.st == elected && ld == m.self):
-		return fmt.Errorf("node %d: state %d with leader %d", m.self, m.st, ld)
-	case !m.answerAt.IsZero() && m.st != candidate, !m.coordAt.IsZero() && m.st != waiting:
-		return fmt.Errorf("node %d: state %d with answer timer %v, coordinator timer %v", m.self, m.st, m.answerAt, m.coordAt)
+	case m.busy() && ld != 0 && !(m.state == elected && ld == m.self):
+		return fmt.Errorf("node %d: state %d with leader %d", m.self, m.state, ld)
+	case !m.answerAt.IsZero() && m.state != candidate, !m.coordAt.IsZero() && m.state != waiting:
+		return fmt.Errorf("node %d: state %d with answer timer %v, coordinator timer %v", m.self, m.state, m.answerAt, m.coordAt)
 	case !m.hasView && (m.busy() || !m.NextDeadline().IsZero()):
-		return fmt.Errorf("node %d: no view, state %d, deadline %v", m.self, m.st, m.NextDeadline())
+		return fmt.Errorf("node %d: no view, state %d, deadline %v", m.self, m.state, m.NextDeadline())
 	}
 	return nil
 }

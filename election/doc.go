@@ -17,10 +17,11 @@
 //		// `huddle elect`, or a periodic election:
 //		m.Start(now) // false while one runs here
 //
-//		for _, msg := range m.TakeOutput() {
+//		rd := m.Ready()
+//		for _, msg := range rd.Messages {
 //			svc.Send(ctx, msg.To, msg.Payload) // addressed, reliable
 //		}
-//		log(m.TakeEvents()) // election.started, election.won, leader.changed, election.done
+//		log(rd.Events) // election.started, election.won, leader.changed, election.done
 //		arm(m.NextDeadline())
 //	}
 //

@@ -17,8 +17,11 @@ const (
 	Bully Algorithm = "bully" // Garcia-Molina 1982: ELECTION to the higher members, the highest alive bullies the rest
 )
 
-// Defaults for the zero Options timeouts.
+// Defaults for zero Options fields.
 const (
+	// DefaultAlgorithm is the algorithm of an empty Options.Algorithm,
+	// and the configuration's default (election.algorithm).
+	DefaultAlgorithm = Ring
 	// DefaultAnswerTimeout is how long a bully initiator waits for an
 	// ANSWER from a higher member before it declares itself.
 	DefaultAnswerTimeout = 200 * time.Millisecond
@@ -33,7 +36,7 @@ const (
 type Options struct {
 	// Self is this node's ID, not 0 (0 means "no leader").
 	Self uint64
-	// Algorithm is Ring (the default when empty) or Bully. Every member of
+	// Algorithm is Ring or Bully; empty is DefaultAlgorithm. Every member of
 	// a group must use the same one: each ignores the other's messages.
 	Algorithm Algorithm
 	// AnswerTimeout (bully) is how long an initiator waits for an ANSWER
@@ -192,7 +195,7 @@ const (
 // one election.
 type Machine struct {
 	self       uint64
-	alg        Algorithm
+	algorithm  Algorithm
 	descending bool
 
 	answerTimeout time.Duration
@@ -207,7 +210,7 @@ type Machine struct {
 	members []uint64 // ascending
 
 	round  uint64    // the highest round known
-	st     state     // this node's part in round
+	state  state     // this node's part in round
 	ranOwn bool      // bully: this node held its own election in round
 	since  time.Time // when this node began to take part in round
 	sent   int       // messages this node sent in round
@@ -224,11 +227,11 @@ type Machine struct {
 	waitAt   time.Time // no leader known: none announced by then → start
 	waitFrom time.Time // when the wait began
 
-	out   []Message
-	evs   []Event
-	arena []byte // payloads of out; handed over with them
-	codec codec
-	stats Stats
+	out    []Message
+	events []Event
+	arena  []byte // payloads of out; handed over with them
+	codec  codec
+	stats  Stats
 }
 
 // New returns a Machine without a view. It panics if o does not Validate:
@@ -237,13 +240,13 @@ func New(o Options) *Machine {
 	if err := o.Validate(); err != nil {
 		panic(err)
 	}
-	m := &Machine{self: o.Self, alg: o.Algorithm, descending: o.Descending,
-		answerTimeout: or(o.AnswerTimeout, DefaultAnswerTimeout),
-		coordTimeout:  or(o.CoordinatorTimeout, DefaultCoordinatorTimeout)}
-	if m.alg == "" {
-		m.alg = Ring
+	m := &Machine{self: o.Self, algorithm: o.Algorithm, descending: o.Descending,
+		answerTimeout: orDefault(o.AnswerTimeout, DefaultAnswerTimeout),
+		coordTimeout:  orDefault(o.CoordinatorTimeout, DefaultCoordinatorTimeout)}
+	if m.algorithm == "" {
+		m.algorithm = DefaultAlgorithm
 	}
-	if m.alg == Bully {
+	if m.algorithm == Bully {
 		m.hold, m.step, m.waitTimeout = m.holdBully, m.stepBully, m.coordTimeout
 	} else {
 		m.hold, m.step, m.waitTimeout = m.holdRing, m.stepRing, max(m.answerTimeout, m.coordTimeout)
@@ -251,7 +254,8 @@ func New(o Options) *Machine {
 	return m
 }
 
-func or(d, def time.Duration) time.Duration {
+// orDefault returns d, or def when d is zero (an Options field left out).
+func orDefault(d, def time.Duration) time.Duration {
 	if d == 0 {
 		return def
 	}
@@ -295,7 +299,7 @@ func (m *Machine) Receive(now time.Time, from uint64, payload []byte) {
 		m.enter(now, msg.round)
 	}
 	m.step(now, from, msg)
-	if m.st == idle && m.leader == 0 {
+	if m.state == idle && m.leader == 0 {
 		m.wait(now) // heard of a round it has no part in: expect its result
 	}
 }
@@ -304,7 +308,7 @@ func (m *Machine) Receive(now time.Time, from uint64, payload []byte) {
 // message names its sender; a ring message may name another member, the
 // candidate or leader it passes on.
 func (m *Machine) uses(msg message, from uint64) bool {
-	if m.alg == Bully {
+	if m.algorithm == Bully {
 		return msg.kind != kindElected && msg.id == from
 	}
 	return msg.kind == kindElection || msg.kind == kindElected
@@ -314,13 +318,13 @@ func (m *Machine) uses(msg message, from uint64) bool {
 func (m *Machine) Tick(now time.Time) {
 	if due(m.answerAt, now) {
 		m.answerAt = time.Time{}
-		if m.st == candidate {
+		if m.state == candidate {
 			m.winBully(now) // Garcia-Molina 1982: no higher member answered
 		}
 	}
 	if due(m.coordAt, now) {
 		m.coordAt = time.Time{}
-		if m.st == waiting {
+		if m.state == waiting {
 			m.begin(now) // the member that answered failed before it announced itself
 		}
 	}
@@ -355,8 +359,8 @@ type Ready struct {
 
 // Ready returns what the machine produced since the last call.
 func (m *Machine) Ready() Ready {
-	rd := Ready{Messages: m.out, Events: m.evs}
-	m.out, m.arena, m.evs = nil, nil, nil
+	rd := Ready{Messages: m.out, Events: m.events}
+	m.out, m.arena, m.events = nil, nil, nil
 	return rd
 }
 
@@ -368,12 +372,14 @@ func (m *Machine) Leader() (leader, round uint64) { return m.leader, m.leaderRou
 func (m *Machine) Stats() Stats { return m.stats }
 
 // busy reports whether this node takes part in an unfinished round.
-func (m *Machine) busy() bool { return m.st == candidate || m.st == waiting || m.st == elected }
+func (m *Machine) busy() bool {
+	return m.state == candidate || m.state == waiting || m.state == elected
+}
 
 // enter makes round r this node's round, with no part in it yet: the old
 // round's state and leader are forgotten.
 func (m *Machine) enter(now time.Time, r uint64) {
-	m.round, m.st, m.ranOwn, m.sent = r, idle, false, 0
+	m.round, m.state, m.ranOwn, m.sent = r, idle, false, 0
 	m.leader, m.leaderRound = 0, 0
 	m.since = now
 	if !m.waitAt.IsZero() {
@@ -412,7 +418,7 @@ func (m *Machine) lead(now time.Time, l uint64) {
 
 // complete ends the round here.
 func (m *Machine) complete(now time.Time) {
-	m.st = done
+	m.state = done
 	m.answerAt, m.coordAt, m.waitAt = time.Time{}, time.Time{}, time.Time{}
 	m.stats.Completed++
 	m.emit(Event{Kind: Done, Leader: m.leader, Duration: now.Sub(m.since), Sent: m.sent})
@@ -452,11 +458,11 @@ func (m *Machine) goodLeader() bool {
 // a round of its own, and the next COORDINATOR, which goes to every
 // member, puts it right.)
 func (m *Machine) tellStraggler(to uint64) {
-	if m.st != done || !m.goodLeader() {
+	if m.state != done || !m.goodLeader() {
 		m.hear(to)
 		return
 	}
-	if m.alg == Bully {
+	if m.algorithm == Bully {
 		if m.leader == m.self {
 			m.send(to, kindCoordinator, m.self)
 		}
@@ -467,7 +473,7 @@ func (m *Machine) tellStraggler(to uint64) {
 
 // hear notes, in ring, that an ELECTION came from member id.
 func (m *Machine) hear(id uint64) {
-	if m.alg == Ring && !slices.Contains(m.heard, id) {
+	if m.algorithm == Ring && !slices.Contains(m.heard, id) {
 		m.heard = append(m.heard, id)
 	}
 }
@@ -491,8 +497,8 @@ func (m *Machine) tellHeard(via uint64) {
 }
 
 func (m *Machine) emit(e Event) {
-	e.Algorithm, e.Round, e.View = m.alg, m.round, m.view
-	m.evs = append(m.evs, e)
+	e.Algorithm, e.Round, e.View = m.algorithm, m.round, m.view
+	m.events = append(m.events, e)
 }
 
 // send queues the message [k, round, id] to member to.
@@ -505,7 +511,7 @@ func (m *Machine) send(to uint64, k kind, id uint64) {
 	m.out = append(m.out, Message{To: to, Payload: m.arena[start:len(m.arena):len(m.arena)]})
 	m.sent++
 	m.stats.Sent.add(k)
-	if m.st == done {
+	if m.state == done {
 		m.emit(Event{Kind: Done, Late: true, Leader: m.leader, Sent: 1})
 	}
 }

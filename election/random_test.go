@@ -217,7 +217,7 @@ func (h *history) checkGroup(g []uint64) {
 			t.Errorf("view %v: node %d has leader %d round %d; want %d, and node %d's round %d", g, id, ld, r, top, g[0], round)
 		}
 		if m.busy() || !m.NextDeadline().IsZero() {
-			t.Errorf("node %d: state %d, deadline %v after the drain", id, m.st, m.NextDeadline())
+			t.Errorf("node %d: state %d, deadline %v after the drain", id, m.state, m.NextDeadline())
 		}
 	}
 	if round == 0 && len(g) > 0 {

@@ -25,7 +25,7 @@ func (m *Machine) holdRing(now time.Time) {
 		m.complete(now)
 		return
 	}
-	m.st = candidate
+	m.state = candidate
 	m.send(m.next(), kindElection, m.self)
 }
 
@@ -39,23 +39,23 @@ func (m *Machine) stepRing(now time.Time, from uint64, msg message) {
 
 // ringElection handles an ELECTION naming candidate c.
 func (m *Machine) ringElection(now time.Time, from, c uint64) {
-	if m.st != done {
+	if m.state != done {
 		m.hear(from)
 	}
 	switch {
-	case m.st == done:
+	case m.state == done:
 		m.stats.Stale++ // the round is over here: the sender missed its end
 		m.tellStraggler(from)
-	case c > m.self && m.st != elected:
-		m.st = candidate // a higher candidate: pass it on
+	case c > m.self && m.state != elected:
+		m.state = candidate // a higher candidate: pass it on
 		m.send(m.next(), kindElection, c)
 	case c < m.self:
-		if m.st == idle { // a lower candidate wakes this node: it stands instead
-			m.st = candidate
+		if m.state == idle { // a lower candidate wakes this node: it stands instead
+			m.state = candidate
 			m.send(m.next(), kindElection, m.self)
 		} // a participant swallows it: that candidacy cannot win
-	case c == m.self && m.st == candidate:
-		m.st = elected // its own candidacy went round: no member is higher
+	case c == m.self && m.state == candidate:
+		m.state = elected // its own candidacy went round: no member is higher
 		m.win(now)
 		m.send(m.next(), kindElected, m.self)
 	default:
@@ -66,19 +66,19 @@ func (m *Machine) ringElection(now time.Time, from, c uint64) {
 // ringElected handles an ELECTED naming leader l, from member from.
 func (m *Machine) ringElected(now time.Time, from, l uint64) {
 	switch {
-	case l == m.self && m.st == elected:
+	case l == m.self && m.state == elected:
 		m.complete(now) // its ELECTED went round: everyone knows
 		m.tellHeard(from)
-	case m.st == done:
+	case m.state == done:
 		m.adoptLate(now, l)
 	case l <= m.self:
 		m.stats.Ignored++ // a leader lower than this node missed it; a wait or a view change settles it
-	case m.st == candidate:
+	case m.state == candidate:
 		m.lead(now, l)
 		m.send(m.next(), kindElected, l)
 		m.complete(now)
 		m.tellHeard(from)
-	case m.st == idle:
+	case m.state == idle:
 		m.lead(now, l) // an announcement: to a joiner, or to a straggler
 		m.complete(now)
 		m.tellHeard(from)

@@ -40,7 +40,7 @@ func checkOneLeader(t *testing.T, l *lan, group []uint64, leader uint64) (round 
 			t.Errorf("node %d: leader %d round %d, want %d round %d", id, ld, r, leader, round)
 		}
 		if n.m.busy() {
-			t.Errorf("node %d: still in round %d (state %d)", id, n.m.round, n.m.st)
+			t.Errorf("node %d: still in round %d (state %d)", id, n.m.round, n.m.state)
 		}
 		if d := n.m.NextDeadline(); !d.IsZero() {
 			t.Errorf("node %d: a timer is armed at %v", id, d)

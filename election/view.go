@@ -25,7 +25,7 @@ func (m *Machine) SetView(now time.Time, view string, members []uint64) {
 	if _, ok := slices.BinarySearch(ms, m.self); !ok {
 		m.hasView, m.members = false, nil
 		if m.busy() {
-			m.st = idle
+			m.state = idle
 		}
 		m.leader, m.leaderRound = 0, 0
 		m.answerAt, m.coordAt, m.waitAt = time.Time{}, time.Time{}, time.Time{}
@@ -101,7 +101,7 @@ func (m *Machine) electOnView(now time.Time, prev []uint64, first bool) {
 func (m *Machine) announce(now time.Time, prev []uint64) {
 	k := kindElected
 	var again []uint64
-	if m.alg == Bully {
+	if m.algorithm == Bully {
 		k = kindCoordinator
 		if !m.toldAt.IsZero() && now.Sub(m.toldAt) < m.coordTimeout {
 			m.told = slices.DeleteFunc(m.told, func(id uint64) bool { return !m.isMember(id) })

@@ -16,7 +16,7 @@ import (
 // what each member holds now plus a window it might still send.
 func (m *Machine) fits(members []wire.Member, priors int) bool {
 	bound := func(x wire.Member) uint64 {
-		return m.mc.Received(x.ID, x.Inc) + uint64(m.mc.Options().Window) + 1
+		return m.engine.Received(x.ID, x.Inc) + uint64(m.engine.Options().Window) + 1
 	}
 	c := wire.ViewCommit{Epoch: m.maxEpoch + 2, Attempt: wire.MaxAttempt}
 	var cut []wire.Cut
@@ -30,13 +30,13 @@ func (m *Machine) fits(members []wire.Member, priors int) bool {
 	env := wire.Envelope{Header: wire.Header{Group: ^uint32(0), From: m.self, Inc: m.inc, Kind: wire.KindView,
 		View: wire.ViewID{Epoch: m.maxEpoch + 1, Coord: m.self}}, Commit: c}
 	n, err := wire.EncodedSize(&env)
-	return err == nil && n <= m.mc.Options().DatagramSize
+	return err == nil && n <= m.engine.Options().DatagramSize
 }
 
 // acting reports whether this node coordinates its view now: it is the
 // oldest member not suspected of having crashed or left.
 func (m *Machine) acting() bool {
-	if m.st != member {
+	if m.state != member {
 		return false
 	}
 	for _, x := range m.view.Members {
@@ -55,7 +55,7 @@ func (m *Machine) acting() bool {
 // Changes that arrive together share one view change: the flush starts a
 // retry interval after the first of them.
 func (m *Machine) tickCoordinator(now time.Time) {
-	if !m.acting() || m.run != nil || m.part != nil {
+	if !m.acting() || m.initiation != nil || m.participation != nil {
 		m.changeAt = time.Time{} // looked at again once the flush is over
 		return
 	}
@@ -178,7 +178,7 @@ const mergeWait = 4
 // node was excluded, or missed a commit and gave its flush up; it
 // secedes and is merged back.
 func (m *Machine) tickStale(now time.Time) {
-	if m.st != member || m.part != nil {
+	if m.state != member || m.participation != nil {
 		return
 	}
 	for _, x := range m.view.Members {
@@ -258,10 +258,10 @@ func (m *Machine) refuse(id, inc uint64, setting, ours, theirs string) {
 // onRefuse takes a coordinator's refusal of this node: it stops.
 func (m *Machine) onRefuse(now time.Time, env *wire.Envelope) {
 	r := &env.Refuse
-	if r.Target != m.self || r.TargetInc != m.inc || m.st != joining {
+	if r.Target != m.self || r.TargetInc != m.inc || m.state != joining {
 		return
 	}
-	m.st = gone
+	m.state = gone
 	m.emit(Event{Kind: Refused, Member: m.self, Setting: string(r.Setting), Ours: string(r.Theirs),
 		Theirs: string(r.Ours), Addr: m.heard[env.From].addr})
 }
@@ -288,7 +288,7 @@ func (m *Machine) onLeave(now time.Time, env *wire.Envelope) {
 // sending; Left reports when a view without it exists (or after a suspect
 // timeout, when nobody answers).
 func (m *Machine) Leave(now time.Time) {
-	switch m.st {
+	switch m.state {
 	case gone, leaving:
 		return
 	case joining:
@@ -299,7 +299,7 @@ func (m *Machine) Leave(now time.Time) {
 		m.finishLeave(now)
 		return
 	}
-	m.st = leaving
+	m.state = leaving
 	m.leaveBy = now.Add(m.opt.Engine.SuspectTimeout)
 	m.sendLeave(now)
 }
@@ -311,7 +311,7 @@ func (m *Machine) sendLeave(now time.Time) {
 }
 
 func (m *Machine) tickLeave(now time.Time) {
-	if m.st != leaving {
+	if m.state != leaving {
 		m.leaveAt = time.Time{}
 		return
 	}
@@ -325,9 +325,9 @@ func (m *Machine) tickLeave(now time.Time) {
 }
 
 func (m *Machine) finishLeave(now time.Time) {
-	m.st = gone
+	m.state = gone
 	m.leaveAt, m.joinAt, m.reportAt, m.changeAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	m.run, m.part = nil, nil
+	m.initiation, m.participation = nil, nil
 	m.emit(Event{Kind: LeaveDone, View: m.view.clone()})
 }
 
@@ -335,18 +335,18 @@ func (m *Machine) finishLeave(now time.Time) {
 // the join timeout with no answer, it forms a view of its own (others
 // heard later are merged).
 func (m *Machine) tickJoin(now time.Time) {
-	if m.st != joining {
+	if m.state != joining {
 		m.joinAt = time.Time{}
 		return
 	}
-	if m.part != nil {
+	if m.participation != nil {
 		m.joinAt = now.Add(2 * m.retry()) // a flush is taking this node in
 		return
 	}
 	if waited := now.Sub(m.startedAt); waited >= m.opt.JoinTimeout && (waited >= 3*m.opt.JoinTimeout || !m.deferFounding(now)) {
 		m.joinAt = time.Time{}
 		m.changeFrom = time.Time{}
-		self := []wire.ViewMember{{ID: m.self, Inc: m.inc, Next: m.mc.Received(m.self, m.inc) + 1}}
+		self := []wire.ViewMember{{ID: m.self, Inc: m.inc, Next: m.engine.Received(m.self, m.inc) + 1}}
 		v := View{ID: wire.ViewID{Epoch: m.maxEpoch + 1, Coord: m.self}, Members: []wire.Member{{ID: m.self, Inc: m.inc}}}
 		m.setView(now, v, self, View{})
 		m.emit(Event{Kind: ViewInstalled, View: v.clone(), Joined: []uint64{m.self}})
@@ -401,21 +401,21 @@ func (m *Machine) onEngineEvent(now time.Time, ev multicast.Event) {
 	case multicast.StreamSkipped:
 		if inView {
 			m.broken[ev.Peer] = true
-			if m.st == member {
+			if m.state == member {
 				m.emit(Event{Kind: Excluded, Member: ev.Peer, View: m.view.clone()})
 				m.secede(now)
 			}
 		}
 	case multicast.PeerConflict:
-		if ev.Inc < m.inc && m.st != gone {
-			m.st = gone
+		if ev.Inc < m.inc && m.state != gone {
+			m.state = gone
 			m.emit(Event{Kind: Refused, Member: m.self, Setting: "id", Ours: itoa(m.inc), Theirs: itoa(ev.Inc), Addr: ev.Addr})
 		}
 	}
 }
 
 func (m *Machine) suspect(now time.Time, id, inc uint64, silent time.Duration) {
-	if m.st == gone || !m.view.HasInc(id, inc) || id == m.self {
+	if m.state == gone || !m.view.HasInc(id, inc) || id == m.self {
 		return
 	}
 	if m.suspects[id] == inc {
@@ -424,7 +424,7 @@ func (m *Machine) suspect(now time.Time, id, inc uint64, silent time.Duration) {
 	m.suspects[id] = inc
 	m.stats.Suspicions++
 	m.emit(Event{Kind: Suspected, Member: id, Silent: silent, View: m.view.clone()})
-	if p := m.part; p != nil && p.id.Initiator == id {
+	if p := m.participation; p != nil && p.id.Initiator == id {
 		m.abandon() // its initiator is gone: whoever coordinates now flushes
 	}
 	m.reportAt = now
@@ -437,7 +437,7 @@ func (m *Machine) tickSuspicions(now time.Time) {
 		return
 	}
 	m.reportAt = time.Time{}
-	if m.st != member || m.acting() {
+	if m.state != member || m.acting() {
 		return
 	}
 	for _, id := range sortedKeys(m.suspects) {

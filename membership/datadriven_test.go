@@ -498,13 +498,13 @@ func (n *ddNet) unsettled() string {
 			m := n.nodes[id].m
 			v := m.view
 			switch {
-			case m.st != member:
+			case m.state != member:
 				return fmt.Sprintf("%d is not a member", id)
-			case m.part != nil || m.run != nil:
+			case m.participation != nil || m.initiation != nil:
 				return fmt.Sprintf("%d is flushing", id)
 			case v.ID != first.view.ID || !slices.Equal(v.Members, first.view.Members):
 				return fmt.Sprintf("%d is in %v, %d in %v", id, v, side[0], first.view)
-			case len(m.ord.held) > 0 || len(m.ord.runs) > 0 || len(m.ord.toOrder) > 0:
+			case len(m.orderer.held) > 0 || len(m.orderer.runs) > 0 || len(m.orderer.toOrder) > 0:
 				return fmt.Sprintf("%d has ordered messages outstanding", id)
 			case len(m.pending) > 0 || len(m.future) > 0:
 				return fmt.Sprintf("%d holds messages for a cut or a view", id)
@@ -611,9 +611,9 @@ func (n *ddNet) printViews() {
 			fmt.Fprintf(n.out, "%d: crashed in %v\n", id, v)
 		case nd.m.Left():
 			fmt.Fprintf(n.out, "%d: left (was in %v)\n", id, v)
-		case nd.m.st == joining:
+		case nd.m.state == joining:
 			fmt.Fprintf(n.out, "%d: joining\n", id)
-		case nd.m.st == leaving:
+		case nd.m.state == leaving:
 			fmt.Fprintf(n.out, "%d: leaving %v\n", id, v)
 		default:
 			fmt.Fprintf(n.out, "%d: %v\n", id, v)

@@ -15,14 +15,14 @@ const maxFuture = 1 << 14
 // being installed) or drops it (another view's: integrity, guarantee 3).
 func (m *Machine) fromEngine(d Delivery) {
 	switch {
-	case m.st != joining && d.View == m.view.ID:
+	case m.state != joining && d.View == m.view.ID:
 		m.inView(d)
 	case m.view.ID.Less(d.View) && m.expects(d.Source):
 		if len(m.future) >= maxFuture {
 			m.stats.FutureDropped++
 			return
 		}
-		m.future = append(m.future, own(d))
+		m.future = append(m.future, cloneDelivery(d))
 	default:
 		m.stats.WrongView++
 	}
@@ -40,12 +40,12 @@ func (m *Machine) inView(d Delivery) {
 		m.stats.BeyondCut++ // its stream lost messages in this view: delivering more would leave a gap
 		return
 	}
-	if p := m.part; p != nil && p.reported {
+	if p := m.participation; p != nil && p.reported {
 		if p.hasCut && d.End <= seqOf(p.cut, d.Source) {
 			m.hand(d)
 			return
 		}
-		m.pending = append(m.pending, own(d))
+		m.pending = append(m.pending, cloneDelivery(d))
 		return
 	}
 	m.hand(d)
@@ -54,13 +54,13 @@ func (m *Machine) inView(d Delivery) {
 // expects reports whether messages of a later view from src may be for
 // this node: src is a member of its view or of the flush it takes part in.
 func (m *Machine) expects(src uint64) bool {
-	return m.view.Has(src) || m.part != nil && containsMember(m.part.members, src)
+	return m.view.Has(src) || m.participation != nil && containsMember(m.participation.members, src)
 }
 
 // releaseCut delivers the held messages the cut now covers, in the order
 // they arrived (each source's order).
 func (m *Machine) releaseCut() {
-	p := m.part
+	p := m.participation
 	keep := m.pending[:0]
 	for _, d := range m.pending {
 		if d.End <= seqOf(p.cut, d.Source) {
@@ -100,8 +100,8 @@ func (m *Machine) releaseFuture() {
 	m.future = keep
 }
 
-// own copies a delivery's bytes, which the engine may reuse.
-func own(d Delivery) Delivery {
+// cloneDelivery copies a delivery's bytes, which the engine may reuse.
+func cloneDelivery(d Delivery) Delivery {
 	d.Service = slices.Clone(d.Service)
 	d.Payload = slices.Clone(d.Payload)
 	return d

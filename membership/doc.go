@@ -2,8 +2,8 @@
 // views, join, graceful leave, failure detection, flush, coordinator
 // take-over, merge of partitions, restarts and refusals, and FIFO, total
 // and safe delivery (docs/design.md, "Membership"). Applications use
-// it through the Group API of package huddle, which runs it in a node's
-// loop.
+// it through the Group API of the root package huddle, which runs it in a
+// node's loop (package node).
 //
 // A Machine is a deterministic state machine that owns the reliable
 // multicast engine beneath it. The node loop (or the simulator) drives it,

@@ -56,11 +56,11 @@ func (m *Machine) flushDeadline() time.Time {
 			d = t
 		}
 	}
-	if r := m.run; r != nil {
+	if r := m.initiation; r != nil {
 		early(r.resendAt)
 		early(r.phaseAt.Add(m.flushTimeout()))
 	}
-	if p := m.part; p != nil {
+	if p := m.participation; p != nil {
 		if p.done {
 			early(p.resendAt)
 		}
@@ -74,13 +74,13 @@ func (m *Machine) flushDeadline() time.Time {
 // startFlush begins a view change as its initiator.
 func (m *Machine) startFlush(now time.Time, members []wire.Member, left []uint64) {
 	epoch := max(m.maxEpoch, m.view.ID.Epoch) + 1
-	m.run = &initiation{id: flushID{Epoch: epoch, Attempt: 1, Initiator: m.self}, members: members, left: left, cutFails: map[uint64]int{}}
+	m.initiation = &initiation{id: flushID{Epoch: epoch, Attempt: 1, Initiator: m.self}, members: members, left: left, cutFails: map[uint64]int{}}
 	m.beginAttempt(now)
 }
 
 // restart runs the flush again without the members that did not answer.
 func (m *Machine) restart(now time.Time, silent []uint64) {
-	r := m.run
+	r := m.initiation
 	for _, id := range silent {
 		if !m.view.Has(id) {
 			// A node to merge or admit that does not answer: leave it
@@ -96,7 +96,7 @@ func (m *Machine) restart(now time.Time, silent []uint64) {
 }
 
 func (m *Machine) beginAttempt(now time.Time) {
-	r := m.run
+	r := m.initiation
 	r.phase, r.cuts = wire.FlushState, nil
 	r.states, r.dones = map[uint64]wire.FlushOK{}, map[uint64]bool{}
 	r.phaseAt = now
@@ -113,7 +113,7 @@ func (m *Machine) beginAttempt(now time.Time) {
 }
 
 func (m *Machine) sendFlush(now time.Time) {
-	r := m.run
+	r := m.initiation
 	f := wire.Flush{Epoch: r.id.Epoch, Attempt: r.id.Attempt, Phase: r.phase, Members: r.members}
 	if r.phase == wire.FlushCut {
 		f.Cuts = r.cuts
@@ -137,7 +137,7 @@ func (m *Machine) onFlush(now time.Time, from uint64, fromView wire.ViewID, f *w
 		return
 	}
 	m.maxEpoch = max(m.maxEpoch, f.Epoch)
-	p := m.part
+	p := m.participation
 	switch {
 	case p != nil && id.less(p.id), m.dropped != nil && !m.dropped.less(id):
 		// An older flush, or one this node gave up: it may have sent and
@@ -149,13 +149,13 @@ func (m *Machine) onFlush(now time.Time, from uint64, fromView wire.ViewID, f *w
 		m.again(now, f)
 		return
 	}
-	if r := m.run; r != nil && r.id != id {
-		m.run = nil // a higher flush that includes this node wins
+	if r := m.initiation; r != nil && r.id != id {
+		m.initiation = nil // a higher flush that includes this node wins
 	}
 	if m.changeFrom.IsZero() {
 		m.changeFrom = now
 	}
-	m.part = &participation{id: id, members: slices.Clone(f.Members), prior: m.view.ID, priorInc: m.coordInc(), heardAt: now}
+	m.participation = &participation{id: id, members: slices.Clone(f.Members), prior: m.view.ID, priorInc: m.coordInc(), heardAt: now}
 	m.sendReport()
 	if f.Phase == wire.FlushCut {
 		m.takeCut(now, f.Cuts)
@@ -175,7 +175,7 @@ func (m *Machine) proposed(members []wire.Member) bool {
 // again answers a repeated flush message: the initiator is missing our
 // answer to it.
 func (m *Machine) again(now time.Time, f *wire.Flush) {
-	p := m.part
+	p := m.participation
 	switch {
 	case f.Phase == wire.FlushState && !p.hasCut:
 		m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindFlushOK}, FlushOK: p.report})
@@ -192,12 +192,12 @@ func (m *Machine) again(now time.Time, f *wire.Flush) {
 // will be at least the report: what it delivers in this view stays a
 // prefix of what every member that installs the next view delivers.
 func (m *Machine) sendReport() {
-	p := m.part
-	sent := m.mc.Received(m.self, m.inc)
+	p := m.participation
+	sent := m.engine.Received(m.self, m.inc)
 	ok := wire.FlushOK{Epoch: p.id.Epoch, Attempt: p.id.Attempt, Initiator: p.id.Initiator,
 		Phase: wire.FlushState, Prior: m.view.ID, PriorInc: p.priorInc, Settings: m.settings, Sent: sent}
 	for _, x := range m.view.Members {
-		ok.Has = append(ok.Has, wire.Cut{ID: x.ID, Seq: m.mc.Received(x.ID, x.Inc)})
+		ok.Has = append(ok.Has, wire.Cut{ID: x.ID, Seq: m.engine.Received(x.ID, x.Inc)})
 	}
 	p.report, p.reported = ok, true
 	m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindFlushOK}, FlushOK: ok})
@@ -206,7 +206,7 @@ func (m *Machine) sendReport() {
 // takeCut learns the cut of this node's view and starts fetching what it
 // misses up to it, from whoever holds it.
 func (m *Machine) takeCut(now time.Time, cuts []wire.ViewCut) {
-	p := m.part
+	p := m.participation
 	c, _ := cutOf(cuts, p.prior, p.priorInc)
 	p.cut, p.hasCut = slices.Clone(c), true
 	m.releaseCut()
@@ -216,8 +216,8 @@ func (m *Machine) takeCut(now time.Time, cuts []wire.ViewCut) {
 // fetch asks the engine for the cut and reports whether it holds it all.
 func (m *Machine) fetch(now time.Time) bool {
 	all := true
-	for _, c := range m.part.cut {
-		if inc := m.view.Inc(c.ID); inc != 0 && !m.mc.Want(now, c.ID, inc, c.Seq) {
+	for _, c := range m.participation.cut {
+		if inc := m.view.Inc(c.ID); inc != 0 && !m.engine.Want(now, c.ID, inc, c.Seq) {
 			all = false
 		}
 	}
@@ -225,7 +225,7 @@ func (m *Machine) fetch(now time.Time) bool {
 }
 
 func (m *Machine) sendDone(now time.Time) {
-	p := m.part
+	p := m.participation
 	ok := wire.FlushOK{Epoch: p.id.Epoch, Attempt: p.id.Attempt, Initiator: p.id.Initiator,
 		Phase: wire.FlushCut, Prior: m.view.ID, PriorInc: p.priorInc, Settings: m.settings, Sent: p.report.Sent}
 	m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindFlushOK}, FlushOK: ok})
@@ -235,7 +235,7 @@ func (m *Machine) sendDone(now time.Time) {
 // progress moves this node's flush on when the data it waited for has
 // arrived: it confirms the cut, or installs the committed view.
 func (m *Machine) progress(now time.Time) {
-	p := m.part
+	p := m.participation
 	if p == nil || !p.hasCut {
 		return
 	}
@@ -257,7 +257,7 @@ func (m *Machine) onFlushOK(now time.Time, from, inc uint64, ok *wire.FlushOK) {
 		return
 	}
 	id := flushID{Epoch: ok.Epoch, Attempt: ok.Attempt, Initiator: ok.Initiator}
-	r := m.run
+	r := m.initiation
 	if r == nil || r.id != id {
 		m.resendCommit(id, ok.Phase)
 		return
@@ -296,7 +296,7 @@ func (m *Machine) resendCommit(id flushID, phase wire.FlushPhase) {
 // holds. Participants whose settings differ from this node's are left
 // out of the view (and of merges for a while).
 func (m *Machine) fixCut(now time.Time) {
-	r := m.run
+	r := m.initiation
 	var odd []uint64
 	for id, s := range r.states {
 		if s.Settings != m.settings {
@@ -356,7 +356,7 @@ func (m *Machine) fixCut(now time.Time) {
 // commit ends the flush: every participant holds the cut, and the view is
 // installed, here first.
 func (m *Machine) commit() {
-	r := m.run
+	r := m.initiation
 	c := wire.ViewCommit{Epoch: r.id.Epoch, Attempt: r.id.Attempt, Cuts: r.cuts}
 	for _, x := range r.members {
 		c.Members = append(c.Members, wire.ViewMember{ID: x.ID, Inc: x.Inc, Next: r.states[x.ID].Sent + 1})
@@ -369,7 +369,7 @@ func (m *Machine) commit() {
 	m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindView}, Commit: c})
 	last := m.out[len(m.out)-1] // a copy: m.out is reused
 	m.lastCommit = &last
-	m.run = nil
+	m.initiation = nil
 }
 
 // onCommit takes the initiator's commit of the flush this node is in.
@@ -379,7 +379,7 @@ func (m *Machine) onCommit(now time.Time, from uint64, c *wire.ViewCommit) {
 		m.excludedBy(now, from, c)
 		return
 	}
-	p := m.part
+	p := m.participation
 	if p == nil || p.id != id || p.commit != nil {
 		return
 	}
@@ -403,10 +403,10 @@ func (m *Machine) committed(c *wire.ViewCommit) bool {
 // excludedBy notices a view of this node's group that goes on without
 // it: it left (done), or it was excluded (it secedes, and is merged back).
 func (m *Machine) excludedBy(now time.Time, from uint64, c *wire.ViewCommit) {
-	if (m.st != member && m.st != leaving) || !m.view.Has(from) || !m.view.ID.Less(wire.ViewID{Epoch: c.Epoch, Coord: from}) {
+	if (m.state != member && m.state != leaving) || !m.view.Has(from) || !m.view.ID.Less(wire.ViewID{Epoch: c.Epoch, Coord: from}) {
 		return
 	}
-	if m.st == leaving {
+	if m.state == leaving {
 		m.finishLeave(now)
 		return
 	}
@@ -422,13 +422,13 @@ func (m *Machine) excludedBy(now time.Time, from uint64, c *wire.ViewCommit) {
 // one; the group's coordinator hears it and merges it back in (the larger
 // view leads a merge).
 func (m *Machine) secede(now time.Time) {
-	if m.st != member {
+	if m.state != member {
 		return
 	}
-	if m.part != nil {
+	if m.participation != nil {
 		m.abandon()
 	}
-	m.run = nil
+	m.initiation = nil
 	prior := m.view
 	v := View{ID: wire.ViewID{Epoch: max(m.maxEpoch, prior.ID.Epoch) + 1, Coord: m.self}, Members: []wire.Member{{ID: m.self, Inc: m.inc}}}
 	ev := Event{Kind: ViewInstalled, View: v.clone(), Prior: prior.ID}
@@ -437,7 +437,7 @@ func (m *Machine) secede(now time.Time) {
 			ev.Crashed = append(ev.Crashed, x.ID)
 		}
 	}
-	m.setView(now, v, []wire.ViewMember{{ID: m.self, Inc: m.inc, Next: m.mc.Received(m.self, m.inc) + 1}}, prior)
+	m.setView(now, v, []wire.ViewMember{{ID: m.self, Inc: m.inc, Next: m.engine.Received(m.self, m.inc) + 1}}, prior)
 	m.emit(ev)
 	m.releaseFuture()
 }
@@ -481,7 +481,7 @@ func (m *Machine) install(now time.Time, c *wire.ViewCommit, coord uint64) {
 		ev.Flush = now.Sub(m.changeFrom)
 	}
 	m.changeFrom = time.Time{}
-	m.part = nil
+	m.participation = nil
 	m.emit(ev)
 	m.releaseFuture()
 }
@@ -491,18 +491,18 @@ func (m *Machine) setView(now time.Time, v View, starts []wire.ViewMember, prior
 	m.endOrder() // the old view ends here
 	m.view, m.viewAt = v, now
 	m.maxEpoch = max(m.maxEpoch, v.ID.Epoch)
-	if m.st == joining {
-		m.st = member
+	if m.state == joining {
+		m.state = member
 	}
 	m.stats.ViewsInstalled++
-	m.mc.SetView(v.ID)
+	m.engine.SetView(v.ID)
 	others := []wire.Member{}
 	for _, x := range v.Members {
 		if x.ID != m.self {
 			others = append(others, x)
 		}
 	}
-	m.mc.SetMembers(others)
+	m.engine.SetMembers(others)
 	clear(m.starts)
 	clear(m.broken)
 	for _, x := range starts {
@@ -510,11 +510,11 @@ func (m *Machine) setView(now time.Time, v View, starts []wire.ViewMember, prior
 	}
 	for _, x := range prior.Members {
 		if x.ID != m.self && !v.HasInc(x.ID, x.Inc) {
-			m.mc.Forget(x.ID, x.Inc)
+			m.engine.Forget(x.ID, x.Inc)
 		}
 	}
 	for _, x := range starts {
-		m.mc.Start(now, x.ID, x.Inc, x.Next)
+		m.engine.Start(now, x.ID, x.Inc, x.Next)
 	}
 	for id, inc := range m.suspects {
 		if !v.HasInc(id, inc) {
@@ -527,7 +527,7 @@ func (m *Machine) setView(now time.Time, v View, starts []wire.ViewMember, prior
 // tickFlush resends flush messages nobody answered, excludes members that
 // stay silent, and abandons a flush whose initiator went quiet.
 func (m *Machine) tickFlush(now time.Time) {
-	if r := m.run; r != nil {
+	if r := m.initiation; r != nil {
 		silent := m.silent()
 		switch {
 		case len(silent) > 0 && !now.Before(r.phaseAt.Add(m.flushTimeout())) && r.phase == wire.FlushState:
@@ -550,7 +550,7 @@ func (m *Machine) tickFlush(now time.Time) {
 			m.sendFlush(now)
 		}
 	}
-	p := m.part
+	p := m.participation
 	if p == nil {
 		return
 	}
@@ -565,7 +565,7 @@ func (m *Machine) tickFlush(now time.Time) {
 
 // silent lists the proposed members that have not answered this phase.
 func (m *Machine) silent() []uint64 {
-	r := m.run
+	r := m.initiation
 	var out []uint64
 	for _, x := range r.members {
 		_, stated := r.states[x.ID]
@@ -581,11 +581,11 @@ func (m *Machine) silent() []uint64 {
 // What was held for the cut is delivered: nobody installed a next view
 // from this flush, so nobody delivered a cut this node must match.
 func (m *Machine) abandon() {
-	p := m.part
-	m.part = nil
+	p := m.participation
+	m.participation = nil
 	m.dropped = &p.id
-	if m.run != nil && m.run.id == p.id {
-		m.run = nil
+	if m.initiation != nil && m.initiation.id == p.id {
+		m.initiation = nil
 	}
 	for _, d := range m.pending {
 		m.hand(d)

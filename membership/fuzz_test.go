@@ -58,7 +58,7 @@ func FuzzMachine(f *testing.F) {
 				}
 			}
 			l.run(time.Duration(round+1) * 20 * time.Millisecond)
-			if m.st == member && !m.view.HasInc(1, 1) {
+			if m.state == member && !m.view.HasInc(1, 1) {
 				t.Fatalf("installed %v without itself", m.view)
 			}
 			for _, d := range l.deliveries(1) {

@@ -136,12 +136,12 @@ type heard struct {
 // partitions and coordinator take-overs are all this one protocol; a
 // participant of a merge reports its own view and gets that view's cut.
 type Machine struct {
-	opt  Options
-	self uint64
-	inc  uint64
-	mc   *multicast.Engine
+	opt    Options
+	self   uint64
+	inc    uint64
+	engine *multicast.Engine
 
-	st        state
+	state     state
 	view      View
 	starts    map[uint64]uint64 // where each member's stream begins in the view
 	viewAt    time.Time         // when the view was installed
@@ -164,15 +164,15 @@ type Machine struct {
 	foreign  map[uint64]time.Time // nodes of other views, since when this coordinator has heard them
 	changeAt time.Time            // when to start the flush for pending changes; zero = none pending
 
-	run     *initiation    // the flush this node initiates, if any
-	part    *participation // the flush this node takes part in, if any
-	dropped *flushID       // the last flush this node gave up: it takes no part in it, or older ones, again
+	initiation    *initiation    // the flush this node initiates, if any
+	participation *participation // the flush this node takes part in, if any
+	dropped       *flushID       // the last flush this node gave up: it takes no part in it, or older ones, again
 
 	lastCommit *wire.Envelope // resent to members that missed it
 	commitAt   time.Time      // when lastCommit was sent (a participant's flush_ms)
 	changeFrom time.Time      // when the current view change began here
 
-	ord       orderer         // total and safe delivery in the installed view
+	orderer   orderer         // total and safe delivery in the installed view
 	now       time.Time       // of the last Step or Tick
 	pending   []Delivery      // deliveries of this view held during a flush: the cut decides
 	future    []Delivery      // deliveries of a view not installed yet
@@ -211,16 +211,16 @@ func New(opt Options, now time.Time) *Machine {
 	eo := opt.Engine
 	m := &Machine{
 		opt: opt, self: eo.Self, inc: eo.Inc,
-		mc:        multicast.New(eo, now),
+		engine:    multicast.New(eo, now),
 		startedAt: now, joinAt: now.Add(eo.Heartbeat),
 		heard: map[uint64]heard{}, starts: map[uint64]uint64{}, broken: map[uint64]bool{},
 		suspects: map[uint64]uint64{},
 		joiners:  map[uint64]uint64{}, leavers: map[uint64]uint64{}, excluded: map[uint64]uint64{},
 		mergeOff: map[uint64]time.Time{}, foreign: map[uint64]time.Time{},
 		settings: hashSettings(opt.Settings),
-		ord:      newOrderer(),
+		orderer:  newOrderer(),
 	}
-	m.mc.SetMembers([]wire.Member{}) // nobody counts for stability before a view
+	m.engine.SetMembers([]wire.Member{}) // nobody counts for stability before a view
 	return m
 }
 
@@ -244,7 +244,7 @@ func (m *Machine) coordInc() uint64 {
 }
 
 // Engine returns the multicast engine underneath (for its counters).
-func (m *Machine) Engine() *multicast.Engine { return m.mc }
+func (m *Machine) Engine() *multicast.Engine { return m.engine }
 
 // View returns the installed view; its ID is zero before the first.
 func (m *Machine) View() View { return m.view.clone() }
@@ -263,7 +263,7 @@ func (m *Machine) Heard(id uint64) (wire.ViewID, time.Time) {
 }
 
 // Left reports whether the node is done: it left, or was refused.
-func (m *Machine) Left() bool { return m.st == gone }
+func (m *Machine) Left() bool { return m.state == gone }
 
 // Stats returns the membership counters.
 func (m *Machine) Stats() Stats { return m.stats }
@@ -283,26 +283,26 @@ func (m *Machine) Multicast(service, payload []byte, order wire.Order, dest uint
 
 func (m *Machine) multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
 	switch {
-	case m.st == gone || m.st == leaving:
+	case m.state == gone || m.state == leaving:
 		return 0, ErrLeft
-	case m.st == joining:
+	case m.state == joining:
 		return 0, ErrNotInView
-	case m.part != nil:
+	case m.participation != nil:
 		return 0, ErrBlocked
 	}
-	seq, err := m.mc.Multicast(service, payload, order, dest)
+	seq, err := m.engine.Multicast(service, payload, order, dest)
 	if err != nil {
 		return 0, err
 	}
 	// A member delivers its own messages too, in the view it sent them in
 	// and in its own order: within the view's cut (its report covers all
 	// it sent), so virtual synchrony holds for them as for any other.
-	d := Delivery{Delivery: multicast.Delivery{Source: m.self, Inc: m.inc, Seq: seq, End: m.mc.Received(m.self, m.inc),
+	d := Delivery{Delivery: multicast.Delivery{Source: m.self, Inc: m.inc, Seq: seq, End: m.engine.Received(m.self, m.inc),
 		View: m.view.ID, Order: order, Dest: dest, Service: service, Payload: payload}}
-	if svc, p, ok := m.mc.Own(seq); ok {
+	if svc, p, ok := m.engine.Own(seq); ok {
 		d.Service, d.Payload = svc, p // the engine's copy: no other
 	} else {
-		d = own(d)
+		d = cloneDelivery(d)
 	}
 	m.hand(d)
 	return seq, nil
@@ -310,22 +310,22 @@ func (m *Machine) multicast(service, payload []byte, order wire.Order, dest uint
 
 // Fits reports whether a message of these sizes can be sent now.
 func (m *Machine) Fits(serviceLen, payloadLen int) bool {
-	return m.st == member && m.part == nil && m.mc.Fits(serviceLen, payloadLen)
+	return m.state == member && m.participation == nil && m.engine.Fits(serviceLen, payloadLen)
 }
 
 // Sending reports whether Multicast may succeed now (a view is installed
 // and no flush holds sends).
-func (m *Machine) Sending() bool { return m.st == member && m.part == nil }
+func (m *Machine) Sending() bool { return m.state == member && m.participation == nil }
 
 // Step processes one decoded datagram that arrived at now from src; its
 // group has been checked. env must not be kept after Step returns.
 func (m *Machine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
 	m.now = now
-	if m.st == gone {
+	if m.state == gone {
 		return // a node that left or was refused is silent
 	}
 	if env.From == m.self {
-		m.mc.Step(now, src, env) // another node with this ID: the engine reports it
+		m.engine.Step(now, src, env) // another node with this ID: the engine reports it
 		m.afterStep(now)
 		return
 	}
@@ -336,11 +336,11 @@ func (m *Machine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
 	switch env.Kind {
 	case wire.KindJoin, wire.KindLeave, wire.KindFlush, wire.KindFlushOK, wire.KindView, wire.KindRefuse:
 		m.stats.MembershipMsgs++
-		if m.st != gone {
+		if m.state != gone {
 			m.dispatch(now, env)
 		}
 	default:
-		m.mc.Step(now, src, env)
+		m.engine.Step(now, src, env)
 	}
 	m.afterStep(now)
 }
@@ -379,10 +379,10 @@ func (m *Machine) dispatch(now time.Time, env *wire.Envelope) {
 // Tick advances time.
 func (m *Machine) Tick(now time.Time) {
 	m.now = now
-	if m.st == gone {
+	if m.state == gone {
 		return
 	}
-	m.mc.Tick(now)
+	m.engine.Tick(now)
 	m.tickJoin(now)
 	m.tickLeave(now)
 	m.tickSuspicions(now)
@@ -395,10 +395,10 @@ func (m *Machine) Tick(now time.Time) {
 // NextDeadline is when Tick must next be called; zero once the node left
 // (it has nothing more to do).
 func (m *Machine) NextDeadline() time.Time {
-	if m.st == gone {
+	if m.state == gone {
 		return time.Time{} // silent for good: no deadline
 	}
-	d := m.mc.NextDeadline()
+	d := m.engine.NextDeadline()
 	for _, t := range []time.Time{m.joinAt, m.leaveAt, m.reportAt, m.changeAt, m.flushDeadline(), m.safeDeadline(), m.recordDeadline()} {
 		if !t.IsZero() && t.Before(d) {
 			d = t
@@ -409,7 +409,7 @@ func (m *Machine) NextDeadline() time.Time {
 
 // Paused tells the machine that the node could not observe the network
 // for d (see multicast.Engine.Paused).
-func (m *Machine) Paused(now time.Time, d time.Duration) { m.mc.Paused(now, d) }
+func (m *Machine) Paused(now time.Time, d time.Duration) { m.engine.Paused(now, d) }
 
 // Ready returns what the machine produced since the last call (see
 // Ready); it stays valid until the next call into the Machine.
@@ -427,7 +427,7 @@ func (m *Machine) Ready() Ready {
 // Call it once per turn, before taking the turn's datagrams.
 func (m *Machine) Pack() {
 	m.sendRecords()
-	m.mc.Pack()
+	m.engine.Pack()
 }
 
 // send queues a membership message to the group; flush messages also go
@@ -446,7 +446,7 @@ func (m *Machine) send(env wire.Envelope) {
 func (m *Machine) afterStep(now time.Time) {
 	for range 16 { // a flush of one takes a few rounds through here
 		m.takeEngine(now)
-		if m.st != gone {
+		if m.state != gone {
 			m.progress(now)
 		}
 		if len(m.selfq) == 0 {
@@ -457,7 +457,7 @@ func (m *Machine) afterStep(now time.Time) {
 		q := m.selfq
 		m.selfq = nil
 		for i := range q {
-			if m.st != gone {
+			if m.state != gone {
 				m.dispatch(now, &q[i])
 			}
 		}
@@ -466,7 +466,7 @@ func (m *Machine) afterStep(now time.Time) {
 
 // takeEngine handles what the engine reported and delivered.
 func (m *Machine) takeEngine(now time.Time) {
-	e := m.mc.Ready()
+	e := m.engine.Ready()
 	m.engineOut = append(m.engineOut, e.Envelopes...)
 	for _, ev := range e.Events {
 		m.onEngineEvent(now, ev)

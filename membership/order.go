@@ -79,13 +79,13 @@ func ordered(o wire.Order) bool { return o == wire.Total || o == wire.Safe }
 
 // sequencer reports whether this node orders its view's messages.
 func (m *Machine) sequencer() bool {
-	return m.st == member && len(m.view.Members) > 0 && m.view.Members[0].ID == m.self
+	return m.state == member && len(m.view.Members) > 0 && m.view.Members[0].ID == m.self
 }
 
 // hand takes one message of the installed view, in its source's order,
 // and delivers it as its order allows.
 func (m *Machine) hand(d Delivery) {
-	o := &m.ord
+	o := &m.orderer
 	if d.Order == wire.Record {
 		m.onRecord(&d)
 		return
@@ -103,7 +103,7 @@ func (m *Machine) hand(d Delivery) {
 		m.give(d)
 		return
 	}
-	o.held[d.Source] = append(q, own(d))
+	o.held[d.Source] = append(q, cloneDelivery(d))
 	if len(q) == 0 {
 		m.advance(false) // its record may have come first
 	}
@@ -133,7 +133,7 @@ func (o *orderer) assign(src, seq uint64) {
 
 // onRecord takes an order record of the view's sequencer.
 func (m *Machine) onRecord(d *Delivery) {
-	o := &m.ord
+	o := &m.orderer
 	if c := m.view.Members[0]; d.Source != c.ID || d.Inc != c.Inc {
 		m.stats.BadRecords++ // only the coordinator orders
 		return
@@ -156,7 +156,7 @@ func (m *Machine) onRecord(d *Delivery) {
 // view all hold it), and a run whose messages this node does not hold is
 // dropped: they are past the cut, and no member delivers them.
 func (m *Machine) advance(final bool) {
-	o := &m.ord
+	o := &m.orderer
 	for len(o.runs) > 0 {
 		r := &o.runs[0]
 		q := o.held[r.Source]
@@ -183,7 +183,7 @@ func (m *Machine) advance(final bool) {
 // deliverHead delivers src's first waiting message, which is ordered, as
 // number gseq of the view's total order, and the FIFO messages behind it.
 func (m *Machine) deliverHead(src, gseq uint64, final bool) {
-	o := &m.ord
+	o := &m.orderer
 	q := o.held[src]
 	q[0].GSeq, q[0].Final = gseq, final
 	m.give(q[0])
@@ -206,7 +206,7 @@ func (m *Machine) deliverHead(src, gseq uint64, final bool) {
 // safe reports whether every other member of the view reports holding d.
 func (m *Machine) safe(d *Delivery) bool {
 	for _, x := range m.view.Members {
-		if x.ID != m.self && m.mc.Holds(x.ID, d.Source, d.Inc) < d.End {
+		if x.ID != m.self && m.engine.Holds(x.ID, d.Source, d.Inc) < d.End {
 			return false
 		}
 	}
@@ -217,7 +217,7 @@ func (m *Machine) safe(d *Delivery) bool {
 // in their order, then the rest by (source, seq). It leaves the orderer
 // empty for the next view.
 func (m *Machine) endOrder() {
-	o := &m.ord
+	o := &m.orderer
 	m.advance(true)
 	srcs := make([]uint64, 0, len(o.held))
 	for src := range o.held {
@@ -240,8 +240,8 @@ func (m *Machine) endOrder() {
 // While a flush holds sends, or the window is full, they wait; a view
 // change drops them (the view's end orders them).
 func (m *Machine) sendRecords() {
-	o := &m.ord
-	if len(o.toOrder) == 0 || !m.sequencer() || m.part != nil || m.now.Before(o.recordAt) {
+	o := &m.orderer
+	if len(o.toOrder) == 0 || !m.sequencer() || m.participation != nil || m.now.Before(o.recordAt) {
 		return
 	}
 	o.recordAt = m.now.Add(recordGap)
@@ -265,27 +265,27 @@ func (m *Machine) sendRecords() {
 // reportSafe sends a session message early when a safe message of another
 // source arrived, so that its members learn soon that this node holds it.
 func (m *Machine) reportSafe(now time.Time) {
-	o := &m.ord
+	o := &m.orderer
 	if o.safeNews && !now.Before(o.reportAt) {
 		o.safeNews = false
 		o.reportAt = now.Add(safeReportGap)
-		m.mc.Report(now)
+		m.engine.Report(now)
 	}
 }
 
 // recordDeadline is when the sequencer's next record is due; zero when
 // none waits.
 func (m *Machine) recordDeadline() time.Time {
-	if len(m.ord.toOrder) == 0 || !m.sequencer() || m.part != nil {
+	if len(m.orderer.toOrder) == 0 || !m.sequencer() || m.participation != nil {
 		return time.Time{}
 	}
-	return m.ord.recordAt
+	return m.orderer.recordAt
 }
 
 // safeDeadline is when reportSafe must run; zero when it need not.
 func (m *Machine) safeDeadline() time.Time {
-	if m.ord.safeNews {
-		return m.ord.reportAt
+	if m.orderer.safeNews {
+		return m.orderer.reportAt
 	}
 	return time.Time{}
 }

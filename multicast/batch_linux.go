@@ -36,11 +36,9 @@ type batchIO struct {
 	rnames []unix.RawSockaddrInet4 // the senders
 }
 
-const defaultMaxBatch = 64
-
 func newBatchIO(udp *net.UDPConn, pc *ipv4.PacketConn, group *net.UDPAddr, max int) batchIO {
 	if max <= 0 {
-		max = defaultMaxBatch
+		max = DefaultMaxBatch
 	}
 	b := batchIO{pc: pc, group: group, rmsgs: make([]ipv4.Message, max), wmsgs: make([]ipv4.Message, max)}
 	if ip4 := group.IP.To4(); udp != nil && ip4 != nil {

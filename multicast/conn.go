@@ -33,8 +33,13 @@ type SocketOptions struct {
 	Loopback   bool           // deliver this host's datagrams to its own sockets
 	RecvBuffer int            // requested SO_RCVBUF, bytes
 	SendBuffer int            // requested SO_SNDBUF, bytes (0: the system's default)
-	MaxBatch   int            // datagrams per ReadBatch/WriteBatch system call (default 64)
+	MaxBatch   int            // datagrams per ReadBatch/WriteBatch system call (default DefaultMaxBatch)
 }
+
+// DefaultMaxBatch is the number of datagrams per system call when
+// SocketOptions.MaxBatch is zero. It applies where the system reads and
+// writes datagrams in batches (Linux); elsewhere each call moves one.
+const DefaultMaxBatch = 64
 
 // Conn is a UDP socket joined to one IPv4 multicast group on one interface.
 // It implements Transport.

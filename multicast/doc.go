@@ -4,19 +4,20 @@
 // Open returns a Conn, a UDP socket joined to an IPv4 multicast group on one
 // interface (golang.org/x/net/ipv4), which reads and writes datagrams in
 // batches (recvmmsg/sendmmsg on Linux, one at a time elsewhere). Conn and the
-// simulator's in-memory network both implement Transport, so nothing above
-// needs to know which one it runs on.
+// in-memory network's endpoints (internal/memnet) both implement Transport,
+// so nothing above needs to know which one it runs on.
 //
 // Engine is the protocol core, a deterministic state machine: it takes
-// decoded datagrams (Step) and time (Tick), and hands back envelopes to send
-// (TakeOutput), events (TakeEvents) and its next deadline. It runs the session
+// decoded datagrams (Step) and time (Tick), and hands back envelopes to send,
+// events and deliveries (Ready) and its next deadline. It runs the session
 // protocol of SRM (Floyd et al. 1997, §III-A): every member multicasts a
 // session message each heartbeat, carrying timestamps from which every member
 // measures its round-trip time to every other; the session messages are also
 // the heartbeats from which peers are seen and lost. NACK-based repair,
 // stability, flow control, fragmentation and batching build on it.
 //
-// The loop that drives it (internal/node) looks like:
+// The loop that drives it (package node, through package membership)
+// looks like:
 //
 //	eng := multicast.New(opts, time.Now())
 //	for {
@@ -24,8 +25,10 @@
 //		eng.Step(now, src, env)
 //		// or the deadline passed:
 //		eng.Tick(now)
-//		for _, out := range eng.TakeOutput() { /* encode and send */ }
-//		for _, ev := range eng.TakeEvents() { /* log */ }
+//		rd := eng.Ready()
+//		for _, out := range rd.Envelopes { /* encode and send */ }
+//		for _, ev := range rd.Events { /* log */ }
+//		for _, d := range rd.Deliveries { /* hand up */ }
 //		// sleep until eng.NextDeadline() or the next datagram
 //	}
 package multicast

@@ -9,22 +9,24 @@ import (
 	"github.com/huddle-lan/huddle/internal/wire"
 )
 
-// Options configures an Engine. New fills zero fields with defaults.
+// Options configures an Engine. New fills zero fields with the Default
+// constants.
 type Options struct {
 	Self           uint64        // this node's ID
 	Inc            uint64        // this node's incarnation
 	Group          uint32        // wire.GroupHash of the group name
 	Heartbeat      time.Duration // session message interval
 	SuspectTimeout time.Duration // silence after which a peer is lost
-	DatagramSize   int           // largest datagram, bytes (default 1400)
-	Window         int           // most unstable own messages (default 4096)
-	MaxMessage     int           // largest message, reassembled, bytes (default 1 MiB)
+	DatagramSize   int           // largest datagram, bytes (default DefaultDatagramSize)
+	Window         int           // most unstable own messages (default DefaultWindow)
+	MaxMessage     int           // largest message, reassembled, bytes (default DefaultMaxMessage)
 
 	// SRM timer constants (Floyd et al. 1997 §III): requests wait
-	// uniform [C1·d, (C1+C2)·d], repairs [D1·d, (D1+D2)·d]. Defaults 1, 3, 1, 1.
+	// uniform [C1·d, (C1+C2)·d], repairs [D1·d, (D1+D2)·d]. When all four
+	// are zero: DefaultC1, DefaultC2, DefaultD1, DefaultD2.
 	C1, C2, D1, D2 float64
 	// MinDelay is the floor on the one-way delay d used in those timers
-	// (default 500µs). On a LAN the measured delay is tens of
+	// (default DefaultMinDelay). On a LAN the measured delay is tens of
 	// microseconds, close to the time a host takes to process a datagram,
 	// so timers spread by the raw delay fire together and suppress
 	// nothing; the floor spreads them by more than that processing time.
@@ -32,6 +34,31 @@ type Options struct {
 
 	Rand *rand.Rand // timer randomness; seeded by the caller
 }
+
+// Defaults for zero Options fields. The configuration's profiles
+// (config.LAN) start from the same values.
+const (
+	// DefaultDatagramSize fits an Ethernet MTU of 1500 with IP and UDP
+	// headers (and a VLAN tag) to spare, so a lost packet loses one
+	// datagram.
+	DefaultDatagramSize = 1400
+	// DefaultWindow bounds the retransmission buffer to about 4 MB of
+	// 1000-byte messages.
+	DefaultWindow = 4096
+	// DefaultMaxMessage is 1 MiB.
+	DefaultMaxMessage = 1 << 20
+	// DefaultC1, DefaultC2, DefaultD1 and DefaultD2 are the SRM timer
+	// constants. The paper's C1=2 only delays recovery on a LAN, where
+	// the spread C2·MinDelay does the suppressing; D1 and D2 are the
+	// paper's.
+	DefaultC1 = 1
+	DefaultC2 = 3
+	DefaultD1 = 1
+	DefaultD2 = 1
+	// DefaultMinDelay is the floor on the one-way delay the SRM timers
+	// scale with.
+	DefaultMinDelay = 500 * time.Microsecond
+)
 
 // Errors of Multicast.
 var (
@@ -127,19 +154,19 @@ func New(opt Options, now time.Time) *Engine {
 
 func withDefaults(o Options) Options {
 	if o.C1 == 0 && o.C2 == 0 && o.D1 == 0 && o.D2 == 0 {
-		o.C1, o.C2, o.D1, o.D2 = 1, 3, 1, 1
+		o.C1, o.C2, o.D1, o.D2 = DefaultC1, DefaultC2, DefaultD1, DefaultD2
 	}
 	if o.DatagramSize == 0 {
-		o.DatagramSize = 1400
+		o.DatagramSize = DefaultDatagramSize
 	}
 	if o.Window == 0 {
-		o.Window = 4096
+		o.Window = DefaultWindow
 	}
 	if o.MaxMessage == 0 {
-		o.MaxMessage = 1 << 20
+		o.MaxMessage = DefaultMaxMessage
 	}
 	if o.MinDelay == 0 {
-		o.MinDelay = 500 * time.Microsecond
+		o.MinDelay = DefaultMinDelay
 	}
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(o.Self, o.Inc))

@@ -16,9 +16,9 @@ type ring struct {
 	bytes int // payload bytes held
 }
 
-// entry is one stored message. d owns its Service and Payload.
+// entry is one stored message. data owns its Service and Payload.
 type entry struct {
-	d    wire.Data
+	data wire.Data
 	view wire.ViewID // the view its source sent it in
 	have bool
 }
@@ -46,7 +46,7 @@ func (r *ring) get(seq uint64) *entry {
 		return nil
 	}
 	e := &r.slots[seq&r.mask]
-	if !e.have || e.d.Seq != seq {
+	if !e.have || e.data.Seq != seq {
 		return nil
 	}
 	return e
@@ -63,9 +63,9 @@ func (r *ring) put(d wire.Data, v wire.ViewID) bool {
 	}
 	e := &r.slots[d.Seq&r.mask]
 	if e.have {
-		return e.d.Seq == d.Seq
+		return e.data.Seq == d.Seq
 	}
-	*e = entry{d: d, view: v, have: true}
+	*e = entry{data: d, view: v, have: true}
 	r.count++
 	r.bytes += len(d.Payload)
 	return true
@@ -77,7 +77,7 @@ func (r *ring) grow() {
 	mask := uint64(len(slots) - 1)
 	for _, e := range r.slots {
 		if e.have {
-			slots[e.d.Seq&mask] = e
+			slots[e.data.Seq&mask] = e
 		}
 	}
 	r.slots, r.mask = slots, mask
@@ -101,7 +101,7 @@ func (r *ring) advance(seq uint64) {
 func (r *ring) drop(e *entry) {
 	if e.have {
 		r.count--
-		r.bytes -= len(e.d.Payload)
+		r.bytes -= len(e.data.Payload)
 	}
 	*e = entry{}
 }

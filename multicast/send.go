@@ -48,10 +48,10 @@ func (e *Engine) Multicast(service, payload []byte, order wire.Order, dest uint6
 // valid until the next call into the Engine.
 func (e *Engine) Own(seq uint64) (service, payload []byte, ok bool) {
 	en := e.own.ring.get(seq)
-	if en == nil || en.d.FragCount > 1 {
+	if en == nil || en.data.FragCount > 1 {
 		return nil, nil, false
 	}
-	return en.d.Service, en.d.Payload, true
+	return en.data.Service, en.data.Payload, true
 }
 
 // fragments is the number of fragments a message takes, or ErrTooLarge.
@@ -147,12 +147,12 @@ func (e *Engine) packData() {
 		if en == nil {
 			continue
 		}
-		sz := wire.DataSize(&en.d)
+		sz := wire.DataSize(&en.data)
 		if n := len(all) - start; n > 0 && wire.BatchSize(&h, n+1, fields+sz) > e.opt.DatagramSize {
 			e.emitBatch(all[start:len(all):len(all)])
 			start, fields = len(all), 0
 		}
-		all = append(all, en.d)
+		all = append(all, en.data)
 		fields += sz
 	}
 	e.emitBatch(all[start:len(all):len(all)])

@@ -279,7 +279,7 @@ func (e *Engine) sendRepair(now time.Time, st *stream, s uint64, r *repairState)
 		return
 	}
 	env := wire.Envelope{Header: e.header(wire.KindRepair)}
-	env.Repair = wire.Repair{Source: st.src, SourceInc: st.inc, View: en.view, Data: en.d}
+	env.Repair = wire.Repair{Source: st.src, SourceInc: st.inc, View: en.view, Data: en.data}
 	e.out = append(e.out, env)
 	e.stats.RepairsSent++
 }

@@ -183,7 +183,7 @@ func (e *Engine) deliver(st *stream) {
 }
 
 func (e *Engine) deliverOne(st *stream, en *entry) {
-	d := &en.d
+	d := &en.data
 	if d.FragCount <= 1 {
 		e.emit(st, d.Seq, en, d.Payload)
 		return
@@ -216,7 +216,7 @@ func (e *Engine) deliverOne(st *stream, en *entry) {
 // (whose view is the message's: a source sends all of one message's
 // fragments in one view).
 func (e *Engine) emit(st *stream, seq uint64, en *entry, payload []byte) {
-	d := &en.d
+	d := &en.data
 	st.started = true
 	e.stats.MsgsDelivered++
 	e.stats.BytesDelivered += uint64(len(payload))

@@ -18,14 +18,15 @@
 //		// time passed (quorum mode: leases and quarantines):
 //		m.Tick(now) // at m.NextDeadline()
 //
-//		for _, msg := range m.TakeOutput() {
+//		rd := m.Ready()
+//		for _, msg := range rd.Messages {
 //			if msg.To == 0 {
-//				svc.Multicast(ctx, msg.Payload, membership.FIFO) // a request to every other member
+//				svc.Multicast(ctx, msg.Payload, huddle.FIFO) // a request to every other member
 //			} else {
 //				svc.Send(ctx, msg.To, msg.Payload) // addressed, reliable, FIFO
 //			}
 //		}
-//		log(m.TakeEvents()) // mutex.requested, mutex.acquired, mutex.released, ...
+//		log(rd.Events) // mutex.requested, mutex.acquired, mutex.released, ...
 //	}
 //
 // A request goes, with its Lamport timestamp, to every other member of the

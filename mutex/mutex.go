@@ -1,6 +1,7 @@
 package mutex
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -200,7 +201,7 @@ type Machine struct {
 	members []uint64 // ascending, with self
 
 	clock uint64 // Lamport clock
-	st    State
+	state State
 
 	ts       uint64    // Wanted, Held: this node's request's timestamp
 	reqAt    time.Time // when Request made it
@@ -221,11 +222,11 @@ type Machine struct {
 	// noQuiet, set only by tests, leaves the quarantine out.
 	noQuiet bool
 
-	out   []Message
-	evs   []Event
-	arena []byte // payloads of out; handed over with them
-	codec codec
-	stats Stats
+	out    []Message
+	events []Event
+	arena  []byte // payloads of out; handed over with them
+	codec  codec
+	stats  Stats
 }
 
 // New returns a Machine without a view, Released. It panics if o does not
@@ -245,11 +246,11 @@ func New(o Options) *Machine {
 // returns false, changing nothing, if this node already wants or holds
 // the lock.
 func (m *Machine) Request(now time.Time) bool {
-	if m.st != Released {
+	if m.state != Released {
 		return false
 	}
 	m.clock++
-	m.st, m.ts, m.reqAt, m.msgs, m.dgrams = Wanted, m.clock, now, 0, 0
+	m.state, m.ts, m.reqAt, m.msgs, m.dgrams = Wanted, m.clock, now, 0, 0
 	m.stats.Requests++
 	m.emit(Event{Kind: Requested, Clock: m.ts})
 	m.needed = nil
@@ -267,7 +268,7 @@ func (m *Machine) Request(now time.Time) bool {
 // returns false if this node neither holds nor wants the lock (a lock
 // lost to a view change is already released).
 func (m *Machine) Release(now time.Time) bool {
-	switch m.st {
+	switch m.state {
 	case Held:
 		m.stats.Released++
 		m.emit(Event{Kind: Exited, Clock: m.ts, Held: now.Sub(m.heldAt)})
@@ -309,7 +310,7 @@ func (m *Machine) Receive(now time.Time, from uint64, payload []byte) {
 // from the same member replaces the older (which it withdrew). In a
 // quarantine every request is deferred, and answered when it ends.
 func (m *Machine) onRequest(now time.Time, from, ts uint64) {
-	i, found := slices.BinarySearchFunc(m.deferred, from, func(r request, id uint64) int { return cmpU(r.peer, id) })
+	i, found := slices.BinarySearchFunc(m.deferred, from, func(r request, id uint64) int { return cmp.Compare(r.peer, id) })
 	if m.quieted(now) || m.defers(from, ts) {
 		if found {
 			m.deferred[i].ts = ts
@@ -328,7 +329,7 @@ func (m *Machine) onRequest(now time.Time, from, ts uint64) {
 
 // defers reports whether this node defers member j's request ts.
 func (m *Machine) defers(j, ts uint64) bool {
-	switch m.st {
+	switch m.state {
 	case Held:
 		return true
 	case Wanted:
@@ -339,7 +340,7 @@ func (m *Machine) defers(j, ts uint64) bool {
 
 // onReply counts a reply to this node's pending request.
 func (m *Machine) onReply(now time.Time, from, ts uint64) {
-	if m.st != Wanted || ts != m.ts {
+	if m.state != Wanted || ts != m.ts {
 		m.stats.Stale++ // to a withdrawn or an earlier request, or a copy after the grant
 		return
 	}
@@ -357,13 +358,13 @@ func (m *Machine) onReply(now time.Time, from, ts uint64) {
 // tryEnter grants the pending request when no reply is needed any more,
 // the view holds the quorum, and no quarantine is on.
 func (m *Machine) tryEnter(now time.Time) {
-	if m.st == Wanted && m.hasView && len(m.needed) == 0 && m.quorate(now) && !m.quieted(now) {
+	if m.state == Wanted && m.hasView && len(m.needed) == 0 && m.quorate(now) && !m.quieted(now) {
 		m.becomeHeld(now)
 	}
 }
 
 func (m *Machine) becomeHeld(now time.Time) {
-	m.st, m.heldAt, m.heldView = Held, now, m.view
+	m.state, m.heldAt, m.heldView = Held, now, m.view
 	m.stats.Acquired++
 	m.emit(Event{Kind: Acquired, Clock: m.ts, Wait: now.Sub(m.reqAt), Messages: m.msgs, Datagrams: m.dgrams})
 }
@@ -372,7 +373,7 @@ func (m *Machine) becomeHeld(now time.Time) {
 // (Ricart–Agrawala 1981: the deferred replies go out on exit), unless a
 // quarantine is on: then they wait for its end.
 func (m *Machine) becomeReleased(now time.Time) {
-	m.st, m.needed = Released, nil
+	m.state, m.needed = Released, nil
 	m.answerDeferred(now)
 }
 
@@ -450,7 +451,7 @@ func (m *Machine) Tick(now time.Time) {
 	if m.quorum == 0 {
 		return
 	}
-	if m.st == Held && !m.quorate(now) {
+	if m.state == Held && !m.quorate(now) {
 		m.lose(now)
 	}
 	if !m.quieted(now) {
@@ -468,10 +469,10 @@ func (m *Machine) NextDeadline() time.Time {
 		return time.Time{}
 	}
 	var d time.Time
-	if !m.quiet.IsZero() && (m.st == Wanted || len(m.deferred) > 0) {
+	if !m.quiet.IsZero() && (m.state == Wanted || len(m.deferred) > 0) {
 		d = m.quiet
 	}
-	if m.st == Held && m.hasView {
+	if m.state == Held && m.hasView {
 		if e := m.leaseEnds(); d.IsZero() || e.Before(d) {
 			d = e
 		}
@@ -521,19 +522,19 @@ type Ready struct {
 
 // Ready returns what the machine produced since the last call.
 func (m *Machine) Ready() Ready {
-	rd := Ready{Messages: m.out, Events: m.evs}
-	m.out, m.arena, m.evs = nil, nil, nil
+	rd := Ready{Messages: m.out, Events: m.events}
+	m.out, m.arena, m.events = nil, nil, nil
 	return rd
 }
 
 // State returns whether this node holds, wants or neither.
-func (m *Machine) State() State { return m.st }
+func (m *Machine) State() State { return m.state }
 
 // HeldView returns the view this node acquired the lock in, "" unless it
 // holds it. (It may hold it in a later view too: a view change does not
 // take the lock away, but for the quorum.)
 func (m *Machine) HeldView() string {
-	if m.st != Held {
+	if m.state != Held {
 		return ""
 	}
 	return m.heldView
@@ -547,7 +548,7 @@ func (m *Machine) Stats() Stats { return m.stats }
 
 func (m *Machine) emit(e Event) {
 	e.View = m.view
-	m.evs = append(m.evs, e)
+	m.events = append(m.events, e)
 }
 
 // send queues the message [k, ts] to member to (0: every other member).
@@ -564,14 +565,4 @@ func (m *Machine) send(to uint64, k kind, ts uint64) {
 func (m *Machine) isMember(id uint64) bool {
 	_, ok := slices.BinarySearch(m.members, id)
 	return ok
-}
-
-func cmpU(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package mutex
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -313,7 +314,7 @@ func (l *lan) quarantined() time.Time {
 	var first time.Time
 	for _, id := range l.ids() {
 		m := l.nodes[id].m
-		if q := m.quiet; !q.IsZero() && (m.st == Wanted || len(m.deferred) > 0) && (first.IsZero() || q.Before(first)) {
+		if q := m.quiet; !q.IsZero() && (m.state == Wanted || len(m.deferred) > 0) && (first.IsZero() || q.Before(first)) {
 			first = q
 		}
 	}
@@ -379,16 +380,16 @@ func (m *Machine) invariants(now time.Time) error {
 		}
 	}
 	switch {
-	case !slices.IsSorted(m.needed) || !slices.IsSortedFunc(m.deferred, func(a, b request) int { return cmpU(a.peer, b.peer) }):
+	case !slices.IsSorted(m.needed) || !slices.IsSortedFunc(m.deferred, func(a, b request) int { return cmp.Compare(a.peer, b.peer) }):
 		return fmt.Errorf("node %d: needed %v or deferred %v unsorted", m.self, m.needed, m.deferred)
-	case m.st == Released && (len(m.needed) > 0 || len(m.deferred) > 0 && !m.quieted(now)):
+	case m.state == Released && (len(m.needed) > 0 || len(m.deferred) > 0 && !m.quieted(now)):
 		return fmt.Errorf("node %d: released, needs %v, deferred %v", m.self, m.needed, m.deferred)
-	case m.st == Held && (len(m.needed) > 0 || !m.hasView || m.quorum > 0 && len(m.members) <= m.quorum/2):
+	case m.state == Held && (len(m.needed) > 0 || !m.hasView || m.quorum > 0 && len(m.members) <= m.quorum/2):
 		return fmt.Errorf("node %d: holds, needs %v, view %v (quorum %d)", m.self, m.needed, m.members, m.quorum)
-	case m.st == Wanted && m.hasView && len(m.needed) == 0 && m.quorate(now) && !m.quieted(now):
+	case m.state == Wanted && m.hasView && len(m.needed) == 0 && m.quorate(now) && !m.quieted(now):
 		return fmt.Errorf("node %d: wants with nothing missing", m.self)
-	case m.st != Released && m.ts == 0, m.ts > m.clock:
-		return fmt.Errorf("node %d: state %v, ts %d, clock %d", m.self, m.st, m.ts, m.clock)
+	case m.state != Released && m.ts == 0, m.ts > m.clock:
+		return fmt.Errorf("node %d: state %v, ts %d, clock %d", m.self, m.state, m.ts, m.clock)
 	}
 	return nil
 }

@@ -46,7 +46,7 @@ func (m *Machine) SetView(now time.Time, view string, members []uint64, heard []
 	if _, ok := slices.BinarySearch(ms, m.self); !ok {
 		m.hasView, m.members = false, nil
 		m.deferred, m.needed = nil, nil
-		if m.st == Held {
+		if m.state == Held {
 			m.lose(now)
 		}
 		return
@@ -59,9 +59,9 @@ func (m *Machine) SetView(now time.Time, view string, members []uint64, heard []
 	m.deferred = slices.DeleteFunc(m.deferred, func(r request) bool { return !m.isMember(r.peer) })
 	m.needed = slices.DeleteFunc(m.needed, func(id uint64) bool { return !m.isMember(id) })
 	switch {
-	case m.st == Held && !m.quorate(now):
+	case m.state == Held && !m.quorate(now):
 		m.lose(now) // the other side may hold a majority now
-	case m.st == Wanted:
+	case m.state == Wanted:
 		m.ask(m.toAsk(prev))
 		m.tryEnter(now)
 	}

@@ -32,7 +32,7 @@ type CoreOptions struct {
 	JoinTimeout    time.Duration
 	Settings       []membership.Setting // protocol settings every member must share
 	Seed           uint64               // seeds the protocol's randomness (timer jitter)
-	Election       election.Algorithm   // "" = ring
+	Election       election.Algorithm   // "" = election.DefaultAlgorithm
 	// Quorum is the lock's expected cluster size N (mutex.quorum); 0 = off.
 	// With it, the lock is granted and kept only while the view has more
 	// than N/2 members and this node heard, within the suspect timeout,

@@ -12,13 +12,14 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/config"
-	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/memnet"
+	"github.com/huddle-lan/huddle/internal/netmodel"
 )
 
 // fleet runs node loops over one simulated network in a synctest bubble,
 // and stops them all (waiting for them) when the test body returns.
 type fleet struct {
-	n      *sim.Net
+	n      *memnet.Net
 	ctx    context.Context
 	cancel context.CancelFunc
 	runs   int
@@ -27,7 +28,7 @@ type fleet struct {
 
 func newFleet(seed int64) *fleet {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &fleet{n: sim.NewNet(sim.Options{Seed: seed}), ctx: ctx, cancel: cancel, done: make(chan error, 16)}
+	return &fleet{n: memnet.New(netmodel.Options{Seed: seed}), ctx: ctx, cancel: cancel, done: make(chan error, 16)}
 }
 
 // run starts a node at address addrID with config c and returns its log
@@ -35,7 +36,7 @@ func newFleet(seed int64) *fleet {
 func (f *fleet) run(addrID uint64, c config.Config, inc uint64) (*bytes.Buffer, chan error) {
 	log := &bytes.Buffer{}
 	own := make(chan error, 1)
-	o := Options{Config: c, Transport: f.n.Endpoint(sim.Addr(addrID)),
+	o := Options{Config: c, Transport: f.n.Endpoint(netmodel.Addr(addrID)),
 		Log: zerolog.New(log).With().Timestamp().Uint64("node", c.ID).Logger(), Inc: inc}
 	f.runs++
 	go func() {
@@ -71,8 +72,8 @@ func TestSecondNodeWithTheSameIDIsRefused(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("the second node with ID 3 was not refused")
 		}
-		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), sim.Addr(1).Addr().String()) {
-			t.Fatalf("second node: %v; want ErrRefused naming %v", err, sim.Addr(1).Addr())
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), netmodel.Addr(1).Addr().String()) {
+			t.Fatalf("second node: %v; want ErrRefused naming %v", err, netmodel.Addr(1).Addr())
 		}
 		evs := events(t, log)
 		if r := find(evs, "member.refused"); len(r) != 1 || str(r[0], "setting") != "id" {

@@ -18,7 +18,8 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/lab"
-	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/memnet"
+	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/multicast"
 )
@@ -84,13 +85,13 @@ func TestNewIncarnation(t *testing.T) {
 // and a cancelled context stops them with final stats and the cause.
 func TestRunInVirtualTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		n := sim.NewNet(sim.Options{Seed: 1, Loss: 0.05})
+		n := memnet.New(netmodel.Options{Seed: 1, Loss: 0.05})
 		ctx, cancel := context.WithCancelCause(context.Background())
 		logs := make([]*bytes.Buffer, 4)
 		errs := make(chan error, 3)
 		for id := uint64(1); id <= 3; id++ {
 			logs[id] = &bytes.Buffer{}
-			o := Options{Config: testConfig(id), Transport: n.Endpoint(sim.Addr(id)),
+			o := Options{Config: testConfig(id), Transport: n.Endpoint(netmodel.Addr(id)),
 				Log: zerolog.New(logs[id]).With().Timestamp().Uint64("node", id).Logger(), Inc: id}
 			go func() { errs <- Run(ctx, o) }()
 		}
@@ -212,18 +213,18 @@ func TestRunWorkload(t *testing.T) {
 
 func runWorkload(t *testing.T, repairSocket bool) {
 	synctest.Test(t, func(t *testing.T) {
-		n := sim.NewNet(sim.Options{Seed: 2, Loss: 0.1})
-		ctl := sim.NewNet(sim.Options{Seed: 3, Loss: 0.1})
+		n := memnet.New(netmodel.Options{Seed: 2, Loss: 0.1})
+		ctl := memnet.New(netmodel.Options{Seed: 3, Loss: 0.1})
 		logs := make([]*bytes.Buffer, 4)
 		errs := make(chan error, 3)
 		for id := uint64(1); id <= 3; id++ {
 			c := testConfig(id)
 			c.TraceDeliveries, c.Duration = true, config.Duration(2*time.Second)
 			logs[id] = &bytes.Buffer{}
-			o := Options{Config: c, Transport: n.Endpoint(sim.Addr(id)),
+			o := Options{Config: c, Transport: n.Endpoint(netmodel.Addr(id)),
 				Log: zerolog.New(logs[id]).With().Uint64("node", id).Logger(), Inc: id}
 			if repairSocket {
-				o.Control = ctl.Endpoint(sim.Addr(id))
+				o.Control = ctl.Endpoint(netmodel.Addr(id))
 			}
 			nd := New(o)
 			go func() { errs <- nd.Run(context.Background()) }()
@@ -291,7 +292,7 @@ func runWorkload(t *testing.T, repairSocket bool) {
 // again (before it suspects node 1), the window drains and sending resumes.
 func TestMulticastBlocksOnAFullWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		n := sim.NewNet(sim.Options{Seed: 3})
+		n := memnet.New(netmodel.Options{Seed: 3})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		nodes := make([]*Node, 3)
@@ -299,7 +300,7 @@ func TestMulticastBlocksOnAFullWindow(t *testing.T) {
 		for id := uint64(1); id <= 2; id++ {
 			c := testConfig(id)
 			c.SendWindow = 16
-			nodes[id] = New(Options{Config: c, Transport: n.Endpoint(sim.Addr(id)), Log: zerolog.Nop(), Inc: id})
+			nodes[id] = New(Options{Config: c, Transport: n.Endpoint(netmodel.Addr(id)), Log: zerolog.Nop(), Inc: id})
 			go func() { done <- nodes[id].Run(ctx) }()
 		}
 		time.Sleep(time.Second) // the two form a view
@@ -307,7 +308,7 @@ func TestMulticastBlocksOnAFullWindow(t *testing.T) {
 		if v := nodes[1].core.View(); len(v.Members) != 2 {
 			t.Fatalf("node 1 is in %v, want a view of both", v)
 		}
-		n.SetLinkLoss(sim.Addr(1), sim.Addr(2), 1)
+		n.SetLinkLoss(netmodel.Addr(1), netmodel.Addr(2), 1)
 		const window = 16 - 16/8 // an eighth is kept for order records
 		var last uint64          // the election's messages took seqs too
 		for i := range window {

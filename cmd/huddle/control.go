@@ -340,7 +340,7 @@ func cmdSend(args []string, stdout, stderr io.Writer) int {
 			"number it got (the seq of its deliver events). It waits while the node's send\n"+
 			"window is full or a view change holds sends, up to --timeout; a message that\n"+
 			"times out is not sent. Flags may follow TEXT; -- ends them.")
-	order := f.fs.String("order", "fifo", "delivery `order`: fifo, total or safe")
+	order := f.fs.String("order", control.DefaultOrder, "delivery `order`: fifo, total or safe")
 	service := f.fs.String("service", "", "the group `service` to send on (a program's Group.Service); empty is the application's channel")
 	rest, code, ok := f.parse(args, stdout, stderr)
 	if !ok {

@@ -57,7 +57,7 @@ func statusCommand(n Node) Handler {
 type SendArgs struct {
 	Text    string `json:"text,omitempty"`
 	Payload []byte `json:"payload,omitempty"`
-	Order   string `json:"order,omitempty"` // fifo (the default), total or safe
+	Order   string `json:"order,omitempty"` // fifo, total or safe; empty is DefaultOrder
 	// Service is the group service to send on: "" (the default) is the
 	// application's channel, the workload's; programs open others with
 	// Group.Service. Not "election" nor "mutex", the node's own.
@@ -73,6 +73,9 @@ type SendResult struct {
 
 // Orders are the names send accepts for an order.
 var Orders = []string{"fifo", "total", "safe"}
+
+// DefaultOrder is the order of a send without one.
+const DefaultOrder = "fifo"
 
 // sendCommand multicasts a message from the node, on the application's
 // channel (no service, like the workload's messages) or on the service
@@ -93,7 +96,7 @@ func sendCommand(n Node) Handler {
 			payload = a.Payload
 		}
 		if a.Order == "" {
-			a.Order = "fifo"
+			a.Order = DefaultOrder
 		}
 		order := node.ParseOrder(a.Order)
 		if order.String() != a.Order {

@@ -12,8 +12,8 @@
 // (network namespaces on a bridge; loss by netem, else iptables, else nft,
 // else the nodes' built-in drop, --drop-rate);
 // otherwise, or with Options.InProcess, they are the same node loop
-// (internal/node.Run) in this process over an in-memory network with
-// random loss (internal/sim.Net). Either way each node writes its JSON log
+// (node.Run) in this process over an in-memory network with
+// random loss (internal/memnet). Either way each node writes its JSON log
 // (--trace-deliveries, stats every second) to Options.LogDir, and the demo
 // follows those files: the console shows what the logs say, nothing else.
 //

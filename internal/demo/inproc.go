@@ -16,17 +16,18 @@ import (
 	"github.com/huddle-lan/huddle"
 	"github.com/huddle-lan/huddle/config"
 	_ "github.com/huddle-lan/huddle/internal/logx" // zerolog's time format and UTC clock, as the nodes log them
-	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/memnet"
+	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/internal/workload"
 	"github.com/huddle-lan/huddle/multicast"
 )
 
 // procCluster runs the nodes in this process: the Group API with the
 // workloads of `huddle run` (the same code) over an in-memory network
-// with random loss (sim.Net), in real time. It is the demo's fallback
+// with random loss (memnet.Net), in real time. It is the demo's fallback
 // where no virtual LAN can be built.
 type procCluster struct {
-	data, ctl *sim.Net // group traffic, and the repair traffic of the second socket
+	data, ctl *memnet.Net // group traffic, and the repair traffic of the second socket
 	dir       string
 	cfg       func(id uint64) config.Config
 	nodes     map[uint64]*procNode
@@ -45,8 +46,8 @@ type procNode struct {
 func newProcCluster(loss float64, dir string, cfg func(uint64) config.Config) *procCluster {
 	seed := time.Now().UnixNano()
 	return &procCluster{
-		data:  sim.NewNet(sim.Options{Seed: seed, Loss: loss}),
-		ctl:   sim.NewNet(sim.Options{Seed: seed + 1, Loss: loss}),
+		data:  memnet.New(netmodel.Options{Seed: seed, Loss: loss}),
+		ctl:   memnet.New(netmodel.Options{Seed: seed + 1, Loss: loss}),
 		dir:   dir,
 		cfg:   cfg,
 		nodes: map[uint64]*procNode{},
@@ -67,7 +68,7 @@ func (c *procCluster) start(id uint64) error {
 	}
 	cfg := c.cfg(id)
 	n := &procNode{log: &cutWriter{w: f},
-		data: newCrashable(c.data.Endpoint(sim.Addr(id))), ctl: newCrashable(c.ctl.Endpoint(sim.Addr(id)))}
+		data: newCrashable(c.data.Endpoint(netmodel.Addr(id))), ctl: newCrashable(c.ctl.Endpoint(netmodel.Addr(id)))}
 	log := zerolog.New(n.log).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	n.cancel = cancel

@@ -25,11 +25,9 @@
 //	}
 //
 // Each datagram a machine hands back from TakeOutbox is multicast to every
-// other live node (never to itself); every copy meets its own fate and
-// each Receive gets a private copy of the bytes. A node is ticked once when
-// it starts, then whenever the deadline from NextDeadline falls due.
-//
-// Net is the same network for the real node runtime, goroutines and all:
-// each Net.Endpoint is a multicast.Transport whose delays are timers, so
-// inside testing/synctest the whole node runs in virtual time.
+// other live node (never to itself); every copy meets its own fate, drawn
+// by the fault model of internal/netmodel, and each Receive gets a private
+// copy of the bytes. Node id's address is netmodel.Addr(id). A node is
+// ticked once when it starts, then whenever the deadline from NextDeadline
+// falls due.
 package sim

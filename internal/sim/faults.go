@@ -1,13 +1,17 @@
 package sim
 
-import "time"
+import (
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/netmodel"
+)
 
 // multicast sends one datagram from a machine's outbox to every other live
 // node, each copy meeting its own fate.
 func (w *World) multicast(from *node, data []byte) {
 	w.stats.Sent++
 	data = w.keep(data)
-	if w.model.senderLost(w.rng) {
+	if w.model.SenderLost(w.rng) {
 		w.dropAll(from)
 		return
 	}
@@ -20,16 +24,16 @@ func (w *World) multicast(from *node, data []byte) {
 }
 
 func (w *World) carry(from, to *node, data []byte) {
-	f := w.model.decide(w.rng, from.id, to.id)
-	if f.cause != CauseNone {
-		w.drop(from.id, to.id, f.cause)
+	f := w.model.Decide(w.rng, from.id, to.id)
+	if f.Cause != netmodel.CauseNone {
+		w.drop(from.id, to.id, f.Cause)
 		return
 	}
-	w.stats.Reordered += uint64(f.reordered)
-	for i := range f.n {
-		w.queue.push(event{at: w.now + f.delay[i], kind: evDeliver, to: to, from: from, gen: to.inc, data: data})
+	w.stats.Reordered += uint64(f.Reordered)
+	for i := range f.Copies {
+		w.queue.push(event{at: w.now + f.Delay[i], kind: evDeliver, to: to, from: from, gen: to.inc, data: data})
 	}
-	if f.n > 1 {
+	if f.Copies > 1 {
 		w.stats.Duplicated++
 		w.log(traceEntry{kind: trDup, node: from.id, peer: to.id})
 	}
@@ -46,11 +50,11 @@ func (w *World) dropAll(from *node) {
 	}
 	w.stats.Copies += uint64(n)
 	w.stats.Dropped.SenderLoss += uint64(n)
-	w.log(traceEntry{kind: trDrop, cause: CauseSenderLoss, node: from.id, n: n})
+	w.log(traceEntry{kind: trDrop, cause: netmodel.CauseSenderLoss, node: from.id, n: n})
 }
 
-func (w *World) drop(from, to uint64, c Cause) {
-	w.stats.Dropped.add(c)
+func (w *World) drop(from, to uint64, c netmodel.Cause) {
+	w.stats.Dropped.Add(c)
 	w.log(traceEntry{kind: trDrop, cause: c, node: from, peer: to})
 }
 
@@ -70,32 +74,32 @@ func (w *World) keep(b []byte) []byte {
 // groups are dropped when sent. Nodes not listed, including nodes added
 // later, together form one more group. It replaces any earlier partition.
 func (w *World) Partition(groups ...[]uint64) {
-	w.model.partition(groups)
+	w.model.Partition(groups)
 	w.note("partition %v", groups)
 }
 
 // Heal removes the partition and every SetLinkLoss override.
 func (w *World) Heal() {
-	w.model.heal()
+	w.model.Heal()
 	w.note("heal")
 }
 
 // SetLinkLoss sets the loss probability of the directed link from -> to,
 // replacing Options.Loss there; p = 1 blocks the link.
 func (w *World) SetLinkLoss(from, to uint64, p float64) {
-	w.model.setLinkLoss(from, to, p)
+	w.model.SetLinkLoss(from, to, p)
 	w.note("link n%d->n%d loss %v", from, to, p)
 }
 
 // SetLoss changes Options.Loss from now on.
 func (w *World) SetLoss(p float64) {
-	w.model.loss = p
+	w.model.SetLoss(p)
 	w.note("loss %v", p)
 }
 
 // SetSenderLoss changes Options.SenderLoss from now on.
 func (w *World) SetSenderLoss(p float64) {
-	w.model.senderLoss = p
+	w.model.SetSenderLoss(p)
 	w.note("sender loss %v", p)
 }
 

@@ -7,7 +7,7 @@ import (
 
 // Machine is one node's protocol stack as the simulator sees it: a
 // deterministic state machine fed with datagrams and time. The node's real
-// runtime loop drives the very same value (internal/node.Core) with a socket
+// runtime loop drives the very same value (node.Core) with a socket
 // and the wall clock.
 type Machine interface {
 	// Receive hands the machine one datagram that arrived at now from src.

@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/netmodel"
 )
 
 // RunError is how a run ends when an invariant fails, a condition is not
@@ -112,14 +114,14 @@ func (w *World) advance(at time.Duration) {
 func (w *World) tick(n *node) {
 	n.armed = false
 	w.log(traceEntry{kind: trTick, node: n.id})
-	n.m.Tick(w.Now())
+	n.machine.Tick(w.Now())
 	w.after(n)
 }
 
 func (w *World) receive(ev *event) {
 	n := ev.to
 	if !n.alive || ev.gen != n.inc {
-		w.drop(ev.from.id, n.id, CauseCrashed)
+		w.drop(ev.from.id, n.id, netmodel.CauseCrashed)
 		return
 	}
 	w.stats.Delivered++
@@ -127,13 +129,13 @@ func (w *World) receive(ev *event) {
 	// A private copy per Receive: a machine that scribbles on its input
 	// cannot corrupt the copies other nodes are still to receive.
 	w.rbuf = append(w.rbuf[:0], ev.data...)
-	n.m.Receive(w.Now(), ev.from.addr, w.rbuf)
+	n.machine.Receive(w.Now(), ev.from.addr, w.rbuf)
 	w.after(n)
 }
 
 // after sends what n's machine produced and re-arms its timer.
 func (w *World) after(n *node) {
-	if out := n.m.TakeOutbox(); len(out) > 0 {
+	if out := n.machine.TakeOutbox(); len(out) > 0 {
 		w.log(traceEntry{kind: trSend, node: n.id, n: len(out)})
 		for _, d := range out {
 			w.multicast(n, d)
@@ -145,7 +147,7 @@ func (w *World) after(n *node) {
 // arm keeps one timer event per node, at the machine's NextDeadline. A
 // changed deadline bumps the generation, which makes the old event moot.
 func (w *World) arm(n *node) {
-	d := n.m.NextDeadline()
+	d := n.machine.NextDeadline()
 	if d.IsZero() {
 		n.gen++
 		n.armed = false

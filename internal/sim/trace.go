@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/netmodel"
 )
 
 // traceSteps is how many of the latest steps Trace shows.
@@ -34,7 +36,7 @@ type traceEntry struct {
 	step       uint64
 	at         time.Duration
 	kind       traceKind
-	cause      Cause
+	cause      netmodel.Cause
 	node, peer uint64
 	n          int // bytes, datagram count or incarnation
 	d          time.Duration
@@ -103,7 +105,7 @@ func (e *traceEntry) writeTo(b *strings.Builder) {
 }
 
 func (e *traceEntry) writeDrop(b *strings.Builder) {
-	if e.cause == CauseSenderLoss {
+	if e.cause == netmodel.CauseSenderLoss {
 		fmt.Fprintf(b, "drop n%d->* (%v, %d receivers)", e.node, e.cause, e.n)
 		return
 	}

@@ -9,18 +9,23 @@ import (
 	"net/netip"
 	"slices"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/netmodel"
 )
+
+// Options describe the World's network: the seed of the run and the
+// faults. They are the options of the fault model, which the simulator
+// shares with internal/memnet.
+type Options = netmodel.Options
 
 // Epoch is the virtual instant every World starts at. A fixed start keeps
 // traces and timestamps identical from run to run.
 var Epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
-// Port is the UDP port of every simulated node address.
-const Port = 7468
-
-// Factory builds the machine of node id. It is called by Add (incarnation
-// 1) and by each Restart (incarnation 2, 3, ...) with a fresh seed drawn
-// from the world's random source, to seed the machine's own *rand.Rand.
+// Factory builds the machine of node id, whose address is
+// netmodel.Addr(id). It is called by Add (incarnation 1) and by each
+// Restart (incarnation 2, 3, ...) with a fresh seed drawn from the world's
+// random source, to seed the machine's own *rand.Rand.
 type Factory func(id, incarnation uint64, seed int64, addr netip.AddrPort) Machine
 
 // Errors a run can end with, wrapped in a *RunError.
@@ -45,7 +50,7 @@ type node struct {
 	id, inc  uint64
 	addr     netip.AddrPort
 	factory  Factory
-	m        Machine
+	machine  Machine
 	alive    bool
 	stalled  time.Duration // receives and ticks wait until then
 	gen      uint64        // bumped to cancel the armed timer
@@ -63,14 +68,14 @@ type check struct {
 type World struct {
 	seed   int64
 	rng    *rand.Rand
-	model  model[uint64]
+	model  netmodel.Model[uint64]
 	now    time.Duration // since Epoch
 	queue  eventQueue
 	nodes  map[uint64]*node
 	order  []*node // by ID, so that every iteration is deterministic
 	checks []check
 	err    error // first failure; the world stops at it
-	stats  Stats
+	stats  netmodel.Stats
 	trace  traceRing
 	steps  uint64
 	still  int    // consecutive events at the current instant
@@ -82,8 +87,8 @@ type World struct {
 func New(opts Options) *World {
 	return &World{
 		seed:  opts.Seed,
-		rng:   rand.New(rand.NewPCG(uint64(opts.Seed), 0x687564646c65)), // "huddle"
-		model: newModel[uint64](opts),
+		rng:   netmodel.NewRand(opts.Seed),
+		model: netmodel.NewModel[uint64](opts),
 		nodes: make(map[uint64]*node),
 	}
 }
@@ -98,17 +103,10 @@ func (w *World) Now() time.Time { return Epoch.Add(w.now) }
 func (w *World) Elapsed() time.Duration { return w.now }
 
 // Stats returns the datagram counters so far.
-func (w *World) Stats() Stats { return w.stats }
+func (w *World) Stats() netmodel.Stats { return w.stats }
 
 // Err returns the failure that stopped the world, or nil.
 func (w *World) Err() error { return w.err }
-
-// Addr returns the address of node id: 10.a.b.c:Port from the low 24 bits
-// of id, so 10.0.x.y for IDs below 65536.
-func Addr(id uint64) netip.AddrPort {
-	ip := netip.AddrFrom4([4]byte{10, byte(id >> 16), byte(id >> 8), byte(id)})
-	return netip.AddrPortFrom(ip, Port)
-}
 
 // Add starts node id with incarnation 1. The new machine is ticked once at
 // the current time, so that it learns the clock and arms its timers, and
@@ -117,7 +115,7 @@ func (w *World) Add(id uint64, f Factory) {
 	if _, ok := w.nodes[id]; ok {
 		panic(fmt.Sprintf("sim: node %d added twice", id))
 	}
-	n := &node{id: id, addr: Addr(id), factory: f}
+	n := &node{id: id, addr: netmodel.Addr(id), factory: f}
 	w.nodes[id] = n
 	i, _ := slices.BinarySearchFunc(w.order, id, func(n *node, id uint64) int { return cmp.Compare(n.id, id) })
 	w.order = slices.Insert(w.order, i, n)
@@ -147,9 +145,9 @@ func (w *World) Restart(id uint64) {
 func (w *World) start(n *node) {
 	n.inc++
 	n.alive = true
-	n.m = n.factory(n.id, n.inc, w.rng.Int64(), n.addr)
+	n.machine = n.factory(n.id, n.inc, w.rng.Int64(), n.addr)
 	w.log(traceEntry{kind: trStart, node: n.id, n: int(n.inc)})
-	n.m.Tick(w.Now())
+	n.machine.Tick(w.Now())
 	w.after(n)
 }
 
@@ -157,7 +155,7 @@ func (w *World) start(n *node) {
 // for an unknown id.
 func (w *World) Machine(id uint64) Machine {
 	if n, ok := w.nodes[id]; ok {
-		return n.m
+		return n.machine
 	}
 	return nil
 }
@@ -188,7 +186,7 @@ func (w *World) Do(id uint64, f func(m Machine)) bool {
 	}
 	w.steps++
 	w.log(traceEntry{kind: trDo, node: id})
-	f(n.m)
+	f(n.machine)
 	w.after(n)
 	w.runChecks()
 	return true

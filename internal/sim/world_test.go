@@ -377,12 +377,7 @@ t=0.300ms n2 recv 24B from n1
 	}
 }
 
-func TestAddr(t *testing.T) {
-	for id, want := range map[uint64]string{1: "10.0.0.1:7468", 258: "10.0.1.2:7468", 1 << 16: "10.1.0.0:7468"} {
-		if got := sim.Addr(id).String(); got != want {
-			t.Errorf("Addr(%d) = %s, want %s", id, got, want)
-		}
-	}
+func TestIDs(t *testing.T) {
 	w := newWorld(sim.Options{}, 3, 0)
 	if got := fmt.Sprint(w.IDs()); got != "[1 2 3]" {
 		t.Errorf("IDs = %s", got)

@@ -1,4 +1,21 @@
-package sim
+// Package memnet is an in-memory multicast network for the real node
+// runtime: groups in one process exchange their datagrams through it, with
+// the faults of internal/netmodel (loss, duplication, reordering, delay,
+// partitions, per-link loss), and never touch a socket. The Group API's
+// huddle.Network, the in-process demo and the node's tests run on it.
+//
+// Each Net.Endpoint is a multicast.Transport, and every datagram written
+// to one reaches every other open endpoint, each copy meeting its own
+// fate, with delays from time.AfterFunc. Inside a testing/synctest bubble
+// those delays are virtual, so a test of the full node runs in no real
+// time:
+//
+//	n := memnet.New(netmodel.Options{Seed: 1, Loss: 0.05})
+//	o := node.Options{Config: cfg, Transport: n.Endpoint(netmodel.Addr(1)), ...}
+//
+// Unlike the simulator (internal/sim), a Net run is not reproducible from
+// its seed: goroutine scheduling decides the order of random draws.
+package memnet
 
 import (
 	"bytes"
@@ -10,40 +27,46 @@ import (
 	"sync"
 	"time"
 
+	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/multicast"
 )
 
 var _ multicast.Transport = (*endpoint)(nil)
 
-// Net is an in-memory multicast network for the real node runtime: each
-// Endpoint is a multicast.Transport, and every datagram written to one
-// reaches every other open endpoint under the same fault model as World,
-// with delays from time.AfterFunc. Inside a testing/synctest bubble those
-// delays are virtual, so a test of the full node runs in no real time.
-//
-// Unlike World, a Net run is not reproducible from its seed: goroutine
-// scheduling decides the order of random draws. Net is safe for concurrent
-// use.
+// DefaultQueueLen bounds each endpoint's receive queue, in datagrams,
+// unless SetQueueLen says otherwise.
+const DefaultQueueLen = 1024
+
+// Net is an in-memory multicast network of endpoints keyed by address.
+// It is safe for concurrent use.
 type Net struct {
-	mu       sync.Mutex
-	rng      *rand.Rand
-	model    model[netip.AddrPort]
-	queueLen int
-	eps      []*endpoint // open endpoints, in opening order
-	stats    Stats
+	mu        sync.Mutex
+	rng       *rand.Rand
+	model     netmodel.Model[netip.AddrPort]
+	queueLen  int
+	endpoints []*endpoint // open endpoints, in opening order
+	stats     netmodel.Stats
 }
 
-// NewNet returns a network without endpoints.
-func NewNet(opts Options) *Net {
-	n := &Net{
-		rng:      rand.New(rand.NewPCG(uint64(opts.Seed), 0x687564646c65)),
-		model:    newModel[netip.AddrPort](opts),
-		queueLen: opts.QueueLen,
+// New returns a network without endpoints, with opts's seed and faults.
+func New(opts netmodel.Options) *Net {
+	return &Net{
+		rng:      netmodel.NewRand(opts.Seed),
+		model:    netmodel.NewModel[netip.AddrPort](opts),
+		queueLen: DefaultQueueLen,
 	}
-	if n.queueLen <= 0 {
-		n.queueLen = DefaultQueueLen
+}
+
+// SetQueueLen bounds each endpoint's receive queue to k datagrams from now
+// on, like a socket receive buffer: datagrams that arrive at a full queue
+// are dropped and counted as Overflow. k <= 0 means DefaultQueueLen.
+func (n *Net) SetQueueLen(k int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if k <= 0 {
+		k = DefaultQueueLen
 	}
-	return n
+	n.queueLen = k
 }
 
 // Endpoint opens the transport of the node at addr. It panics if an open
@@ -52,54 +75,57 @@ func NewNet(opts Options) *Net {
 func (n *Net) Endpoint(addr netip.AddrPort) multicast.Transport {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, e := range n.eps {
+	for _, e := range n.endpoints {
 		if e.addr == addr {
-			panic(fmt.Sprintf("sim: endpoint %v already open", addr))
+			panic(fmt.Sprintf("memnet: endpoint %v already open", addr))
 		}
 	}
 	e := &endpoint{net: n, addr: addr, ready: make(chan struct{}, 1), done: make(chan struct{})}
-	n.eps = append(n.eps, e)
+	n.endpoints = append(n.endpoints, e)
 	return e
 }
 
-// Partition splits the network by address, as World.Partition does by ID.
+// Partition splits the network by address: datagrams between endpoints of
+// different groups are dropped. Addresses not listed, including endpoints
+// opened later, together form one more group. It replaces any earlier
+// partition.
 func (n *Net) Partition(groups ...[]netip.AddrPort) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.model.partition(groups)
+	n.model.Partition(groups)
 }
 
 // Heal removes the partition and every SetLinkLoss override.
 func (n *Net) Heal() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.model.heal()
+	n.model.Heal()
 }
 
-// SetLoss changes Options.Loss from now on.
+// SetLoss changes netmodel.Options.Loss from now on.
 func (n *Net) SetLoss(p float64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.model.loss = p
+	n.model.SetLoss(p)
 }
 
-// SetSenderLoss changes Options.SenderLoss from now on.
+// SetSenderLoss changes netmodel.Options.SenderLoss from now on.
 func (n *Net) SetSenderLoss(p float64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.model.senderLoss = p
+	n.model.SetSenderLoss(p)
 }
 
 // SetLinkLoss sets the loss probability of the directed link from -> to,
-// replacing Options.Loss there; p = 1 blocks the link.
+// replacing netmodel.Options.Loss there; p = 1 blocks the link.
 func (n *Net) SetLinkLoss(from, to netip.AddrPort, p float64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.model.setLinkLoss(from, to, p)
+	n.model.SetLinkLoss(from, to, p)
 }
 
 // Stats returns the datagram counters so far.
-func (n *Net) Stats() Stats {
+func (n *Net) Stats() netmodel.Stats {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.stats
@@ -110,8 +136,8 @@ func (n *Net) Stats() Stats {
 func (n *Net) multicast(from *endpoint, data []byte) {
 	n.stats.Sent++
 	data = bytes.Clone(data) // the writer may reuse its buffer at once
-	lost := n.model.senderLost(n.rng)
-	for _, to := range n.eps {
+	lost := n.model.SenderLost(n.rng)
+	for _, to := range n.endpoints {
 		if to == from {
 			continue
 		}
@@ -127,17 +153,17 @@ func (n *Net) multicast(from *endpoint, data []byte) {
 // carry schedules the copies of one datagram to one endpoint.
 // Called with n.mu held.
 func (n *Net) carry(src netip.AddrPort, to *endpoint, data []byte) {
-	f := n.model.decide(n.rng, src, to.addr)
-	if f.cause != CauseNone {
-		n.stats.Dropped.add(f.cause)
+	f := n.model.Decide(n.rng, src, to.addr)
+	if f.Cause != netmodel.CauseNone {
+		n.stats.Dropped.Add(f.Cause)
 		return
 	}
-	n.stats.Reordered += uint64(f.reordered)
-	if f.n > 1 {
+	n.stats.Reordered += uint64(f.Reordered)
+	if f.Copies > 1 {
 		n.stats.Duplicated++
 	}
-	for i := range f.n {
-		time.AfterFunc(f.delay[i], func() { n.deliver(to, src, data) })
+	for i := range f.Copies {
+		time.AfterFunc(f.Delay[i], func() { n.deliver(to, src, data) })
 	}
 }
 
@@ -237,6 +263,6 @@ func (e *endpoint) Close() error {
 	e.closed = true
 	e.queue = nil
 	close(e.done)
-	e.net.eps = slices.DeleteFunc(e.net.eps, func(x *endpoint) bool { return x == e })
+	e.net.endpoints = slices.DeleteFunc(e.net.endpoints, func(x *endpoint) bool { return x == e })
 	return nil
 }

@@ -1,4 +1,4 @@
-package sim_test
+package memnet_test
 
 import (
 	"encoding/binary"
@@ -13,7 +13,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/memnet"
+	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/multicast"
 )
@@ -40,10 +41,10 @@ func closeAll(t testing.TB, eps ...multicast.Transport) {
 // readers racing, for the race detector's sake.
 func TestNetConcurrentExchange(t *testing.T) {
 	const nodes, perNode = 4, 100
-	n := sim.NewNet(sim.Options{Seed: 1, Jitter: 50 * time.Microsecond})
+	n := memnet.New(netmodel.Options{Seed: 1, Jitter: 50 * time.Microsecond})
 	eps := make([]multicast.Transport, nodes)
 	for i := range eps {
-		eps[i] = n.Endpoint(sim.Addr(uint64(i + 1)))
+		eps[i] = n.Endpoint(netmodel.Addr(uint64(i + 1)))
 	}
 	var readers, writers sync.WaitGroup
 	got := make([]map[[2]uint64]bool, nodes)
@@ -92,8 +93,8 @@ func readAll(t testing.TB, e multicast.Transport, got map[[2]uint64]bool, want i
 
 func TestNetDelayIsVirtual(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		n := sim.NewNet(sim.Options{Delay: 5 * time.Millisecond})
-		a, b := n.Endpoint(sim.Addr(1)), n.Endpoint(sim.Addr(2))
+		n := memnet.New(netmodel.Options{Delay: 5 * time.Millisecond})
+		a, b := n.Endpoint(netmodel.Addr(1)), n.Endpoint(netmodel.Addr(2))
 		defer closeAll(t, a, b)
 		start := time.Now()
 		if err := a.WriteBatch([][]byte{[]byte("hello")}); err != nil {
@@ -117,8 +118,9 @@ func TestNetLoss(t *testing.T) {
 	testutil.ForSeeds(t, 3, func(t *testing.T, seed int64) {
 		synctest.Test(t, func(t *testing.T) {
 			const sent = 2000
-			n := sim.NewNet(sim.Options{Seed: seed, Loss: 0.3, QueueLen: sent})
-			a, b := n.Endpoint(sim.Addr(1)), n.Endpoint(sim.Addr(2))
+			n := memnet.New(netmodel.Options{Seed: seed, Loss: 0.3})
+			n.SetQueueLen(sent)
+			a, b := n.Endpoint(netmodel.Addr(1)), n.Endpoint(netmodel.Addr(2))
 			defer closeAll(t, a, b)
 			writeCounters(t, a, 1, sent)
 			time.Sleep(time.Second)
@@ -132,8 +134,9 @@ func TestNetLoss(t *testing.T) {
 
 func TestNetOverflowAndTruncation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		n := sim.NewNet(sim.Options{QueueLen: 4})
-		a, b := n.Endpoint(sim.Addr(1)), n.Endpoint(sim.Addr(2))
+		n := memnet.New(netmodel.Options{})
+		n.SetQueueLen(4)
+		a, b := n.Endpoint(netmodel.Addr(1)), n.Endpoint(netmodel.Addr(2))
 		defer closeAll(t, a, b)
 		big := make([]byte, 10)
 		if err := a.WriteBatch([][]byte{big, big, big, big, big, big}); err != nil {
@@ -152,8 +155,8 @@ func TestNetOverflowAndTruncation(t *testing.T) {
 
 func TestNetCloseUnblocksRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		n := sim.NewNet(sim.Options{})
-		e := n.Endpoint(sim.Addr(1))
+		n := memnet.New(netmodel.Options{})
+		e := n.Endpoint(netmodel.Addr(1))
 		done := make(chan error)
 		go func() {
 			_, err := e.ReadBatch(packets(1, 64))
@@ -169,14 +172,14 @@ func TestNetCloseUnblocksRead(t *testing.T) {
 		if err := e.WriteBatch([][]byte{{1}}); !errors.Is(err, net.ErrClosed) {
 			t.Fatalf("WriteBatch after Close = %v", err)
 		}
-		closeAll(t, n.Endpoint(sim.Addr(1))) // a restarted node reopens its address
+		closeAll(t, n.Endpoint(netmodel.Addr(1))) // a restarted node reopens its address
 	})
 }
 
 func TestNetPartitionAndHeal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		n := sim.NewNet(sim.Options{})
-		addrs := []netip.AddrPort{sim.Addr(1), sim.Addr(2), sim.Addr(3)}
+		n := memnet.New(netmodel.Options{})
+		addrs := []netip.AddrPort{netmodel.Addr(1), netmodel.Addr(2), netmodel.Addr(3)}
 		a, b, c := n.Endpoint(addrs[0]), n.Endpoint(addrs[1]), n.Endpoint(addrs[2])
 		defer closeAll(t, a, b, c)
 		n.Partition([]netip.AddrPort{addrs[0]}, []netip.AddrPort{addrs[1], addrs[2]})

@@ -1,7 +1,19 @@
-package sim
+// Package netmodel is the fault model of huddle's in-memory networks: the
+// simulator's World (internal/sim) and the real-time network of the node
+// runtime (internal/memnet). Both carry each copy of a datagram through
+// the same Model, so that both misbehave the same way: delay and jitter,
+// loss per receiver and at the sender, duplication, reordering,
+// partitions and per-link loss. Each counts what happened to the copies
+// in the same Stats, and names its hosts by the same addresses (Addr).
+//
+// A Model holds no random source of its own: the caller passes one to each
+// draw, so that the simulator can share one seeded source among the
+// network and its machines and replay a run from its seed.
+package netmodel
 
 import (
 	"math/rand/v2"
+	"net/netip"
 	"time"
 )
 
@@ -9,8 +21,8 @@ import (
 // with DefaultDelay one-way delay. Probabilities are in [0, 1]; values
 // outside are clamped in effect (≤0 never, ≥1 always).
 type Options struct {
-	// Seed feeds the one random source of the run: the same Seed (and the
-	// same calls) replays the same run.
+	// Seed feeds the one random source of the run (NewRand): the same Seed
+	// (and the same calls) replays the same run.
 	Seed int64
 	// Delay is the base one-way delay of every datagram; zero means
 	// DefaultDelay.
@@ -34,23 +46,33 @@ type Options struct {
 	// ReorderDelay is the extra delay of a reordered copy; zero means
 	// DefaultReorderDelay.
 	ReorderDelay time.Duration
-	// QueueLen bounds each Net endpoint's receive queue, in datagrams, like
-	// a socket receive buffer; datagrams beyond it are dropped and counted
-	// as Overflow. Zero means DefaultQueueLen. World does not use it.
-	QueueLen int
 }
 
 // Defaults for zero Options fields.
 const (
 	DefaultDelay        = 100 * time.Microsecond
 	DefaultReorderDelay = time.Millisecond
-	DefaultQueueLen     = 1024
 )
+
+// NewRand returns the random source of a run with the given seed.
+func NewRand(seed int64) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), 0x687564646c65)) // "huddle"
+}
+
+// Port is the UDP port of every simulated host address.
+const Port = 7468
+
+// Addr returns the address of simulated host id: 10.a.b.c:Port from the
+// low 24 bits of id, so 10.0.x.y for IDs below 65536.
+func Addr(id uint64) netip.AddrPort {
+	ip := netip.AddrFrom4([4]byte{10, byte(id >> 16), byte(id >> 8), byte(id)})
+	return netip.AddrPortFrom(ip, Port)
+}
 
 // Cause says why a copy of a datagram was not delivered.
 type Cause uint8
 
-// Drop causes, as counted in Drops and shown in traces.
+// Drop causes, as counted in Drops and shown in the simulator's traces.
 const (
 	CauseNone       Cause = iota
 	CauseSenderLoss       // Options.SenderLoss: lost for every receiver
@@ -58,7 +80,7 @@ const (
 	CauseLink             // a SetLinkLoss override
 	CausePartition        // sender and receiver in different partition groups
 	CauseCrashed          // receiver crashed, restarted or closed before arrival
-	CauseOverflow         // receiver's queue full (Net only)
+	CauseOverflow         // receiver's queue full (memnet only: World's hosts have no queue)
 )
 
 var causeNames = [...]string{"none", "sender-loss", "loss", "link", "partition", "crashed", "overflow"}
@@ -73,7 +95,7 @@ func (c Cause) String() string {
 // Stats counts datagrams. Every copy ends up delivered, dropped or still in
 // flight: Copies + Duplicated = Delivered + Dropped.Total() + in flight.
 type Stats struct {
-	Sent       uint64 // datagrams taken from outboxes (World) or written (Net)
+	Sent       uint64 // datagrams taken from outboxes (World) or written (memnet)
 	Copies     uint64 // datagram × receiver pairs the network carried
 	Delivered  uint64 // copies handed to a receiver
 	Duplicated uint64 // extra copies made by Options.Dup
@@ -91,7 +113,8 @@ func (d Drops) Total() uint64 {
 	return d.SenderLoss + d.Loss + d.Link + d.Partition + d.Crashed + d.Overflow
 }
 
-func (d *Drops) add(c Cause) {
+// Add counts one copy dropped for cause c.
+func (d *Drops) Add(c Cause) {
 	switch c {
 	case CauseSenderLoss:
 		d.SenderLoss++
@@ -108,12 +131,12 @@ func (d *Drops) add(c Cause) {
 	}
 }
 
-// link is a directed pair of nodes, the key of per-link loss overrides.
+// link is a directed pair of hosts, the key of per-link loss overrides.
 type link[K comparable] struct{ from, to K }
 
-// model is the fault model shared by World (nodes keyed by ID) and Net
-// (endpoints keyed by address), so that both misbehave the same way.
-type model[K comparable] struct {
+// Model is the fault model of one network whose hosts are keyed by K (node
+// IDs in World, addresses in memnet). It is not safe for concurrent use.
+type Model[K comparable] struct {
 	delay, jitter, reorderDelay time.Duration
 	loss, senderLoss            float64
 	dup, reorder                float64
@@ -121,8 +144,11 @@ type model[K comparable] struct {
 	links                       map[link[K]]float64
 }
 
-func newModel[K comparable](o Options) model[K] {
-	m := model[K]{
+// NewModel returns the model of a network with o's faults, without
+// partitions or per-link overrides. o.Seed is not used: the caller owns
+// the random source.
+func NewModel[K comparable](o Options) Model[K] {
+	m := Model[K]{
 		delay: o.Delay, jitter: o.Jitter, reorderDelay: o.ReorderDelay,
 		loss: o.Loss, senderLoss: o.SenderLoss, dup: o.Dup, reorder: o.Reorder,
 	}
@@ -135,13 +161,14 @@ func newModel[K comparable](o Options) model[K] {
 	return m
 }
 
-// fate is what the network does with one copy of a datagram: drop it
-// (cause != CauseNone) or deliver n copies after the given delays.
-type fate struct {
-	cause     Cause
-	n         int
-	delay     [2]time.Duration
-	reordered int
+// Fate is what the network does with one copy of a datagram: drop it
+// (Cause != CauseNone) or deliver Copies copies (1, or 2 when duplicated)
+// after Delay[0] and Delay[1].
+type Fate struct {
+	Cause     Cause
+	Copies    int
+	Delay     [2]time.Duration
+	Reordered int // how many of the copies were held back by Options.Reorder
 }
 
 // hit reports an event of probability p. It draws from r only when the
@@ -151,23 +178,26 @@ func hit(r *rand.Rand, p float64) bool {
 	return p > 0 && (p >= 1 || r.Float64() < p)
 }
 
-func (m *model[K]) senderLost(r *rand.Rand) bool { return hit(r, m.senderLoss) }
+// SenderLost draws whether a datagram is lost at its sender, for every
+// receiver at once (Options.SenderLoss). Draw it once per datagram, before
+// the receivers' Decide.
+func (m *Model[K]) SenderLost(r *rand.Rand) bool { return hit(r, m.senderLoss) }
 
-// decide draws the fate of the copy of a datagram from one node to another.
-func (m *model[K]) decide(r *rand.Rand, from, to K) fate {
+// Decide draws the fate of the copy of a datagram from one host to another.
+func (m *Model[K]) Decide(r *rand.Rand, from, to K) Fate {
 	if c := m.dropCause(r, from, to); c != CauseNone {
-		return fate{cause: c}
+		return Fate{Cause: c}
 	}
-	f := fate{n: 1}
-	f.delay[0] = m.latency(r, &f)
+	f := Fate{Copies: 1}
+	f.Delay[0] = m.latency(r, &f)
 	if hit(r, m.dup) {
-		f.n = 2
-		f.delay[1] = m.latency(r, &f)
+		f.Copies = 2
+		f.Delay[1] = m.latency(r, &f)
 	}
 	return f
 }
 
-func (m *model[K]) dropCause(r *rand.Rand, from, to K) Cause {
+func (m *Model[K]) dropCause(r *rand.Rand, from, to K) Cause {
 	if m.groups != nil && m.groups[from] != m.groups[to] {
 		return CausePartition
 	}
@@ -185,20 +215,22 @@ func (m *model[K]) dropCause(r *rand.Rand, from, to K) Cause {
 	return CauseNone
 }
 
-func (m *model[K]) latency(r *rand.Rand, f *fate) time.Duration {
+func (m *Model[K]) latency(r *rand.Rand, f *Fate) time.Duration {
 	d := m.delay
 	if m.jitter > 0 {
 		d += time.Duration(r.Int64N(int64(m.jitter)))
 	}
 	if hit(r, m.reorder) {
-		f.reordered++
+		f.Reordered++
 		d += m.reorderDelay
 	}
 	return d
 }
 
-// partition puts each listed key in group i+1; unlisted keys share group 0.
-func (m *model[K]) partition(groups [][]K) {
+// Partition splits the network: each listed key goes to group i+1, and
+// unlisted keys, including hosts that appear later, share group 0. Copies
+// between groups are dropped. It replaces any earlier partition.
+func (m *Model[K]) Partition(groups [][]K) {
 	m.groups = make(map[K]int)
 	for i, g := range groups {
 		for _, k := range g {
@@ -207,15 +239,23 @@ func (m *model[K]) partition(groups [][]K) {
 	}
 }
 
-func (m *model[K]) setLinkLoss(from, to K, p float64) {
+// SetLinkLoss sets the loss probability of the directed link from -> to,
+// replacing Options.Loss there; p = 1 blocks the link.
+func (m *Model[K]) SetLinkLoss(from, to K, p float64) {
 	if m.links == nil {
 		m.links = make(map[link[K]]float64)
 	}
 	m.links[link[K]{from, to}] = p
 }
 
-// heal removes partitions and per-link overrides.
-func (m *model[K]) heal() {
+// SetLoss changes Options.Loss from now on.
+func (m *Model[K]) SetLoss(p float64) { m.loss = p }
+
+// SetSenderLoss changes Options.SenderLoss from now on.
+func (m *Model[K]) SetSenderLoss(p float64) { m.senderLoss = p }
+
+// Heal removes partitions and per-link overrides.
+func (m *Model[K]) Heal() {
 	m.groups = nil
 	m.links = nil
 }
