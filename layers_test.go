@@ -14,15 +14,17 @@ const module = "github.com/huddle-lan/huddle"
 // only packages of a lower layer: every arrow points down (docs/design.md,
 // "Layers"). Foundations (layer 0) are leaves anything may use.
 var layers = map[string]int{
-	"internal/wire": 0, "internal/systool": 0, "internal/logx": 0, "config": 0, "internal/testutil/msgnet": 0, "internal/seal": 0, "internal/netmodel": 0,
+	"internal/wire": 0, "internal/systool": 0, "internal/logx": 0, "internal/testutil/msgnet": 0,
+	"internal/seal": 0, "internal/netmodel": 0,
 	"multicast":  1,
 	"membership": 2, "internal/sim": 2, "internal/memnet": 2,
 	"election": 3, "mutex": 3,
-	"node":             4,
-	"":                 5, // the Group API, package huddle
-	"internal/control": 6, "internal/workload": 6, "internal/lab": 6, "internal/logcheck": 6, "internal/testutil": 6,
-	"internal/demo": 7, "internal/bench": 7,
-	"cmd/huddle": 8,
+	"config":           4, // the node's settings, with the protocols' defaults
+	"node":             5,
+	"":                 6, // the Group API, package huddle
+	"internal/control": 7, "internal/workload": 7, "internal/lab": 7, "internal/logcheck": 7, "internal/testutil": 7,
+	"internal/demo": 8, "internal/bench": 8,
+	"cmd/huddle": 9,
 }
 
 // TestLayers fails for a package that imports one of its own layer or
