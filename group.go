@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/memnet"
 	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/internal/wire"
@@ -186,7 +187,7 @@ func Start(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, 
 	if err := cfg.Resolve(); err != nil {
 		return nil, err
 	}
-	log = log.With().Uint64("node", cfg.ID).Logger()
+	log = log.With().Uint64(logs.NodeKey, cfg.ID).Logger()
 	data, ctl, err := node.OpenSockets(cfg, log)
 	if err != nil {
 		return nil, err
@@ -208,7 +209,7 @@ func StartOn(ctx context.Context, cfg config.Config, log zerolog.Logger, data, r
 	if cfg.Security.Key != "" {
 		return nil, ErrKeyUnsupported
 	}
-	return start(ctx, cfg, log.With().Uint64("node", cfg.ID).Logger(), node.Options{Transport: data, Control: repair}), nil
+	return start(ctx, cfg, log.With().Uint64(logs.NodeKey, cfg.ID).Logger(), node.Options{Transport: data, Control: repair}), nil
 }
 
 // ErrKeyUnsupported: cfg sets security.key, but this version cannot seal

@@ -11,6 +11,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/control"
+	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/memnet"
 	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/node"
@@ -282,135 +284,117 @@ func goFiles(t *testing.T) (*token.FileSet, []*ast.File) {
 	return fset, files
 }
 
-// loggedEvents finds the event names the code logs: the value of every
-// Str("event", X) call. X is a string literal, a string constant, or a
-// parameter of the enclosing function, whose values are then the literals
-// (or constants) passed to that function wherever it is called. Each name
-// maps to where it is logged.
-func loggedEvents(t *testing.T) map[string]string {
+// eventsFile declares the event names, and nothing else (internal/logs).
+const eventsFile = "internal/logs/events.go"
+
+// logsPath is the import path of internal/logs.
+const logsPath = "github.com/huddle-lan/huddle/internal/logs"
+
+// eventConstants returns the event names of internal/logs: the string
+// constants of eventsFile, by value, with their names.
+func eventConstants(t *testing.T) map[string]string {
 	t.Helper()
-	fset, files := goFiles(t)
-	consts := map[string]string{} // package-level string constants, by name
-	for _, f := range files {
-		for _, decl := range f.Decls {
-			gd, ok := decl.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
-				continue
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, eventsFile), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consts := map[string]string{}
+	for _, decl := range f.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			t.Fatalf("%s declares more than constants", eventsFile)
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, name := range vs.Names {
+				lit, ok := vs.Values[i].(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					t.Fatalf("%s: %s is not a string literal", eventsFile, name.Name)
+				}
+				v, _ := strconv.Unquote(lit.Value)
+				consts[v] = name.Name
 			}
-			for _, spec := range gd.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, name := range vs.Names {
-					if i < len(vs.Values) {
-						if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-							consts[name.Name], _ = strconv.Unquote(lit.Value)
-						}
-					}
-				}
-			}
 		}
 	}
-	value := func(e ast.Expr) (string, bool) {
-		switch x := e.(type) {
-		case *ast.BasicLit:
-			if x.Kind == token.STRING {
-				s, err := strconv.Unquote(x.Value)
-				return s, err == nil
-			}
-		case *ast.Ident:
-			s, ok := consts[x.Name]
-			return s, ok
-		}
-		return "", false
-	}
-	events := map[string]string{}
-	where := func(n ast.Node) string { return strings.TrimPrefix(fset.Position(n.Pos()).String(), root+"/") }
-	type param struct {
-		fn    string
-		index int
-	}
-	var forwarded []param // functions that log a parameter as the event
-	for _, f := range files {
-		for _, decl := range f.Decls {
-			fd, ok := decl.(*ast.FuncDecl)
-			if !ok || fd.Body == nil {
-				continue
-			}
-			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok || len(call.Args) != 2 {
-					return true
-				}
-				sel, ok := call.Fun.(*ast.SelectorExpr)
-				if !ok || sel.Sel.Name != "Str" {
-					return true
-				}
-				if key, ok := value(call.Args[0]); !ok || key != "event" {
-					return true
-				}
-				if name, ok := value(call.Args[1]); ok {
-					events[name] = where(call)
-					return true
-				}
-				id, ok := call.Args[1].(*ast.Ident)
-				if !ok {
-					t.Errorf("%s: an event name the test cannot read", where(call))
-					return true
-				}
-				i := 0
-				for _, field := range fd.Type.Params.List {
-					for _, name := range field.Names {
-						if name.Name == id.Name {
-							forwarded = append(forwarded, param{fd.Name.Name, i})
-							return true
-						}
-						i++
-					}
-				}
-				t.Errorf("%s: event name %s is neither a constant nor a parameter", where(call), id.Name)
-				return true
-			})
-		}
-	}
-	for _, p := range forwarded {
-		found := false
-		for _, f := range files {
-			ast.Inspect(f, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok || len(call.Args) <= p.index {
-					return true
-				}
-				var name string
-				switch fn := call.Fun.(type) {
-				case *ast.SelectorExpr:
-					name = fn.Sel.Name
-				case *ast.Ident:
-					name = fn.Name
-				}
-				if name != p.fn {
-					return true
-				}
-				if ev, ok := value(call.Args[p.index]); ok {
-					events[ev] = where(call)
-					found = true
-				}
-				return true
-			})
-		}
-		if !found {
-			t.Errorf("%s logs its parameter %d as the event, but no call passes a name", p.fn, p.index)
-		}
-	}
-	return events
+	return consts
 }
 
+// loggedEvents finds the events the code logs: every Str(k, v) call whose
+// key k is logs.EventKey (or the literal "event") in the Go sources,
+// tests and internal/logs left out. v must be one of the event constants
+// (names, by name): the result maps each constant logged to a place that
+// logs it. Any other v is an error.
+func loggedEvents(t *testing.T, names map[string]bool) map[string]string {
+	t.Helper()
+	fset, files := goFiles(t)
+	logged := map[string]string{}
+	for _, f := range files {
+		if strings.HasPrefix(fset.Position(f.Pos()).Filename, root+"/internal/logs/") {
+			continue
+		}
+		pkg := "" // the name internal/logs is imported as, if it is
+		for _, imp := range f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == logsPath {
+				pkg = "logs"
+				if imp.Name != nil {
+					pkg = imp.Name.Name
+				}
+			}
+		}
+		constant := func(e ast.Expr) (string, bool) {
+			sel, ok := e.(*ast.SelectorExpr)
+			if !ok {
+				return "", false
+			}
+			x, ok := sel.X.(*ast.Ident)
+			return sel.Sel.Name, ok && pkg != "" && x.Name == pkg
+		}
+		where := func(n ast.Node) string { return strings.TrimPrefix(fset.Position(n.Pos()).String(), root+"/") }
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) != 2 {
+				return true
+			}
+			if sel, ok := call.Fun.(*ast.SelectorExpr); !ok || sel.Sel.Name != "Str" {
+				return true
+			}
+			if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Value == `"event"` {
+				t.Errorf("%s: logs an event with the key \"event\": use logs.EventKey and a constant of %s", where(call), eventsFile)
+				return true
+			}
+			if key, ok := constant(call.Args[0]); !ok || key != "EventKey" {
+				return true
+			}
+			if name, ok := constant(call.Args[1]); ok && names[name] {
+				logged[name] = where(call)
+			} else {
+				t.Errorf("%s: logs an event that is not a constant of %s", where(call), eventsFile)
+			}
+			return true
+		})
+	}
+	return logged
+}
+
+// TestEveryEventIsDocumented: every event constant has a row in the
+// Events tables of docs/logs.md, every row names one, and the code logs
+// each of them, and no other.
 func TestEveryEventIsDocumented(t *testing.T) {
 	const page = "docs/logs.md"
-	events := loggedEvents(t)
-	// The search must find what it is known to find: a plain literal, an
-	// event logged through a parameter, and one of another package.
-	for _, known := range []string{"view.installed", "node.drop", "control.request", "socket.rcvbuf_capped"} {
-		if _, ok := events[known]; !ok {
-			t.Fatalf("the search of the Go sources for logged events missed %s; found %d", known, len(events))
+	consts := eventConstants(t)
+	names := map[string]bool{}
+	for _, name := range consts {
+		names[name] = true
+	}
+	if consts[logs.ViewInstalled] != "ViewInstalled" || len(consts) < 30 {
+		t.Fatalf("%s: read %d event constants: %v", eventsFile, len(consts), consts)
+	}
+	logged := loggedEvents(t, names)
+	// The search must find what it is known to find: events of the node,
+	// of its drop, of the control socket and of the multicast socket.
+	for _, known := range []string{"ViewInstalled", "NodeDrop", "ControlRequest", "SocketRcvbufCapped"} {
+		if _, ok := logged[known]; !ok {
+			t.Fatalf("the search of the Go sources for logged events missed logs.%s; found %d", known, len(logged))
 		}
 	}
 	doc := section(t, page, read(t, page), "Events")
@@ -418,16 +402,17 @@ func TestEveryEventIsDocumented(t *testing.T) {
 	for _, l := range strings.Split(doc, "\n") {
 		if m := regexp.MustCompile("^\\|\\s*`([^`]+)`\\s*\\|").FindStringSubmatch(l); m != nil {
 			rows[m[1]] = true
+			if _, ok := consts[m[1]]; !ok {
+				t.Errorf("%s: the row of `%s` names no event of %s", page, m[1], eventsFile)
+			}
 		}
 	}
-	names := make([]string, 0, len(events))
-	for name := range events {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		if !rows[name] {
-			t.Errorf("%s: the event `%s` (logged at %s) has no row in its Events tables", page, name, events[name])
+	for _, v := range slices.Sorted(maps.Keys(consts)) {
+		if !rows[v] {
+			t.Errorf("%s: the event `%s` (logs.%s) has no row in its Events tables", page, v, consts[v])
+		}
+		if _, ok := logged[consts[v]]; !ok {
+			t.Errorf("%s: logs.%s (%s) is logged nowhere", eventsFile, consts[v], v)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // Algorithm names an election algorithm, spelled as config's
@@ -100,13 +102,13 @@ const (
 func (k EventKind) String() string {
 	switch k {
 	case Started:
-		return "election.started"
+		return logs.ElectionStarted
 	case Won:
-		return "election.won"
+		return logs.ElectionWon
 	case LeaderChanged:
-		return "leader.changed"
+		return logs.LeaderChanged
 	case Done:
-		return "election.done"
+		return logs.ElectionDone
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }

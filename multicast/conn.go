@@ -11,6 +11,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"golang.org/x/net/ipv4"
+
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // Socket errors. Open wraps one of these (with errors.Is) around a message
@@ -121,7 +123,7 @@ func (c *Conn) setRecvBuffer(n int, log zerolog.Logger) error {
 	}
 	c.RcvBuf = got
 	if got < n {
-		log.Warn().Str("event", "socket.rcvbuf_capped").Int("requested", n).Int("granted", got).
+		log.Warn().Str(logs.EventKey, logs.SocketRcvbufCapped).Int(logs.RequestedKey, n).Int(logs.GrantedKey, got).
 			Msgf("the kernel capped the receive buffer at %d bytes (asked for %d); raise net.core.rmem_max (sysctl -w net.core.rmem_max=%d) to avoid drops under bursts", got, n, n)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
+	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/systool"
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/multicast"
@@ -307,10 +309,10 @@ func TestRecvBuffer(t *testing.T) {
 		{rmemMax + 1<<16, rmemMax, true},
 		{min(rmemMax, 1<<16), min(rmemMax, 1<<16), false},
 	} {
-		var logs bytes.Buffer
+		var log bytes.Buffer
 		o := opts("lo")
 		o.RecvBuffer = tc.ask
-		c, err := multicast.Open(o, zerolog.New(&logs))
+		c, err := multicast.Open(o, zerolog.New(&log))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,11 +320,13 @@ func TestRecvBuffer(t *testing.T) {
 		if c.RcvBuf != tc.granted {
 			t.Errorf("asked for %d with rmem_max %d: RcvBuf = %d, want %d", tc.ask, rmemMax, c.RcvBuf, tc.granted)
 		}
-		warned := strings.Contains(logs.String(), `"level":"warn"`) &&
-			strings.Contains(logs.String(), `"event":"socket.rcvbuf_capped"`) &&
-			strings.Contains(logs.String(), "net.core.rmem_max")
-		if warned != tc.warn || (!tc.warn && logs.Len() > 0) {
-			t.Errorf("asked for %d with rmem_max %d: log %q, want a socket.rcvbuf_capped warning: %v", tc.ask, rmemMax, logs.String(), tc.warn)
+		evs, _, _ := logs.Read(bytes.NewReader(log.Bytes()))
+		warned := slices.ContainsFunc(evs, func(ev logs.Event) bool {
+			msg, _ := ev.Str(logs.MessageKey)
+			return ev.Level == logs.LevelWarn && ev.Name == logs.SocketRcvbufCapped && strings.Contains(msg, "net.core.rmem_max")
+		})
+		if warned != tc.warn || (!tc.warn && log.Len() > 0) {
+			t.Errorf("asked for %d with rmem_max %d: log %q, want a socket.rcvbuf_capped warning: %v", tc.ask, rmemMax, log.String(), tc.warn)
 		}
 	}
 }

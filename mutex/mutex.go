@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // Options configures a Machine.
@@ -105,15 +107,15 @@ const (
 func (k EventKind) String() string {
 	switch k {
 	case Requested:
-		return "mutex.requested"
+		return logs.MutexRequested
 	case Acquired:
-		return "mutex.acquired"
+		return logs.MutexAcquired
 	case Exited:
-		return "mutex.released"
+		return logs.MutexReleased
 	case Deferred:
-		return "mutex.deferred"
+		return logs.MutexDeferred
 	case Withdrawn:
-		return "mutex.withdrawn"
+		return logs.MutexWithdrawn
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // Drop is the node's built-in fault injection (the drop.* settings), the
@@ -75,16 +77,16 @@ func (n *Node) SetDrop(ctx context.Context, d Drop) (Drop, error) {
 	err := n.Do(ctx, func(c *Core) {
 		old = c.Drop()
 		c.SetDrop(d)
-		n.logDrop("node.drop", c.Drop())
+		n.logDrop(c.Drop())
 	})
 	return old, err
 }
 
 // logDrop logs the fault injection rule in force.
-func (n *Node) logDrop(event string, d Drop) {
-	e := n.log.Info().Str("event", event).Float64("rate", d.Rate).Uints64("from", orEmpty(d.From))
+func (n *Node) logDrop(d Drop) {
+	e := n.log.Info().Str(logs.EventKey, logs.NodeDrop).Float64(logs.RateKey, d.Rate).Uints64(logs.FromKey, orEmpty(d.From))
 	if d.Seed != 0 {
-		e = e.Uint64("seed", d.Seed)
+		e = e.Uint64(logs.SeedKey, d.Seed)
 	}
 	if !d.Active() {
 		e.Msg("built-in drop off")

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
@@ -161,7 +162,7 @@ func (n *Node) Run(ctx context.Context) error {
 	case err == nil:
 		reason = causeText(ctx)
 	}
-	n.log.Info().Str("event", "node.stopped").Str("reason", reason).Msg("node stopped")
+	n.log.Info().Str(logs.EventKey, logs.NodeStopped).Str(logs.ReasonKey, reason).Msg("node stopped")
 	return err
 }
 

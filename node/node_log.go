@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/election"
+	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
 	"github.com/huddle-lan/huddle/mutex"
@@ -17,18 +18,18 @@ import (
 
 func (n *Node) logDelivery(d *membership.Delivery) {
 	if n.o.Config.TraceDeliveries {
-		e := n.log.Info().Str("event", "deliver").Str("view", d.View.String()).Uint64("from", d.Source).
-			Uint64("from_incarnation", d.Inc).Uint64("seq", d.Seq).Str("order", d.Order.String())
+		e := n.log.Info().Str(logs.EventKey, logs.Deliver).Str(logs.ViewKey, d.View.String()).Uint64(logs.FromKey, d.Source).
+			Uint64(logs.FromIncarnationKey, d.Inc).Uint64(logs.SeqKey, d.Seq).Str(logs.OrderKey, d.Order.String())
 		if d.GSeq != 0 {
-			e = e.Uint64("gseq", d.GSeq)
+			e = e.Uint64(logs.GSeqKey, d.GSeq)
 		}
 		if d.Final {
-			e = e.Bool("final", true)
+			e = e.Bool(logs.FinalKey, true)
 		}
 		if len(d.Service) > 0 {
-			e = e.Str("service", string(d.Service))
+			e = e.Str(logs.ServiceKey, string(d.Service))
 		}
-		e.Int("len", len(d.Payload)).Uint32("crc", crc32.ChecksumIEEE(d.Payload)).Msg("delivered")
+		e.Int(logs.LenKey, len(d.Payload)).Uint32(logs.CRCKey, crc32.ChecksumIEEE(d.Payload)).Msg("delivered")
 	}
 }
 
@@ -39,24 +40,24 @@ func (n *Node) logMembership(ev *membership.Event) {
 	case membership.Engine:
 		n.logEngineEvent(ev.Multicast, ev.InView)
 	case membership.ViewInstalled:
-		n.log.Info().Str("event", "view.installed").Str("view", ev.View.ID.String()).
-			Uint64("coordinator_incarnation", ev.View.Members[0].Inc).
-			Uints64("members", ev.View.IDs()).Uints64("joined", orEmpty(ev.Joined)).
-			Uints64("left", orEmpty(ev.Left)).Uints64("crashed", orEmpty(ev.Crashed)).
-			Int64("flush_ms", ev.Flush.Milliseconds()).Str("prior", ev.Prior.String()).
+		n.log.Info().Str(logs.EventKey, logs.ViewInstalled).Str(logs.ViewKey, ev.View.ID.String()).
+			Uint64(logs.CoordinatorIncarnationKey, ev.View.Members[0].Inc).
+			Uints64(logs.MembersKey, ev.View.IDs()).Uints64(logs.JoinedKey, orEmpty(ev.Joined)).
+			Uints64(logs.LeftKey, orEmpty(ev.Left)).Uints64(logs.CrashedKey, orEmpty(ev.Crashed)).
+			Int64(logs.FlushMsKey, ev.Flush.Milliseconds()).Str(logs.PriorKey, ev.Prior.String()).
 			Msgf("view %s installed", ev.View)
 	case membership.FlushStarted:
-		n.log.Info().Str("event", "view.flush.started").Str("view", ev.View.ID.String()).
-			Uint64("epoch", ev.Epoch).Uint64("attempt", ev.Attempt).Uints64("proposed", ev.Proposed).
+		n.log.Info().Str(logs.EventKey, logs.ViewFlushStarted).Str(logs.ViewKey, ev.View.ID.String()).
+			Uint64(logs.EpochKey, ev.Epoch).Uint64(logs.AttemptKey, ev.Attempt).Uints64(logs.ProposedKey, ev.Proposed).
 			Msg("view change started")
 	case membership.Suspected:
-		n.log.Info().Str("event", "member.suspected").Str("view", ev.View.ID.String()).Uint64("member", ev.Member).
-			Int64("silent_ms", ev.Silent.Milliseconds()).Msg("member suspected")
+		n.log.Info().Str(logs.EventKey, logs.MemberSuspected).Str(logs.ViewKey, ev.View.ID.String()).Uint64(logs.MemberKey, ev.Member).
+			Int64(logs.SilentMsKey, ev.Silent.Milliseconds()).Msg("member suspected")
 	case membership.Excluded:
-		n.log.Warn().Str("event", "member.excluded").Str("view", ev.View.ID.String()).Uint64("by", ev.Member).
+		n.log.Warn().Str(logs.EventKey, logs.MemberExcluded).Str(logs.ViewKey, ev.View.ID.String()).Uint64(logs.ByKey, ev.Member).
 			Msg("the group installed a view without this node; it will be merged back in")
 	case membership.LeaveDone:
-		n.log.Info().Str("event", "member.left").Str("view", ev.View.ID.String()).Msg("left the group")
+		n.log.Info().Str(logs.EventKey, logs.MemberLeft).Str(logs.ViewKey, ev.View.ID.String()).Msg("left the group")
 	case membership.Refused:
 		n.logRefused(*ev)
 	}
@@ -65,8 +66,8 @@ func (n *Node) logMembership(ev *membership.Event) {
 // logRefused logs a refusal: of this node (it stops), or of a joiner by
 // this node as coordinator.
 func (n *Node) logRefused(ev membership.Event) {
-	e := n.log.Error().Str("event", "member.refused").Uint64("member", ev.Member).Str("setting", ev.Setting).
-		Str("ours", ev.Ours).Str("theirs", ev.Theirs)
+	e := n.log.Error().Str(logs.EventKey, logs.MemberRefused).Uint64(logs.MemberKey, ev.Member).Str(logs.SettingKey, ev.Setting).
+		Str(logs.OursKey, ev.Ours).Str(logs.TheirsKey, ev.Theirs)
 	switch {
 	case ev.Member != n.o.Config.ID && ev.Setting == "settings":
 		e.Msgf("not merging node %d: its protocol settings (datagram_size, max_message_size, heartbeat, suspect_timeout, election.algorithm, mutex.quorum) differ from this group's", ev.Member)
@@ -85,7 +86,7 @@ func (n *Node) logRefused(ev membership.Event) {
 		err = fmt.Errorf("%w: this node's %s is %q but the group's (coordinator at %s) is %q", ErrRefused, ev.Setting, ev.Ours, ev.Addr.Addr(), ev.Theirs)
 	}
 	n.refused = err
-	e.Str("addr", ev.Addr.String()).Msg(err.Error())
+	e.Str(logs.AddrKey, ev.Addr.String()).Msg(err.Error())
 }
 
 func orEmpty(ids []uint64) []uint64 {
@@ -98,30 +99,30 @@ func orEmpty(ids []uint64) []uint64 {
 func (n *Node) logEngineEvent(ev multicast.Event, inView bool) {
 	switch ev.Kind {
 	case multicast.PeerSeen:
-		n.log.Info().Str("event", "peer.seen").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
-			Str("addr", ev.Addr.String()).Bool("restarted", ev.Restarted).Msg("peer seen")
+		n.log.Info().Str(logs.EventKey, logs.PeerSeen).Uint64(logs.PeerKey, ev.Peer).Uint64(logs.IncarnationKey, ev.Inc).
+			Str(logs.AddrKey, ev.Addr.String()).Bool(logs.RestartedKey, ev.Restarted).Msg("peer seen")
 	case multicast.PeerLost:
-		n.log.Info().Str("event", "peer.lost").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
-			Int64("silent_ms", ev.Silent.Milliseconds()).Msg("peer lost")
+		n.log.Info().Str(logs.EventKey, logs.PeerLost).Uint64(logs.PeerKey, ev.Peer).Uint64(logs.IncarnationKey, ev.Inc).
+			Int64(logs.SilentMsKey, ev.Silent.Milliseconds()).Msg("peer lost")
 	case multicast.StreamSkipped:
 		if !inView {
-			n.log.Info().Str("event", "stream.skipped").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
-				Uint64("from_seq", ev.From).Uint64("count", ev.Skipped).Bool("in_view", false).
+			n.log.Info().Str(logs.EventKey, logs.StreamSkipped).Uint64(logs.PeerKey, ev.Peer).Uint64(logs.IncarnationKey, ev.Inc).
+				Uint64(logs.FromSeqKey, ev.From).Uint64(logs.CountKey, ev.Skipped).Bool(logs.InViewKey, false).
 				Msg("messages sent before this node's view needed them: none are lost to it")
 			return
 		}
-		n.log.Warn().Str("event", "stream.skipped").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
-			Uint64("from_seq", ev.From).Uint64("count", ev.Skipped).Bool("in_view", true).
+		n.log.Warn().Str(logs.EventKey, logs.StreamSkipped).Uint64(logs.PeerKey, ev.Peer).Uint64(logs.IncarnationKey, ev.Inc).
+			Uint64(logs.FromSeqKey, ev.From).Uint64(logs.CountKey, ev.Skipped).Bool(logs.InViewKey, true).
 			Msg("messages lost for good: the sender went on without this node and no longer holds them")
 	case multicast.PeerLagging:
-		n.log.Warn().Str("event", "peer.lagging").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
-			Uint64("behind", ev.Behind).Int64("held_ms", ev.Held.Milliseconds()).
+		n.log.Warn().Str(logs.EventKey, logs.PeerLagging).Uint64(logs.PeerKey, ev.Peer).Uint64(logs.IncarnationKey, ev.Inc).
+			Uint64(logs.BehindKey, ev.Behind).Int64(logs.HeldMsKey, ev.Held.Milliseconds()).
 			Msg("a live peer has not acknowledged this node's messages and holds its send window full")
 	case multicast.PeerConflict:
 		if !n.warned["conflict"] {
 			n.warned["conflict"] = true
-			n.log.Warn().Str("event", "peer.conflict").Uint64("peer", ev.Peer).Uint64("incarnation", ev.Inc).
-				Str("addr", ev.Addr.String()).
+			n.log.Warn().Str(logs.EventKey, logs.PeerConflict).Uint64(logs.PeerKey, ev.Peer).Uint64(logs.IncarnationKey, ev.Inc).
+				Str(logs.AddrKey, ev.Addr.String()).
 				Msgf("another node at %s uses this node's ID %d; give every node its own --id", ev.Addr.Addr(), ev.Peer)
 		}
 	}
@@ -133,29 +134,29 @@ func (n *Node) warnOnce(key, msg string, src netip.AddrPort) {
 		return
 	}
 	n.warned[key] = true
-	e := n.log.Warn().Str("event", "node.warning").Str("what", key)
+	e := n.log.Warn().Str(logs.EventKey, logs.NodeWarning).Str(logs.WhatKey, key)
 	if src.IsValid() {
-		e = e.Str("addr", src.String())
+		e = e.Str(logs.AddrKey, src.String())
 	}
 	e.Msg(msg)
 }
 
 func (n *Node) logStarted() {
 	c := n.o.Config
-	n.log.Info().Str("event", "node.started").
-		Uint64("incarnation", n.o.Inc).Str("group", c.Group).Str("addr", c.Addr).Str("iface", c.Iface).
-		Str("src", n.o.Transport.LocalAddr().String()).Str("profile", c.Profile).
-		Int64("heartbeat_ms", c.Heartbeat.D().Milliseconds()).Int64("suspect_ms", c.SuspectTimeout.D().Milliseconds()).
-		Int("datagram_size", c.DatagramSize).Int("ttl", c.TTL).Bool("loopback", c.Loopback).
-		Str("control_socket", c.ControlSocket).Msg("node started")
+	n.log.Info().Str(logs.EventKey, logs.NodeStarted).
+		Uint64(logs.IncarnationKey, n.o.Inc).Str(logs.GroupKey, c.Group).Str(logs.AddrKey, c.Addr).Str(logs.IfaceKey, c.Iface).
+		Str(logs.SrcKey, n.o.Transport.LocalAddr().String()).Str(logs.ProfileKey, c.Profile).
+		Int64(logs.HeartbeatMsKey, c.Heartbeat.D().Milliseconds()).Int64(logs.SuspectMsKey, c.SuspectTimeout.D().Milliseconds()).
+		Int(logs.DatagramSizeKey, c.DatagramSize).Int(logs.TTLKey, c.TTL).Bool(logs.LoopbackKey, c.Loopback).
+		Str(logs.ControlSocketKey, c.ControlSocket).Msg("node started")
 	if d := n.core.Drop(); d.Active() {
-		n.logDrop("node.drop", d)
+		n.logDrop(d)
 	}
 }
 
 func (n *Node) logStats(why string) {
 	v := n.core.View()
-	e := n.log.Info().Str("event", "node.stats").Str("why", why).Str("view", v.ID.String()).Int("members", len(v.Members))
+	e := n.log.Info().Str(logs.EventKey, logs.NodeStats).Str(logs.WhyKey, why).Str(logs.ViewKey, v.ID.String()).Int(logs.MembersKey, len(v.Members))
 	n.counters().addTo(e).Msg("stats")
 }
 
@@ -163,36 +164,36 @@ func (n *Node) logStats(why string) {
 // election.won at the winner, leader.changed and election.done at every
 // node (done's sent, summed over the nodes' logs, is the round's count).
 func (n *Node) logElection(ev election.Event) {
-	e := n.log.Info().Str("algorithm", string(ev.Algorithm)).Uint64("round", ev.Round).Str("view", ev.View)
+	e := n.log.Info().Str(logs.AlgorithmKey, string(ev.Algorithm)).Uint64(logs.RoundKey, ev.Round).Str(logs.ViewKey, ev.View)
 	switch ev.Kind {
 	case election.Started:
-		e.Str("event", "election.started").Uint64("initiator", ev.Initiator).Msg("election started")
+		e.Str(logs.EventKey, logs.ElectionStarted).Uint64(logs.InitiatorKey, ev.Initiator).Msg("election started")
 	case election.Won:
-		e.Str("event", "election.won").Uint64("leader", ev.Leader).Msg("elected leader")
+		e.Str(logs.EventKey, logs.ElectionWon).Uint64(logs.LeaderKey, ev.Leader).Msg("elected leader")
 	case election.LeaderChanged:
-		e.Str("event", "leader.changed").Uint64("leader", ev.Leader).
-			Float64("duration_ms", float64(ev.Duration.Microseconds())/1000).Msgf("leader %d", ev.Leader)
+		e.Str(logs.EventKey, logs.LeaderChanged).Uint64(logs.LeaderKey, ev.Leader).
+			Float64(logs.DurationMsKey, float64(ev.Duration.Microseconds())/1000).Msgf("leader %d", ev.Leader)
 	case election.Done:
 		if ev.Late {
-			e.Str("event", "election.done").Uint64("leader", ev.Leader).Int("sent", ev.Sent).Bool("late", true).
+			e.Str(logs.EventKey, logs.ElectionDone).Uint64(logs.LeaderKey, ev.Leader).Int(logs.SentKey, ev.Sent).Bool(logs.LateKey, true).
 				Msg("election message sent after the round was over here")
 			return
 		}
-		e.Str("event", "election.done").Uint64("leader", ev.Leader).Int("sent", ev.Sent).
-			Float64("duration_ms", float64(ev.Duration.Microseconds())/1000).Msg("election done")
+		e.Str(logs.EventKey, logs.ElectionDone).Uint64(logs.LeaderKey, ev.Leader).Int(logs.SentKey, ev.Sent).
+			Float64(logs.DurationMsKey, float64(ev.Duration.Microseconds())/1000).Msg("election done")
 	}
 }
 
 // lockEvent logs one of the lock's events and wakes a Lock call waiting
 // for it.
 func (n *Node) lockEvent(ev mutex.Event) {
-	e := n.log.Info().Uint64("clock", ev.Clock).Str("view", ev.View)
+	e := n.log.Info().Uint64(logs.ClockKey, ev.Clock).Str(logs.ViewKey, ev.View)
 	switch ev.Kind {
 	case mutex.Requested:
-		e.Str("event", "mutex.requested").Msg("lock requested")
+		e.Str(logs.EventKey, logs.MutexRequested).Msg("lock requested")
 	case mutex.Acquired:
-		e.Str("event", "mutex.acquired").Float64("wait_ms", ms(ev.Wait)).Int("messages", ev.Messages).
-			Int("datagrams", ev.Datagrams).Msg("lock acquired")
+		e.Str(logs.EventKey, logs.MutexAcquired).Float64(logs.WaitMsKey, ms(ev.Wait)).Int(logs.MessagesKey, ev.Messages).
+			Int(logs.DatagramsKey, ev.Datagrams).Msg("lock acquired")
 		if n.lockWaiter != nil {
 			n.lockWaiter <- struct{}{}
 			n.lockWaiter = nil
@@ -200,15 +201,15 @@ func (n *Node) lockEvent(ev mutex.Event) {
 	case mutex.Exited:
 		if ev.Lost {
 			n.lockLost = true
-			n.log.Warn().Uint64("clock", ev.Clock).Str("view", ev.View).Str("event", "mutex.released").Float64("held_ms", ms(ev.Held)).
-				Bool("lost", true).Msg("lock lost: the view no longer has the quorum, or no longer holds this node")
+			n.log.Warn().Uint64(logs.ClockKey, ev.Clock).Str(logs.ViewKey, ev.View).Str(logs.EventKey, logs.MutexReleased).Float64(logs.HeldMsKey, ms(ev.Held)).
+				Bool(logs.LostKey, true).Msg("lock lost: the view no longer has the quorum, or no longer holds this node")
 		} else {
-			e.Str("event", "mutex.released").Float64("held_ms", ms(ev.Held)).Msg("lock released")
+			e.Str(logs.EventKey, logs.MutexReleased).Float64(logs.HeldMsKey, ms(ev.Held)).Msg("lock released")
 		}
 	case mutex.Withdrawn:
-		e.Str("event", "mutex.withdrawn").Float64("wait_ms", ms(ev.Wait)).Msg("lock request withdrawn")
+		e.Str(logs.EventKey, logs.MutexWithdrawn).Float64(logs.WaitMsKey, ms(ev.Wait)).Msg("lock request withdrawn")
 	case mutex.Deferred:
-		n.log.Debug().Uint64("clock", ev.Clock).Str("view", ev.View).Str("event", "mutex.deferred").Uint64("peer", ev.Peer).
+		n.log.Debug().Uint64(logs.ClockKey, ev.Clock).Str(logs.ViewKey, ev.View).Str(logs.EventKey, logs.MutexDeferred).Uint64(logs.PeerKey, ev.Peer).
 			Msg("reply deferred")
 	}
 }

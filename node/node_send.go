@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/wire"
 )
 
@@ -192,14 +193,14 @@ func (n *Node) sendPending() {
 // logSend logs a message this node multicast (with trace_deliveries), so
 // that a run can be checked from its logs: view, seq, order and CRC.
 func (n *Node) logSend(view wire.ViewID, seq uint64, req *sendReq, p []byte) {
-	e := n.log.Info().Str("event", "send").Str("view", view.String()).Uint64("seq", seq).Str("order", req.order.String())
+	e := n.log.Info().Str(logs.EventKey, logs.Send).Str(logs.ViewKey, view.String()).Uint64(logs.SeqKey, seq).Str(logs.OrderKey, req.order.String())
 	if len(req.service) > 0 {
-		e = e.Str("service", string(req.service))
+		e = e.Str(logs.ServiceKey, string(req.service))
 	}
 	if req.dest != 0 {
-		e = e.Uint64("to", req.dest)
+		e = e.Uint64(logs.ToKey, req.dest)
 	}
-	e.Int("len", len(p)).Uint32("crc", crc32.ChecksumIEEE(p)).Msg("sent")
+	e.Int(logs.LenKey, len(p)).Uint32(logs.CRCKey, crc32.ChecksumIEEE(p)).Msg("sent")
 }
 
 // failPending answers every waiting call once the loop has stopped.

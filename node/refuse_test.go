@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/memnet"
 	"github.com/huddle-lan/huddle/internal/netmodel"
 )
@@ -37,7 +38,7 @@ func (f *fleet) run(addrID uint64, c config.Config, inc uint64) (*bytes.Buffer, 
 	log := &bytes.Buffer{}
 	own := make(chan error, 1)
 	o := Options{Config: c, Transport: f.n.Endpoint(netmodel.Addr(addrID)),
-		Log: zerolog.New(log).With().Timestamp().Uint64("node", c.ID).Logger(), Inc: inc}
+		Log: zerolog.New(log).With().Timestamp().Uint64(logs.NodeKey, c.ID).Logger(), Inc: inc}
 	f.runs++
 	go func() {
 		err := Run(f.ctx, o)
@@ -76,10 +77,10 @@ func TestSecondNodeWithTheSameIDIsRefused(t *testing.T) {
 			t.Fatalf("second node: %v; want ErrRefused naming %v", err, netmodel.Addr(1).Addr())
 		}
 		evs := events(t, log)
-		if r := find(evs, "member.refused"); len(r) != 1 || str(r[0], "setting") != "id" {
+		if r := find(evs, logs.MemberRefused); len(r) != 1 || str(r[0], logs.SettingKey) != "id" {
 			t.Fatalf("refusal events %v, want one member.refused of the id\n%s", r, log)
 		}
-		if last := evs[len(evs)-1]; last.Event != "node.stopped" || str(last, "reason") != "refused by the group" {
+		if last := evs[len(evs)-1]; last.Name != logs.NodeStopped || str(last, logs.ReasonKey) != "refused by the group" {
 			t.Fatalf("last event %v, want node.stopped, refused", last)
 		}
 		select {

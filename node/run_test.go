@@ -17,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/huddle-lan/huddle/config"
-	"github.com/huddle-lan/huddle/internal/lab"
+	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/memnet"
 	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/internal/wire"
@@ -32,23 +32,23 @@ func testConfig(id uint64) config.Config {
 	return c
 }
 
-func events(t *testing.T, log *bytes.Buffer) []lab.Event {
+func events(t *testing.T, log *bytes.Buffer) []logs.Event {
 	t.Helper()
-	evs, skipped, err := lab.ParseEvents(bytes.NewReader(log.Bytes()))
+	evs, skipped, err := logs.Read(bytes.NewReader(log.Bytes()))
 	if err != nil || skipped != 0 {
 		t.Fatalf("log does not parse (%d lines skipped): %v\n%s", skipped, err, log)
 	}
 	return evs
 }
 
-func num(e lab.Event, key string) uint64 { v, _ := e.Uint(key); return v }
+func num(e logs.Event, key string) uint64 { v, _ := e.Uint(key); return v }
 
-func str(e lab.Event, key string) string { v, _ := e.Str(key); return v }
+func str(e logs.Event, key string) string { v, _ := e.Str(key); return v }
 
-func find(evs []lab.Event, name string) []lab.Event {
-	var out []lab.Event
+func find(evs []logs.Event, name string) []logs.Event {
+	var out []logs.Event
 	for _, e := range evs {
-		if e.Event == name {
+		if e.Name == name {
 			out = append(out, e)
 		}
 	}
@@ -87,12 +87,12 @@ func TestRunInVirtualTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := memnet.New(netmodel.Options{Seed: 1, Loss: 0.05})
 		ctx, cancel := context.WithCancelCause(context.Background())
-		logs := make([]*bytes.Buffer, 4)
+		bufs := make([]*bytes.Buffer, 4)
 		errs := make(chan error, 3)
 		for id := uint64(1); id <= 3; id++ {
-			logs[id] = &bytes.Buffer{}
+			bufs[id] = &bytes.Buffer{}
 			o := Options{Config: testConfig(id), Transport: n.Endpoint(netmodel.Addr(id)),
-				Log: zerolog.New(logs[id]).With().Timestamp().Uint64("node", id).Logger(), Inc: id}
+				Log: zerolog.New(bufs[id]).With().Timestamp().Uint64(logs.NodeKey, id).Logger(), Inc: id}
 			go func() { errs <- Run(ctx, o) }()
 		}
 		time.Sleep(time.Second)
@@ -103,25 +103,25 @@ func TestRunInVirtualTime(t *testing.T) {
 			}
 		}
 		for id := uint64(1); id <= 3; id++ {
-			evs := events(t, logs[id])
-			if evs[0].Event != "node.started" || evs[0].Node != id {
-				t.Fatalf("node %d: first event %q, want node.started", id, evs[0].Event)
+			evs := events(t, bufs[id])
+			if evs[0].Name != logs.NodeStarted || evs[0].Node != id {
+				t.Fatalf("node %d: first event %q, want node.started", id, evs[0].Name)
 			}
 			seen := map[uint64]bool{}
-			for _, e := range find(evs, "peer.seen") {
-				seen[num(e, "peer")] = true
+			for _, e := range find(evs, logs.PeerSeen) {
+				seen[num(e, logs.PeerKey)] = true
 			}
 			if len(seen) != 2 || seen[id] {
 				t.Fatalf("node %d saw peers %v, want the other two", id, seen)
 			}
-			if lost := find(evs, "peer.lost"); len(lost) != 0 {
+			if lost := find(evs, logs.PeerLost); len(lost) != 0 {
 				t.Fatalf("node %d lost peers at 5%% loss: %v", id, lost)
 			}
 			last, stats := evs[len(evs)-1], evs[len(evs)-2]
-			if last.Event != "node.stopped" || str(last, "reason") != "test over" {
-				t.Fatalf("node %d: last event %q reason %q, want node.stopped with the cause", id, last.Event, str(last, "reason"))
+			if last.Name != logs.NodeStopped || str(last, logs.ReasonKey) != "test over" {
+				t.Fatalf("node %d: last event %q reason %q, want node.stopped with the cause", id, last.Name, str(last, logs.ReasonKey))
 			}
-			if stats.Event != "node.stats" || str(stats, "why") != "exit" || num(stats, "sessions_recv") == 0 {
+			if stats.Name != logs.NodeStats || str(stats, logs.WhyKey) != "exit" || num(stats, "sessions_recv") == 0 {
 				t.Fatalf("node %d: final stats %+v", id, stats)
 			}
 		}
@@ -174,12 +174,12 @@ func TestRunDropsOversizedDatagrams(t *testing.T) {
 			t.Fatal(err)
 		}
 		evs := events(t, &log)
-		stats := find(evs, "node.stats")
+		stats := find(evs, logs.NodeStats)
 		last := stats[len(stats)-1]
 		if num(last, "truncated") != 1 || num(last, "malformed") != 1 {
-			t.Fatalf("final stats %v, want 1 truncated and 1 malformed datagram", last.Fields)
+			t.Fatalf("final stats %v, want 1 truncated and 1 malformed datagram", last)
 		}
-		if w := find(evs, "node.warning"); len(w) != 1 || !strings.Contains(fmt.Sprint(w[0].Fields["message"]), "datagram_size") {
+		if w := find(evs, logs.NodeWarning); len(w) != 1 || !strings.Contains(str(w[0], logs.MessageKey), "datagram_size") {
 			t.Fatalf("want one warning naming datagram_size, got %v", w)
 		}
 	})
@@ -195,7 +195,7 @@ func TestRunReturnsTransportFailure(t *testing.T) {
 			t.Fatalf("Run = %v, want the transport's error", err)
 		}
 		evs := events(t, &log)
-		if last := evs[len(evs)-1]; last.Event != "node.stopped" || str(last, "reason") != "transport failed" {
+		if last := evs[len(evs)-1]; last.Name != logs.NodeStopped || str(last, logs.ReasonKey) != "transport failed" {
 			t.Fatalf("last event %+v", last)
 		}
 	})
@@ -215,14 +215,14 @@ func runWorkload(t *testing.T, repairSocket bool) {
 	synctest.Test(t, func(t *testing.T) {
 		n := memnet.New(netmodel.Options{Seed: 2, Loss: 0.1})
 		ctl := memnet.New(netmodel.Options{Seed: 3, Loss: 0.1})
-		logs := make([]*bytes.Buffer, 4)
+		bufs := make([]*bytes.Buffer, 4)
 		errs := make(chan error, 3)
 		for id := uint64(1); id <= 3; id++ {
 			c := testConfig(id)
 			c.TraceDeliveries, c.Duration = true, config.Duration(2*time.Second)
-			logs[id] = &bytes.Buffer{}
+			bufs[id] = &bytes.Buffer{}
 			o := Options{Config: c, Transport: n.Endpoint(netmodel.Addr(id)),
-				Log: zerolog.New(logs[id]).With().Uint64("node", id).Logger(), Inc: id}
+				Log: zerolog.New(bufs[id]).With().Uint64(logs.NodeKey, id).Logger(), Inc: id}
 			if repairSocket {
 				o.Control = ctl.Endpoint(netmodel.Addr(id))
 			}
@@ -247,20 +247,20 @@ func runWorkload(t *testing.T, repairSocket bool) {
 			}
 		}
 		sent := map[uint64]uint64{}
-		for _, e := range find(events(t, logs[1]), "send") {
-			sent[num(e, "seq")] = num(e, "crc")
+		for _, e := range find(events(t, bufs[1]), logs.Send) {
+			sent[num(e, logs.SeqKey)] = num(e, logs.CRCKey)
 		}
 		if len(sent) != 300 {
 			t.Fatalf("node 1 logged %d sends, want 300", len(sent))
 		}
 		for id := uint64(2); id <= 3; id++ {
-			evs := events(t, logs[id])
+			evs := events(t, bufs[id])
 			var last uint64
 			got := 0
-			for _, e := range find(evs, "deliver") {
-				seq := num(e, "seq")
-				if num(e, "from") != 1 || num(e, "from_incarnation") != 1 || seq <= last || sent[seq] != num(e, "crc") {
-					t.Fatalf("node %d: delivery %v out of order, foreign or corrupt", id, e.Fields)
+			for _, e := range find(evs, logs.Deliver) {
+				seq := num(e, logs.SeqKey)
+				if num(e, logs.FromKey) != 1 || num(e, logs.FromIncarnationKey) != 1 || seq <= last || sent[seq] != num(e, logs.CRCKey) {
+					t.Fatalf("node %d: delivery %v out of order, foreign or corrupt", id, e)
 				}
 				last = seq
 				got++
@@ -269,14 +269,14 @@ func runWorkload(t *testing.T, repairSocket bool) {
 				t.Fatalf("node %d delivered %d of 300", id, got)
 			}
 			// Each node's incarnation is its ID here.
-			for _, v := range find(evs, "view.installed") {
-				view := str(v, "view")
-				if coord := view[strings.IndexByte(view, '.')+1:]; fmt.Sprint(num(v, "coordinator_incarnation")) != coord {
-					t.Fatalf("node %d: view.installed %v: coordinator_incarnation is not the coordinator's", id, v.Fields)
+			for _, v := range find(evs, logs.ViewInstalled) {
+				view := str(v, logs.ViewKey)
+				if coord := view[strings.IndexByte(view, '.')+1:]; fmt.Sprint(num(v, logs.CoordinatorIncarnationKey)) != coord {
+					t.Fatalf("node %d: view.installed %v: coordinator_incarnation is not the coordinator's", id, v)
 				}
 			}
-			if stop := evs[len(evs)-1]; str(stop, "reason") != "duration elapsed" {
-				t.Fatalf("node %d stopped with %q, want the duration", id, str(stop, "reason"))
+			if stop := evs[len(evs)-1]; str(stop, logs.ReasonKey) != "duration elapsed" {
+				t.Fatalf("node %d stopped with %q, want the duration", id, str(stop, logs.ReasonKey))
 			}
 			if stats := evs[len(evs)-2]; num(stats, "repairs_recv") == 0 {
 				t.Fatalf("node %d received no repairs at 10%% loss", id)

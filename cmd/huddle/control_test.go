@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/internal/control"
+	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/node"
@@ -240,25 +241,25 @@ func TestControlProcess(t *testing.T) {
 
 	t.Run("status and send", func(t *testing.T) {
 		n := startProc(t, bin, 1, "--trace-deliveries")
-		started := n.waitEvent(t, 5*time.Second, "node.started", nil)
-		if started["control_socket"] != sock(1) {
-			t.Errorf("node.started: control_socket %v, want %s", started["control_socket"], sock(1))
+		started := n.waitEvent(t, 5*time.Second, logs.NodeStarted, nil)
+		if started[logs.ControlSocketKey] != sock(1) {
+			t.Errorf("node.started: control_socket %v, want %s", started[logs.ControlSocketKey], sock(1))
 		}
 		if fi, err := os.Stat(sock(1)); err != nil || fi.Mode() != os.ModeSocket|0o600 {
 			t.Errorf("the socket: %v, %v; want a socket with permission 0600", fi, err)
 		}
-		view := n.waitEvent(t, 5*time.Second, "view.installed", nil)
+		view := n.waitEvent(t, 5*time.Second, logs.ViewInstalled, nil)
 
 		code, out := runBinary(t, bin, "status", "--json", "--id", "1")
 		if code != exitOK {
 			t.Fatalf("huddle status --json: exit %d\n%s", code, out)
 		}
 		st := parseStatus(t, out)
-		inc := fmt.Sprint(started["incarnation"])
+		inc := fmt.Sprint(started[logs.IncarnationKey])
 		if fmt.Sprint(st["id"]) != "1" || fmt.Sprint(st["incarnation"]) != inc || st["group"] != "huddle" || st["iface"] != "lo" ||
-			st["state"] != "member" || st["view"] != view["view"] || fmt.Sprint(st["coordinator"]) != "1" ||
+			st["state"] != "member" || st["view"] != view[logs.ViewKey] || fmt.Sprint(st["coordinator"]) != "1" ||
 			fmt.Sprint(st["members"]) != fmt.Sprintf("[map[id:1 incarnation:%s]]", inc) {
-			t.Errorf("huddle status --json: %s\nwant node 1 of incarnation %s, alone in view %v", out, inc, view["view"])
+			t.Errorf("huddle status --json: %s\nwant node 1 of incarnation %s, alone in view %v", out, inc, view[logs.ViewKey])
 		}
 		counters, _ := st["counters"].(map[string]any)
 		if num(counters["sessions_sent"]) <= 0 || num(counters["views_installed"]) != 1 {
@@ -272,17 +273,17 @@ func TestControlProcess(t *testing.T) {
 		if code != exitOK || m == nil {
 			t.Fatalf("huddle send --order total hello: exit %d, %q", code, out)
 		}
-		n.waitEvent(t, 5*time.Second, "deliver", func(l logLine) bool {
-			return l["order"] == "total" && fmt.Sprint(l["seq"]) == m[1] && num(l["from"]) == 1 && num(l["len"]) == 5 &&
-				num(l["crc"]) == int64(crc32.ChecksumIEEE([]byte("hello"))) && num(l["gseq"]) > 0
+		n.waitEvent(t, 5*time.Second, logs.Deliver, func(l logLine) bool {
+			return l[logs.OrderKey] == "total" && fmt.Sprint(l[logs.SeqKey]) == m[1] && num(l[logs.FromKey]) == 1 && num(l[logs.LenKey]) == 5 &&
+				num(l[logs.CRCKey]) == int64(crc32.ChecksumIEEE([]byte("hello"))) && num(l[logs.GSeqKey]) > 0
 		})
 		code, out = runBinary(t, bin, "send", "hello, safely", "--json", "--order", "safe", "--id", "1")
 		var sent control.SendResult
 		if code != exitOK || json.Unmarshal([]byte(out), &sent) != nil || sent.Order != "safe" {
 			t.Fatalf("huddle send ... --json --order safe: exit %d, %q", code, out)
 		}
-		n.waitEvent(t, 5*time.Second, "deliver", func(l logLine) bool {
-			return l["order"] == "safe" && num(l["seq"]) == int64(sent.Seq) && num(l["crc"]) == int64(crc32.ChecksumIEEE([]byte("hello, safely")))
+		n.waitEvent(t, 5*time.Second, logs.Deliver, func(l logLine) bool {
+			return l[logs.OrderKey] == "safe" && num(l[logs.SeqKey]) == int64(sent.Seq) && num(l[logs.CRCKey]) == int64(crc32.ChecksumIEEE([]byte("hello, safely")))
 		})
 		code, out = runBinary(t, bin, "status", "--id", "1")
 		if code != exitOK || !strings.Contains(out, "node 1 (incarnation "+inc+`), group "huddle"`) ||
@@ -295,7 +296,7 @@ func TestControlProcess(t *testing.T) {
 		if m := regexp.MustCompile(`^sent: seq (\d+), order fifo\n$`).FindStringSubmatch(out); code != exitOK || m == nil {
 			t.Errorf("huddle send --service chat: exit %d, %q", code, out)
 		} else {
-			n.waitEvent(t, 5*time.Second, "deliver", func(l logLine) bool { return l["service"] == "chat" && fmt.Sprint(l["seq"]) == m[1] })
+			n.waitEvent(t, 5*time.Second, logs.Deliver, func(l logLine) bool { return l[logs.ServiceKey] == "chat" && fmt.Sprint(l[logs.SeqKey]) == m[1] })
 		}
 		if code, out = runBinary(t, bin, "send", "--service", "election", "--id", "1", "x"); code != exitFailure || !strings.Contains(out, `service "election" is the node's own`) {
 			t.Errorf("huddle send --service election: exit %d, %q", code, out)
@@ -306,9 +307,9 @@ func TestControlProcess(t *testing.T) {
 		if code != exitOK || !regexp.MustCompile(`^held the lock for \d+\.\d ms after waiting \d+\.\d ms\n$`).MatchString(out) {
 			t.Errorf("huddle lock --hold 50ms: exit %d, %q", code, out)
 		}
-		n.waitEvent(t, 5*time.Second, "mutex.acquired", func(l logLine) bool { return num(l["messages"]) == 0 })
-		n.waitEvent(t, 5*time.Second, "mutex.released", func(l logLine) bool {
-			h, _ := l["held_ms"].(json.Number)
+		n.waitEvent(t, 5*time.Second, logs.MutexAcquired, func(l logLine) bool { return num(l[logs.MessagesKey]) == 0 })
+		n.waitEvent(t, 5*time.Second, logs.MutexReleased, func(l logLine) bool {
+			h, _ := l[logs.HeldMsKey].(json.Number)
 			held, err := h.Float64()
 			return err == nil && held >= 50
 		})
@@ -334,10 +335,10 @@ func TestControlProcess(t *testing.T) {
 			t.Errorf("the socket is still there after the node stopped: %v", err)
 		}
 		// node.stats (in the log) and huddle status show the same counters.
-		stats := lastEvent(t, checkJSONLog(t, n.log, 1), "node.stats")
+		stats := lastEvent(t, checkJSONLog(t, n.log, 1), logs.NodeStats)
 		var logged []string
 		for k := range stats {
-			if !slices.Contains([]string{"time", "level", "node", "event", "message", "why", "view", "members"}, k) {
+			if !slices.Contains([]string{logs.TimeKey, logs.LevelKey, logs.NodeKey, logs.EventKey, logs.MessageKey, logs.WhyKey, logs.ViewKey, logs.MembersKey}, k) {
 				logged = append(logged, k)
 			}
 		}
@@ -359,7 +360,7 @@ func TestControlProcess(t *testing.T) {
 
 	t.Run("not in a view yet", func(t *testing.T) {
 		n := startProc(t, bin, 2, "--join-timeout", "1m")
-		n.waitEvent(t, 5*time.Second, "node.started", nil)
+		n.waitEvent(t, 5*time.Second, logs.NodeStarted, nil)
 		code, out := runBinary(t, bin, "send", "--id", "2", "early")
 		if code != exitFailure || !strings.Contains(out, "node 2 is not in a view yet") {
 			t.Errorf("huddle send before a view: exit %d, %q", code, out)
@@ -375,7 +376,7 @@ func TestControlProcess(t *testing.T) {
 		os.MkdirAll(filepath.Dir(sock(3)), 0o700)
 		staleSocket(t, sock(3))
 		n := startProc(t, bin, 3)
-		n.waitEvent(t, 5*time.Second, "node.started", nil)
+		n.waitEvent(t, 5*time.Second, logs.NodeStarted, nil)
 		if code, out := runBinary(t, bin, "status", "--id", "3"); code != exitOK || !strings.Contains(out, "node 3 ") {
 			t.Errorf("huddle status at a node that replaced a stale socket: exit %d, %q", code, out)
 		}
@@ -387,9 +388,9 @@ func TestControlProcess(t *testing.T) {
 
 	t.Run("off", func(t *testing.T) {
 		n := startProc(t, bin, 4, "--control-socket", "off")
-		started := n.waitEvent(t, 5*time.Second, "node.started", nil)
-		if started["control_socket"] != "off" {
-			t.Errorf("node.started: control_socket %v, want off", started["control_socket"])
+		started := n.waitEvent(t, 5*time.Second, logs.NodeStarted, nil)
+		if started[logs.ControlSocketKey] != "off" {
+			t.Errorf("node.started: control_socket %v, want off", started[logs.ControlSocketKey])
 		}
 		if _, err := os.Lstat(sock(4)); !os.IsNotExist(err) {
 			t.Errorf("a node with control_socket off made a socket: %v", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/huddle-lan/huddle"
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/control"
+	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/logx"
 	"github.com/huddle-lan/huddle/internal/workload"
 )
@@ -223,9 +224,9 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer closer.Close()
-	nodeLog := log.With().Uint64("node", cfg.ID).Logger()
+	nodeLog := log.With().Uint64(logs.NodeKey, cfg.ID).Logger()
 	failed := func(what string, err error) int {
-		nodeLog.Error().Str("event", "node.failed").Err(err).Msg(what)
+		nodeLog.Error().Str(logs.EventKey, logs.NodeFailed).Err(err).Msg(what)
 		fmt.Fprintln(stderr, "huddle:", err)
 		return exitFailure
 	}
@@ -253,7 +254,7 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 		maps.Copy(cmds, control.Commands(control.ForGroup(g)))
 		go func() {
 			if err := srv.Serve(); err != nil {
-				nodeLog.Warn().Str("event", "control.error").Err(err).Msg("the control socket stopped answering")
+				nodeLog.Warn().Str(logs.EventKey, logs.ControlError).Err(err).Msg("the control socket stopped answering")
 			}
 		}()
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/logx"
 	"github.com/huddle-lan/huddle/internal/testutil"
 )
@@ -61,7 +62,7 @@ func TestProcess(t *testing.T) {
 	for name, sig := range map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT} {
 		t.Run(name, func(t *testing.T) {
 			n := startProc(t, bin, 1)
-			n.waitEvent(t, 5*time.Second, "node.started", nil)
+			n.waitEvent(t, 5*time.Second, logs.NodeStarted, nil)
 			time.Sleep(100 * time.Millisecond) // a few heartbeats, so that there are stats
 			n.stop(t, sig)
 			lines := checkJSONLog(t, n.log, 1)
@@ -75,15 +76,15 @@ func TestProcess(t *testing.T) {
 
 	t.Run("two nodes", func(t *testing.T) {
 		n1, n2 := startProc(t, bin, 1), startProc(t, bin, 2)
-		n1.waitEvent(t, 5*time.Second, "peer.seen", func(l logLine) bool { return num(l["peer"]) == 2 })
-		n2.waitEvent(t, 5*time.Second, "peer.seen", func(l logLine) bool { return num(l["peer"]) == 1 })
+		n1.waitEvent(t, 5*time.Second, logs.PeerSeen, func(l logLine) bool { return num(l[logs.PeerKey]) == 2 })
+		n2.waitEvent(t, 5*time.Second, logs.PeerSeen, func(l logLine) bool { return num(l[logs.PeerKey]) == 1 })
 		n2.stop(t, syscall.SIGTERM)
-		stopped := lastEvent(t, checkJSONLog(t, n2.log, 2), "node.stopped")
+		stopped := lastEvent(t, checkJSONLog(t, n2.log, 2), logs.NodeStopped)
 
 		// The local profile suspects a peer after 150ms of silence.
 		const suspect, slack = 150 * time.Millisecond, 850 * time.Millisecond
-		lost := n1.waitEvent(t, suspect+slack+time.Second, "peer.lost", func(l logLine) bool { return num(l["peer"]) == 2 })
-		if silent := num(lost["silent_ms"]); silent < suspect.Milliseconds() {
+		lost := n1.waitEvent(t, suspect+slack+time.Second, logs.PeerLost, func(l logLine) bool { return num(l[logs.PeerKey]) == 2 })
+		if silent := num(lost[logs.SilentMsKey]); silent < suspect.Milliseconds() {
 			t.Errorf("peer.lost after %dms of silence, want at least %v: %v", silent, suspect, lost)
 		}
 		if d := lost.time(t).Sub(stopped.time(t)); d > suspect+slack || d < 0 {
@@ -96,7 +97,7 @@ func TestProcess(t *testing.T) {
 
 	t.Run("refused", func(t *testing.T) {
 		n1 := startProc(t, bin, 1)
-		n1.waitEvent(t, 5*time.Second, "view.installed", nil)
+		n1.waitEvent(t, 5*time.Second, logs.ViewInstalled, nil)
 		// A second live node with ID 1 is refused, naming the first one's
 		// address; so is a node whose heartbeat differs from the group's.
 		// Its own socket (off): the group, not the control socket, must refuse it.
@@ -181,7 +182,7 @@ func TestProcess(t *testing.T) {
 			t.Errorf("exit %d, stderr %q; want %d and the address in use", code, stderr, exitFailure)
 		}
 		lines := checkJSONLog(t, log, 1)
-		if last := lines[len(lines)-1]; last["event"] != "node.failed" || last["level"] != "error" {
+		if last := lines[len(lines)-1]; last[logs.EventKey] != logs.NodeFailed || last[logs.LevelKey] != logs.LevelError {
 			t.Errorf("last log line %v, want an error node.failed", last)
 		}
 	})
@@ -321,7 +322,7 @@ func (n *proc) waitEvent(t *testing.T, timeout time.Duration, event string, matc
 	deadline := time.Now().Add(timeout)
 	for {
 		for _, l := range readLog(n.log) {
-			if l["event"] == event && (match == nil || match(l)) {
+			if l[logs.EventKey] == event && (match == nil || match(l)) {
 				return l
 			}
 		}
@@ -337,7 +338,7 @@ type logLine map[string]any
 
 func (l logLine) time(t *testing.T) time.Time {
 	t.Helper()
-	s, _ := l["time"].(string)
+	s, _ := l[logs.TimeKey].(string)
 	tm, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		t.Fatalf("time %q: %v", s, err)
@@ -414,20 +415,20 @@ func checkJSONLog(t *testing.T, path string, id int64) []logLine {
 			continue
 		}
 		lines = append(lines, l)
-		s, _ := l["time"].(string)
+		s, _ := l[logs.TimeKey].(string)
 		tm, err := time.Parse(logx.TimeFormat, s)
 		if err != nil || !strings.HasSuffix(s, "Z") {
 			t.Errorf("line %d: time %q is not RFC 3339 in UTC with nine fractional digits: %s", i+1, s, raw)
 		} else if tm.Nanosecond()%int(time.Millisecond) != 0 {
 			fine++
 		}
-		if lv, _ := l["level"].(string); lv == "" {
+		if lv, _ := l[logs.LevelKey].(string); lv == "" {
 			t.Errorf("line %d has no level: %s", i+1, raw)
 		}
-		if got := num(l["node"]); got != id {
-			t.Errorf("line %d: node %v, want %d: %s", i+1, l["node"], id, raw)
+		if got := num(l[logs.NodeKey]); got != id {
+			t.Errorf("line %d: node %v, want %d: %s", i+1, l[logs.NodeKey], id, raw)
 		}
-		if ev, _ := l["event"].(string); ev == "" {
+		if ev, _ := l[logs.EventKey].(string); ev == "" {
 			t.Errorf("line %d has no event: %s", i+1, raw)
 		}
 	}
@@ -448,10 +449,10 @@ func checkLastEvents(t *testing.T, lines []logLine, reason string) {
 		t.Fatalf("%d log lines, want at least node.stats and node.stopped", len(lines))
 	}
 	stats, stopped := lines[len(lines)-2], lines[len(lines)-1]
-	if stats["event"] != "node.stats" || stats["why"] != "exit" {
+	if stats[logs.EventKey] != logs.NodeStats || stats[logs.WhyKey] != "exit" {
 		t.Errorf("second to last line %v, want node.stats with why=exit", stats)
 	}
-	if r, _ := stopped["reason"].(string); stopped["event"] != "node.stopped" || !strings.Contains(r, reason) {
+	if r, _ := stopped[logs.ReasonKey].(string); stopped[logs.EventKey] != logs.NodeStopped || !strings.Contains(r, reason) {
 		t.Errorf("last line %v, want node.stopped with a reason containing %q", stopped, reason)
 	}
 }
@@ -459,7 +460,7 @@ func checkLastEvents(t *testing.T, lines []logLine, reason string) {
 func lastEvent(t *testing.T, lines []logLine, event string) logLine {
 	t.Helper()
 	for i := len(lines) - 1; i >= 0; i-- {
-		if lines[i]["event"] == event {
+		if lines[i][logs.EventKey] == event {
 			return lines[i]
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/control"
 	"github.com/huddle-lan/huddle/internal/lab"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // BenchmarkElection measures the leader elections (docs/design.md, "Leader election")
@@ -186,13 +187,13 @@ type elEvent struct {
 func (g *egroup) elections(host int) []elEvent {
 	var out []elEvent
 	for _, ev := range g.events(host) {
-		if ev.Event != "leader.changed" && !strings.HasPrefix(ev.Event, "election.") {
+		if ev.Name != logs.LeaderChanged && !strings.HasPrefix(ev.Name, "election.") {
 			continue
 		}
-		x := elEvent{at: ev.Time, name: ev.Event}
-		x.round, _ = ev.Uint("round")
-		x.leader, _ = ev.Uint("leader")
-		x.sent, _ = ev.Uint("sent")
+		x := elEvent{at: ev.Time, name: ev.Name}
+		x.round, _ = ev.Uint(logs.RoundKey)
+		x.leader, _ = ev.Uint(logs.LeaderKey)
+		x.sent, _ = ev.Uint(logs.SentKey)
 		out = append(out, x)
 	}
 	return out
@@ -202,7 +203,7 @@ func (g *egroup) elections(host int) []elEvent {
 func (g *egroup) lastLeader(host int) (elEvent, bool) {
 	evs := g.elections(host)
 	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].name == "leader.changed" {
+		if evs[i].name == logs.LeaderChanged {
 			return evs[i], true
 		}
 	}
@@ -308,14 +309,14 @@ func (g *egroup) rounds(hs []int, since time.Time) []*elRound {
 				r.first = ev.at
 			}
 			switch ev.name {
-			case "election.started":
+			case logs.ElectionStarted:
 				r.initiators = append(r.initiators, h)
-			case "election.won":
+			case logs.ElectionWon:
 				r.winners = append(r.winners, h)
-			case "leader.changed":
+			case logs.LeaderChanged:
 				r.leaders[h] = ev.leader
 				r.last = later(r.last, ev.at)
-			case "election.done":
+			case logs.ElectionDone:
 				r.sent[h] += ev.sent
 			}
 		}
@@ -416,22 +417,22 @@ func (g *egroup) electExcerpt(since, origin time.Time) string {
 			}
 			var s string
 			switch {
-			case ev.Event == "view.installed":
+			case ev.Name == logs.ViewInstalled:
 				v := toView(h, ev)
 				s = fmt.Sprintf("%s members %v crashed %v", v.id, v.members, v.crashed)
-			case ev.Event == "leader.changed" || strings.HasPrefix(ev.Event, "election."):
-				r, _ := ev.Uint("round")
-				l, _ := ev.Uint("leader")
-				n, _ := ev.Uint("sent")
-				v, _ := ev.Str("view")
+			case ev.Name == logs.LeaderChanged || strings.HasPrefix(ev.Name, "election."):
+				r, _ := ev.Uint(logs.RoundKey)
+				l, _ := ev.Uint(logs.LeaderKey)
+				n, _ := ev.Uint(logs.SentKey)
+				v, _ := ev.Str(logs.ViewKey)
 				s = fmt.Sprintf("round %d view %s leader %d sent %d", r, v, l, n)
-			case ev.Event == "member.suspected":
-				m, _ := ev.Uint("member")
+			case ev.Name == logs.MemberSuspected:
+				m, _ := ev.Uint(logs.MemberKey)
 				s = fmt.Sprintf("member %d", m)
 			default:
 				continue
 			}
-			ls = append(ls, line{ev.Time, fmt.Sprintf("%+7.1fms h%d %-18s %s", ms(ev.Time.Sub(origin)), h, ev.Event, s)})
+			ls = append(ls, line{ev.Time, fmt.Sprintf("%+7.1fms h%d %-18s %s", ms(ev.Time.Sub(origin)), h, ev.Name, s)})
 		}
 	}
 	slices.SortStableFunc(ls, func(a, b line) int { return a.at.Compare(b.at) })

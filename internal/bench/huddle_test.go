@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/lab"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // extraArgsEnv names an environment variable whose words are added to
@@ -162,7 +163,7 @@ func (e *env) runGroup(b *testing.B, l *lab.LAN, spec groupSpec) *groupRun {
 		g.receivers = append(g.receivers, start(h))
 	}
 	for _, n := range g.receivers {
-		if err := waitEvent(n, "node.started", 5*time.Second); err != nil {
+		if err := waitEvent(n, logs.NodeStarted, 5*time.Second); err != nil {
 			stopAll()
 			b.Fatal(err)
 		}
@@ -254,10 +255,10 @@ func (n *node) read() {
 		if ev.Level == "warn" || ev.Level == "error" {
 			n.warnings = append(n.warnings, ev.Event)
 		}
-		if ev.Event == "peer.lost" {
+		if ev.Event == logs.PeerLost {
 			n.lost++
 		}
-		if ev.Event != "node.stats" {
+		if ev.Event != logs.NodeStats {
 			continue
 		}
 		var s stat
@@ -276,7 +277,7 @@ func (n *node) read() {
 func waitEvent(n *node, name string, timeout time.Duration) error {
 	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		data, _ := os.ReadFile(n.logPath)
-		if bytes.Contains(data, []byte(`"event":"`+name+`"`)) {
+		if bytes.Contains(data, logs.Tag(name)) {
 			return nil
 		}
 		if n.proc.Exited() {

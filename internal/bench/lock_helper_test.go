@@ -25,6 +25,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/control"
 	"github.com/huddle-lan/huddle/internal/lab"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // --- the raw token ring ---
@@ -358,40 +359,33 @@ type lockEv struct {
 }
 
 // lockEvents returns the mutex events among evs, logged by host.
-func lockEvents(host int, evs []lab.Event) []lockEv {
+func lockEvents(host int, evs []logs.Event) []lockEv {
 	var out []lockEv
 	for _, ev := range evs {
-		name, ok := strings.CutPrefix(ev.Event, "mutex.")
+		name, ok := strings.CutPrefix(ev.Name, "mutex.")
 		if !ok {
 			continue
 		}
 		x := lockEv{host: host, at: ev.Time, name: name}
-		x.clock, _ = ev.Uint("clock")
-		x.view, _ = ev.Str("view")
-		x.wait = msField(ev, "wait_ms")
-		x.held = msField(ev, "held_ms")
-		if m, ok := ev.Uint("messages"); ok {
+		x.clock, _ = ev.Uint(logs.ClockKey)
+		x.view, _ = ev.Str(logs.ViewKey)
+		x.wait = msField(ev, logs.WaitMsKey)
+		x.held = msField(ev, logs.HeldMsKey)
+		if m, ok := ev.Uint(logs.MessagesKey); ok {
 			x.messages = int64(m)
 		}
-		if d, ok := ev.Uint("datagrams"); ok {
+		if d, ok := ev.Uint(logs.DatagramsKey); ok {
 			x.dgrams = int64(d)
 		}
-		x.lost, _ = ev.Fields["lost"].(bool)
+		x.lost, _ = ev.Bool(logs.LostKey)
 		out = append(out, x)
 	}
 	return out
 }
 
 // msField is a field in milliseconds (a JSON number with decimals).
-func msField(ev lab.Event, key string) time.Duration {
-	n, ok := ev.Fields[key].(json.Number)
-	if !ok {
-		return 0
-	}
-	f, err := n.Float64()
-	if err != nil {
-		return 0
-	}
+func msField(ev logs.Event, key string) time.Duration {
+	f, _ := ev.Float(key)
 	return time.Duration(f * float64(time.Millisecond))
 }
 
@@ -493,11 +487,11 @@ func statsLines(path string) []stat {
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	for sc.Scan() {
 		line := sc.Bytes()
-		if !bytes.Contains(line, []byte(`"node.stats"`)) {
+		if !bytes.Contains(line, logs.Tag(logs.NodeStats)) {
 			continue
 		}
 		var s stat
-		if json.Unmarshal(line, &s) == nil && s.Event == "node.stats" {
+		if json.Unmarshal(line, &s) == nil && s.Event == logs.NodeStats {
 			out = append(out, s)
 		}
 	}

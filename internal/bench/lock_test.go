@@ -14,6 +14,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/lab"
 	"github.com/huddle-lan/huddle/internal/logcheck"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // BenchmarkLock measures the Ricart–Agrawala lock (docs/design.md, "Mutual exclusion")
@@ -281,7 +282,7 @@ func (e *lenv) contend(b *testing.B, name string, loss float64) cres {
 	for _, h := range all {
 		paths = append(paths, g.nodes[h].log)
 	}
-	if m, err := logcheck.LoadMutex(paths...); err != nil {
+	if m, err := logcheck.Load(paths...); err != nil {
 		r.problems = append(r.problems, err.Error())
 	} else {
 		r.lc = m.CheckMutex(logcheck.MutexOptions{Slack: lockSkewTol, MaxViolations: 5})
@@ -355,12 +356,12 @@ func (g *lgroup) contendFigures(all []int, from, to time.Time) cres {
 				continue
 			}
 			switch {
-			case ev.Event == "view.installed" && !ev.Time.Equal(g.formed):
+			case ev.Name == logs.ViewInstalled && !ev.Time.Equal(g.formed):
 				views++
-			case ev.Event == "member.suspected":
+			case ev.Name == logs.MemberSuspected:
 				susp++
-			case (ev.Level == "warn" || ev.Level == "error") && ev.Event != "mutex.released":
-				warns[ev.Event]++
+			case (ev.Level == logs.LevelWarn || ev.Level == logs.LevelError) && ev.Name != logs.MutexReleased:
+				warns[ev.Name]++
 			}
 		}
 		ss := statsLines(g.nodes[h].log)
@@ -817,9 +818,9 @@ func TestLockFigures(t *testing.T) {
 			node, extra, event, at)
 	}
 	parse := func(host int, ls ...string) []lockEv {
-		evs, skipped, err := lab.ParseEvents(strings.NewReader(strings.Join(ls, "\n")))
+		evs, skipped, err := logs.Read(strings.NewReader(strings.Join(ls, "\n")))
 		if err != nil || skipped != 0 {
-			t.Fatalf("ParseEvents: %d skipped, %v", skipped, err)
+			t.Fatalf("Read: %d skipped, %v", skipped, err)
 		}
 		return lockEvents(host, evs)
 	}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/lab"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // BenchmarkMembership measures the membership layer on a virtual LAN of 6
@@ -313,12 +313,12 @@ func (g *mgroup) stop() {
 }
 
 // events returns host's log so far.
-func (g *mgroup) events(host int) []lab.Event {
+func (g *mgroup) events(host int) []logs.Event {
 	n := g.nodes[host]
 	if n == nil {
 		return nil
 	}
-	evs, _ := lab.ReadEvents(n.log) // a partly written last line is skipped
+	evs, _ := logs.ReadFile(n.log) // a partly written last line is skipped
 	return evs
 }
 
@@ -331,12 +331,12 @@ type viewEv struct {
 	flushMs                        int64
 }
 
-func toView(host int, ev lab.Event) viewEv {
-	v := viewEv{host: host, at: ev.Time, members: uints(ev, "members"), joined: uints(ev, "joined"),
-		left: uints(ev, "left"), crashed: uints(ev, "crashed")}
-	v.id, _ = ev.Str("view")
-	v.prior, _ = ev.Str("prior")
-	if f, ok := ev.Uint("flush_ms"); ok {
+func toView(host int, ev logs.Event) viewEv {
+	v := viewEv{host: host, at: ev.Time, members: uints(ev, logs.MembersKey), joined: uints(ev, logs.JoinedKey),
+		left: uints(ev, logs.LeftKey), crashed: uints(ev, logs.CrashedKey)}
+	v.id, _ = ev.Str(logs.ViewKey)
+	v.prior, _ = ev.Str(logs.PriorKey)
+	if f, ok := ev.Uint(logs.FlushMsKey); ok {
 		v.flushMs = int64(f)
 	}
 	return v
@@ -346,25 +346,19 @@ func (v viewEv) String() string {
 	return fmt.Sprintf("%s%v", v.id, v.members)
 }
 
-// uints returns an array field of unsigned integers.
-func uints(ev lab.Event, key string) []uint64 {
-	a, _ := ev.Fields[key].([]any)
-	out := []uint64{}
-	for _, x := range a {
-		if n, ok := x.(json.Number); ok {
-			if v, err := strconv.ParseUint(n.String(), 10, 64); err == nil {
-				out = append(out, v)
-			}
-		}
+// uints returns an array field of unsigned integers, empty if absent.
+func uints(ev logs.Event, key string) []uint64 {
+	if v, _ := ev.Uints(key); v != nil {
+		return v
 	}
-	return out
+	return []uint64{}
 }
 
 // views returns host's view.installed events.
 func (g *mgroup) views(host int) []viewEv {
 	var vs []viewEv
 	for _, ev := range g.events(host) {
-		if ev.Event == "view.installed" {
+		if ev.Name == logs.ViewInstalled {
 			vs = append(vs, toView(host, ev))
 		}
 	}
@@ -417,9 +411,9 @@ func (g *mgroup) waitViews(hs []int, since time.Time, timeout time.Duration, ok 
 }
 
 // memberEvents are the events excerpts show.
-var memberEvents = []string{"node.started", "view.installed", "view.flush.started", "member.suspected",
-	"member.excluded", "member.left", "member.refused", "node.stopped", "peer.lost", "stream.skipped",
-	"peer.lagging", "node.warning", "node.failed"}
+var memberEvents = []string{logs.NodeStarted, logs.ViewInstalled, logs.ViewFlushStarted, logs.MemberSuspected,
+	logs.MemberExcluded, logs.MemberLeft, logs.MemberRefused, logs.NodeStopped, logs.PeerLost, logs.StreamSkipped,
+	logs.PeerLagging, logs.NodeWarning, logs.NodeFailed}
 
 // excerpt formats the membership events of every node at or after since,
 // in time order, as offsets from origin.
@@ -431,25 +425,21 @@ func (g *mgroup) excerpt(since, origin time.Time) string {
 	var ls []line
 	for h := range g.nodes {
 		for _, ev := range g.events(h) {
-			if ev.Time.Before(since) || !slices.Contains(memberEvents, ev.Event) {
+			if ev.Time.Before(since) || !slices.Contains(memberEvents, ev.Name) {
 				continue
 			}
 			var kv []string
-			for _, k := range slices.Sorted(func(yield func(string) bool) {
-				for k := range ev.Fields {
-					if !yield(k) {
-						return
-					}
-				}
-			}) {
+			for _, k := range slices.Sorted(ev.Keys()) {
 				switch k {
-				case "message", "group", "addr", "iface", "src", "coordinator_incarnation", "profile", "heartbeat_ms",
-					"suspect_ms", "datagram_size", "ttl", "loopback":
+				case logs.TimeKey, logs.LevelKey, logs.EventKey, logs.NodeKey,
+					logs.MessageKey, logs.GroupKey, logs.AddrKey, logs.IfaceKey, logs.SrcKey, logs.CoordinatorIncarnationKey,
+					logs.ProfileKey, logs.HeartbeatMsKey, logs.SuspectMsKey, logs.DatagramSizeKey, logs.TTLKey, logs.LoopbackKey:
 					continue
 				}
-				kv = append(kv, fmt.Sprintf("%s=%v", k, ev.Fields[k]))
+				v, _ := ev.Text(k)
+				kv = append(kv, fmt.Sprintf("%s=%s", k, v))
 			}
-			ls = append(ls, line{ev.Time, fmt.Sprintf("%+7.1fms h%d %-18s %s", ms(ev.Time.Sub(origin)), h, ev.Event, strings.Join(kv, " "))})
+			ls = append(ls, line{ev.Time, fmt.Sprintf("%+7.1fms h%d %-18s %s", ms(ev.Time.Sub(origin)), h, ev.Name, strings.Join(kv, " "))})
 		}
 	}
 	slices.SortStableFunc(ls, func(a, b line) int { return a.at.Compare(b.at) })
@@ -462,12 +452,12 @@ func (g *mgroup) excerpt(since, origin time.Time) string {
 
 // firstEvent returns the first event name of host at or after since that
 // match accepts.
-func (g *mgroup) firstEvent(hs []int, name string, since time.Time, match func(lab.Event) bool) (lab.Event, int, bool) {
-	var best lab.Event
+func (g *mgroup) firstEvent(hs []int, name string, since time.Time, match func(logs.Event) bool) (logs.Event, int, bool) {
+	var best logs.Event
 	bh, found := 0, false
 	for _, h := range hs {
 		for _, ev := range g.events(h) {
-			if ev.Event == name && !ev.Time.Before(since) && (match == nil || match(ev)) {
+			if ev.Name == name && !ev.Time.Before(since) && (match == nil || match(ev)) {
 				if !found || ev.Time.Before(best.Time) {
 					best, bh, found = ev, h, true
 				}
@@ -712,14 +702,14 @@ func (e *menv) removal(b *testing.B, s removal, i int) mres {
 	r.ms = ms(last.at.Sub(t0))
 	var d strings.Builder
 	fmt.Fprintf(&d, "%s to node %d of %s; ", sigName[s.sig], victim, view)
-	if ev, h, ok := g.firstEvent(survivors, "member.suspected", t0, func(ev lab.Event) bool {
-		m, _ := ev.Uint("member")
+	if ev, h, ok := g.firstEvent(survivors, logs.MemberSuspected, t0, func(ev logs.Event) bool {
+		m, _ := ev.Uint(logs.MemberKey)
 		return m == uint64(victim)
 	}); ok {
-		silent, _ := ev.Uint("silent_ms")
+		silent, _ := ev.Uint(logs.SilentMsKey)
 		fmt.Fprintf(&d, "first suspected by h%d at +%.0f ms (silent %d ms); ", h, ms(ev.Time.Sub(t0)), silent)
 	}
-	if ev, h, ok := g.firstEvent(survivors, "view.flush.started", t0, nil); ok {
+	if ev, h, ok := g.firstEvent(survivors, logs.ViewFlushStarted, t0, nil); ok {
 		fmt.Fprintf(&d, "flush started by h%d at +%.0f ms; ", h, ms(ev.Time.Sub(t0)))
 	}
 	fmt.Fprintf(&d, "view %s (joined %v left %v crashed %v, flush_ms %d) installed at ms: %s",
@@ -817,7 +807,7 @@ func (e *menv) join(b *testing.B, i int) mres {
 		e.diag(b, "join run %d: %v; events:\n%s", i+1, err, g.excerpt(n.start.Add(-100*time.Millisecond), n.start))
 		return failed("no view with the joiner: " + err.Error())
 	}
-	started, _, ok := g.firstEvent([]int{memJoiner}, "node.started", n.start, nil)
+	started, _, ok := g.firstEvent([]int{memJoiner}, logs.NodeStarted, n.start, nil)
 	if !ok {
 		return failed("the joiner logged no node.started")
 	}
@@ -838,7 +828,7 @@ func (e *menv) join(b *testing.B, i int) mres {
 		r.problems = append(r.problems, p)
 		d.WriteString(p + "; ")
 	}
-	if ev, h, ok := g.firstEvent(all, "view.flush.started", started.Time, nil); ok {
+	if ev, h, ok := g.firstEvent(all, logs.ViewFlushStarted, started.Time, nil); ok {
 		fmt.Fprintf(&d, "flush started by h%d at +%.0f ms; ", h, ms(ev.Time.Sub(started.Time)))
 	}
 	fmt.Fprintf(&d, "view %s (joined %v, flush_ms %d) installed at ms after node.started: %s",
@@ -925,7 +915,7 @@ func (e *menv) merge(b *testing.B, i int) mres {
 	for _, v := range first {
 		firstAt = later(firstAt, v.at)
 	}
-	if ev, h, ok := g.firstEvent(all, "view.flush.started", t0, nil); ok {
+	if ev, h, ok := g.firstEvent(all, logs.ViewFlushStarted, t0, nil); ok {
 		fmt.Fprintf(&d, "merge flush started by h%d at +%.0f ms; ", h, ms(ev.Time.Sub(t0)))
 	}
 	fmt.Fprintf(&d, "first view of all 5 at every node +%.0f ms (%s); ", ms(firstAt.Sub(t0)), first[1])
@@ -995,14 +985,14 @@ func (e *menv) benchNoFalse(b *testing.B) {
 			if !ev.Time.After(g.formed) || ev.Time.After(end) {
 				continue
 			}
-			switch ev.Event {
-			case "member.suspected":
+			switch ev.Name {
+			case logs.MemberSuspected:
 				s++
-			case "view.installed":
+			case logs.ViewInstalled:
 				v++
-			case "peer.lost":
+			case logs.PeerLost:
 				pl++
-			case "member.excluded":
+			case logs.MemberExcluded:
 				x++
 			}
 		}
@@ -1017,8 +1007,8 @@ func (e *menv) benchNoFalse(b *testing.B) {
 	var deliv []string
 	for _, h := range all {
 		for _, ev := range g.events(h) {
-			if ev.Event == "node.stats" {
-				if why, _ := ev.Str("why"); why == "exit" {
+			if ev.Name == logs.NodeStats {
+				if why, _ := ev.Str(logs.WhyKey); why == "exit" {
 					d, _ := ev.Uint("msgs_delivered")
 					sk, _ := ev.Uint("skipped")
 					deliv = append(deliv, fmt.Sprintf("h%d %d (skipped %d)", h, d, sk))
@@ -1081,9 +1071,9 @@ func TestMembershipViewEvent(t *testing.T) {
 	const line = `{"level":"info","node":2,"event":"view.installed","view":"3.5","coordinator_incarnation":17,` +
 		`"members":[5,1,3,4],"joined":[],"left":[2],"crashed":[],"flush_ms":1,"prior":"2.5",` +
 		`"time":"2026-11-22T12:09:49.462344123Z","message":"view 3.5[5 1 3 4] installed"}`
-	evs, skipped, err := lab.ParseEvents(strings.NewReader(line + "\n{\"partly\":"))
+	evs, skipped, err := logs.Read(strings.NewReader(line + "\n{\"partly\":"))
 	if err != nil || len(evs) != 1 || skipped != 1 {
-		t.Fatalf("ParseEvents: %d events, %d skipped, %v", len(evs), skipped, err)
+		t.Fatalf("Read: %d events, %d skipped, %v", len(evs), skipped, err)
 	}
 	v := toView(2, evs[0])
 	if v.id != "3.5" || v.prior != "2.5" || v.flushMs != 1 || !slices.Equal(v.members, []uint64{5, 1, 3, 4}) ||

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/lab"
 	"github.com/huddle-lan/huddle/internal/logcheck"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // The runs of BenchmarkOrder: a group of huddle nodes on the order LAN,
@@ -327,7 +327,7 @@ func (o *orun) waitViews(ns []*onode, timeout time.Duration, ok func(viewEv) boo
 // views reads n's view.installed events so far.
 func (n *onode) views() []viewEv {
 	var vs []viewEv
-	for _, ev := range n.events("view.installed") {
+	for _, ev := range n.events(logs.ViewInstalled) {
 		vs = append(vs, toView(n.host, ev))
 	}
 	return vs
@@ -335,35 +335,35 @@ func (n *onode) views() []viewEv {
 
 // events reads n's events of the given names so far, without decoding
 // the lines of other events (a traced log is long).
-func (n *onode) events(names ...string) []lab.Event {
+func (n *onode) events(names ...string) []logs.Event {
 	data, err := os.ReadFile(n.log)
 	if err != nil {
 		return nil
 	}
-	var keep bytes.Buffer
+	var evs []logs.Event
 	for line := range bytes.Lines(data) {
 		for _, name := range names {
-			if bytes.Contains(line, []byte(`"event":"`+name+`"`)) {
-				keep.Write(line)
-				break
+			if !bytes.Contains(line, logs.Tag(name)) {
+				continue
 			}
+			if ev, ok := logs.Parse(line); ok && ev.Name == name {
+				evs = append(evs, ev) // line is data's: no need to clone
+			}
+			break
 		}
 	}
-	evs, _, _ := lab.ParseEvents(&keep)
 	return evs
 }
 
 // readStats reads n's node.stats events so far.
 func (n *onode) readStats() {
 	n.periodic, n.hasFinal = n.periodic[:0], false
-	for _, ev := range n.events("node.stats") {
+	for _, ev := range n.events(logs.NodeStats) {
 		s := orderStats{time: ev.Time, c: map[string]int64{}}
-		s.why, _ = ev.Str("why")
-		for k, v := range ev.Fields {
-			if num, ok := v.(json.Number); ok {
-				if i, err := num.Int64(); err == nil {
-					s.c[k] = i
-				}
+		s.why, _ = ev.Str(logs.WhyKey)
+		for k := range ev.Keys() {
+			if i, ok := ev.Int(k); ok && k != logs.NodeKey {
+				s.c[k] = i
 			}
 		}
 		if s.why == "exit" {
@@ -600,15 +600,15 @@ func (o *orun) oddities() []string {
 			odd = append(odd, fmt.Sprintf("h%d installed %d views during the run: %s", n.host, len(vs), strings.Join(vs, " ")))
 		}
 		var evs []string
-		for _, ev := range n.events("member.suspected", "peer.lost", "stream.skipped", "member.excluded", "peer.lagging", "node.warning", "node.failed") {
-			if peer, _ := ev.Uint("peer"); ev.Event == "peer.lost" && o.temp != nil && peer == tempHost {
+		for _, ev := range n.events(logs.MemberSuspected, logs.PeerLost, logs.StreamSkipped, logs.MemberExcluded, logs.PeerLagging, logs.NodeWarning, logs.NodeFailed) {
+			if peer, _ := ev.Uint(logs.PeerKey); ev.Name == logs.PeerLost && o.temp != nil && peer == tempHost {
 				continue // the temporary founder, gone
 			}
 			if ev.Time.After(o.formed) {
-				s := ev.Event
+				s := ev.Name
 				for _, k := range []string{"member", "peer", "what", "silent_ms", "count"} {
-					if v, ok := ev.Fields[k]; ok {
-						s += fmt.Sprintf(" %s=%v", k, v)
+					if v, ok := ev.Text(k); ok {
+						s += fmt.Sprintf(" %s=%s", k, v)
 					}
 				}
 				evs = append(evs, s)

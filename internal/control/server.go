@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // A Handler runs one command with its arguments (the request's args, nil
@@ -166,7 +168,7 @@ func (s *Server) Serve() error {
 			}
 			// Out of file descriptors, say: wait instead of spinning.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn().Str("event", "control.error").Err(err).Msg("control socket: cannot accept")
+			s.log.Warn().Str(logs.EventKey, logs.ControlError).Err(err).Msg("control socket: cannot accept")
 			select {
 			case <-time.After(backoff):
 			case <-s.ctx.Done():
@@ -187,7 +189,7 @@ func isTemporary(err error) bool {
 // admit hands a connection to a goroutine of its own, if a slot is free.
 func (s *Server) admit(c *net.UnixConn) {
 	if !trusted(c) {
-		s.log.Warn().Str("event", "control.error").Msg("control socket: refused a connection from another user")
+		s.log.Warn().Str(logs.EventKey, logs.ControlError).Msg("control socket: refused a connection from another user")
 		c.Close()
 		return
 	}
@@ -295,7 +297,7 @@ func parseRequest(line []byte) (Request, error) {
 func (s *Server) run(ctx context.Context, h Handler, req Request) (res any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.Error().Str("event", "control.error").Str("cmd", req.Cmd).Interface("panic", p).Msg("control command panicked")
+			s.log.Error().Str(logs.EventKey, logs.ControlError).Str(logs.CmdKey, req.Cmd).Interface(logs.PanicKey, p).Msg("control command panicked")
 			res, err = nil, errorf(ErrFailed, fmt.Sprintf("command %s failed: internal error: %v", req.Cmd, p))
 		}
 	}()
@@ -319,12 +321,12 @@ func (s *Server) reply(c net.Conn, cmd string, start time.Time, res any, err err
 	b, _ := json.Marshal(rep) // a Reply always encodes
 	c.SetWriteDeadline(time.Now().Add(writeTimeout))
 	_, werr := c.Write(append(b, '\n'))
-	e := s.log.Debug().Str("event", "control.request").Str("cmd", cmd).Int64("ms", time.Since(start).Milliseconds())
+	e := s.log.Debug().Str(logs.EventKey, logs.ControlRequest).Str(logs.CmdKey, cmd).Int64(logs.MsKey, time.Since(start).Milliseconds())
 	if rep.Error != nil {
-		e = e.Str("code", rep.Error.Code)
+		e = e.Str(logs.CodeKey, rep.Error.Code)
 	}
 	if werr != nil {
-		e = e.AnErr("write", werr)
+		e = e.AnErr(logs.WriteKey, werr)
 	}
 	e.Msg("control request")
 }

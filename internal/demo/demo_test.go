@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -22,18 +24,18 @@ func TestParseLine(t *testing.T) {
 		want event
 	}{
 		{`{"level":"info","node":1,"event":"deliver","view":"2.3","from":2,"seq":1,"order":"safe","gseq":1,"len":200,"crc":1,"time":"2026-11-22T14:14:17.626395661Z"}`,
-			true, event{Event: "deliver", Order: "safe"}},
+			true, event{Event: logs.Deliver, Order: "safe"}},
 		{`{"level":"info","node":1,"event":"deliver","view":"2.3","from":2,"seq":9,"order":"total","gseq":4,"final":true,"len":200}`,
-			true, event{Event: "deliver", Order: "total", Final: true, View: "2.3"}},
+			true, event{Event: logs.Deliver, Order: "total", Final: true, View: "2.3"}},
 		{`{"level":"info","node":1,"event":"send","view":"2.3","seq":7,"order":"total","len":200,"crc":1}`,
-			true, event{Event: "send", Order: "total"}},
+			true, event{Event: logs.Send, Order: "total"}},
 		{`panic: oops`, false, event{}},
 		{`{"level":"info","node":1,"event":"view.installed","view":"2.3","coordinator_incarnation":9,"members":[3,1,2],"joined":[1,2],"left":[],"crashed":[],"flush_ms":8}`,
-			true, event{Level: "info", Node: 1, Event: "view.installed", View: "2.3", CoordInc: 9, Members: members{3, 1, 2},
+			true, event{Level: "info", Node: 1, Event: logs.ViewInstalled, View: "2.3", CoordInc: 9, Members: []uint64{3, 1, 2},
 				Joined: []uint64{1, 2}, Left: []uint64{}, Crashed: []uint64{}, FlushMs: 8}},
 		// node.stats logs "members" as a count: the counters still decode.
 		{`{"level":"info","node":4,"event":"node.stats","why":"periodic","members":3,"nacks_sent":5,"repairs_sent":6,"gaps_detected":7,"gaps_recovered":8}`,
-			true, event{Level: "info", Node: 4, Event: "node.stats", Why: "periodic", NacksSent: 5, RepairsSent: 6, GapsDetected: 7, GapsRecovered: 8}},
+			true, event{Level: "info", Node: 4, Event: logs.NodeStats, Why: "periodic", NacksSent: 5, RepairsSent: 6, GapsDetected: 7, GapsRecovered: 8}},
 	}
 	for _, tc := range tests {
 		got, ok := parseLine([]byte(tc.line))
@@ -63,14 +65,14 @@ func TestFollowerReadsCompleteLines(t *testing.T) {
 	appendFile(t, path, `{"level":"info","node":1,"event":"node.started","incarnation":1,"time":"2026-01-01T00:00:00Z"}`+"\n"+
 		`{"level":"info","node":1,"event":"deliver","order":"total"}`+"\n"+`{"level":"info","node":1,"event":"view.ins`)
 	evs := f.poll(c)
-	if len(evs) != 1 || evs[0].Event != "node.started" || evs[0].Inc != 1 {
+	if len(evs) != 1 || evs[0].Event != logs.NodeStarted || evs[0].Inc != 1 {
 		t.Fatalf("first poll: %+v", evs)
 	}
 	appendFile(t, path, `talled","view":"1.1","members":[1],"time":"2026-01-01T00:00:01Z"}`+"\n"+
 		`{"level":"info","node":1,"event":"send","order":"fifo"}`+"\n"+
 		`{"level":"info","node":1,"event":"deliver","view":"1.1","order":"safe","final":true}`+"\n")
 	evs = f.poll(c)
-	if len(evs) != 1 || evs[0].Event != "view.installed" || ids(evs[0].Members) != "[1]" {
+	if len(evs) != 1 || evs[0].Event != logs.ViewInstalled || ids(evs[0].Members) != "[1]" {
 		t.Fatalf("second poll: %+v", evs)
 	}
 	if got := of(c.delivered, 1); got != [3]int64{0, 1, 1} {
@@ -105,7 +107,7 @@ func TestWatcherTellsTheStory(t *testing.T) {
 	cnt := newCounts()
 	w := newWatcher(&console{w: &out}, start, cnt)
 	view := func(ms int, node uint64, id string, inc uint64, m []uint64, joined, crashed []uint64, flush int64) event {
-		return event{Time: at(ms), Node: node, Event: "view.installed", View: id, CoordInc: inc, Members: m,
+		return event{Time: at(ms), Node: node, Event: logs.ViewInstalled, View: id, CoordInc: inc, Members: m,
 			Joined: joined, Crashed: crashed, FlushMs: flush}
 	}
 	w.handle([]event{
@@ -124,17 +126,17 @@ func TestWatcherTellsTheStory(t *testing.T) {
 	crash.Prior = "2.3"
 	w.handle([]event{
 		view(232, 2, "2.3", 30, []uint64{3, 1, 2}, []uint64{3, 1, 2}, nil, 4),
-		{Time: at(4150), Node: 2, Event: "member.suspected", Member: 3, SilentMs: 150},
-		{Time: at(4151), Node: 1, Event: "member.suspected", Member: 3, SilentMs: 151},
-		{Time: at(4152), Node: 1, Event: "view.flush.started", Epoch: 3, Attempt: 1, Proposed: []uint64{1, 2}},
+		{Time: at(4150), Node: 2, Event: logs.MemberSuspected, Member: 3, SilentMs: 150},
+		{Time: at(4151), Node: 1, Event: logs.MemberSuspected, Member: 3, SilentMs: 151},
+		{Time: at(4152), Node: 1, Event: logs.ViewFlushStarted, Epoch: 3, Attempt: 1, Proposed: []uint64{1, 2}},
 		crash,
 		view(4161, 2, "3.1", 10, []uint64{1, 2}, nil, []uint64{3}, 2),
-		{Time: at(4500), Node: 3, Event: "node.started", Inc: 31},
-		{Time: at(4510), Node: 3, Event: "stream.skipped", Level: "warn", Peer: 2, FromSeq: 1, Count: 100},
+		{Time: at(4500), Node: 3, Event: logs.NodeStarted, Inc: 31},
+		{Time: at(4510), Node: 3, Event: logs.StreamSkipped, Level: "warn", Peer: 2, FromSeq: 1, Count: 100},
 		view(4520, 1, "4.1", 10, []uint64{1, 2, 3}, []uint64{3}, nil, 1),
 		view(4520, 2, "4.1", 10, []uint64{1, 2, 3}, []uint64{3}, nil, 1),
 		view(4521, 3, "4.1", 10, []uint64{1, 2, 3}, []uint64{1, 2, 3}, nil, 1),
-		{Time: at(4600), Node: 2, Event: "peer.lagging", Level: "warn", Message: "a live peer is slow"},
+		{Time: at(4600), Node: 2, Event: logs.PeerLagging, Level: "warn", Message: "a live peer is slow"},
 	})
 	want := `   0.20s  view 1.3 [3]: node 3 alone, for now
           node 3 coordinates the group and sequences total order

@@ -2,123 +2,101 @@ package demo
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"slices"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
-// event is the part of a node's JSON log line the demo shows. Deliveries
-// and sends, nearly every line of a traced run, are not decoded: only
-// their order is looked up (see parseLine).
+// event is the part of a node's log line the demo shows. Deliveries and
+// sends, nearly every line of a traced run, are only counted: of them,
+// parseLine reads only the order (and the view of a final delivery).
 type event struct {
-	Time     time.Time `json:"time"`
-	Level    string    `json:"level"`
-	Node     uint64    `json:"node"`
-	Event    string    `json:"event"`
-	Message  string    `json:"message"`
-	Error    string    `json:"error"`
-	View     string    `json:"view"`
-	Order    string    `json:"order"`
-	Members  members   `json:"members"`
-	Joined   []uint64  `json:"joined"`
-	Left     []uint64  `json:"left"`
-	Crashed  []uint64  `json:"crashed"`
-	Proposed []uint64  `json:"proposed"`
-	Epoch    uint64    `json:"epoch"`
-	Attempt  uint64    `json:"attempt"`
-	FlushMs  int64     `json:"flush_ms"`
-	CoordInc uint64    `json:"coordinator_incarnation"`
-	Member   uint64    `json:"member"`
-	SilentMs int64     `json:"silent_ms"`
-	Inc      uint64    `json:"incarnation"`
-	Peer     uint64    `json:"peer"`
-	Reason   string    `json:"reason"`
-	Prior    string    `json:"prior"`
-	Final    bool      `json:"final"`
-	FromSeq  uint64    `json:"from_seq"`
-	Count    uint64    `json:"count"`
-	Why      string    `json:"why"`
+	Time     time.Time
+	Level    string
+	Node     uint64
+	Event    string
+	Message  string
+	Error    string
+	View     string
+	Order    string
+	Members  []uint64 // nil for node.stats, where members is a count
+	Joined   []uint64
+	Left     []uint64
+	Crashed  []uint64
+	Proposed []uint64
+	Epoch    uint64
+	Attempt  uint64
+	FlushMs  int64
+	CoordInc uint64
+	Member   uint64
+	SilentMs int64
+	Inc      uint64
+	Peer     uint64
+	Reason   string
+	Prior    string
+	Final    bool
+	FromSeq  uint64
+	Count    uint64
+	Why      string
 	// Election events.
-	Algorithm string  `json:"algorithm"`
-	Round     uint64  `json:"round"`
-	Initiator uint64  `json:"initiator"`
-	Leader    uint64  `json:"leader"`
-	Sent      int     `json:"sent"`
-	Duration  float64 `json:"duration_ms"`
+	Algorithm string
+	Round     uint64
+	Initiator uint64
+	Leader    uint64
+	Sent      int
+	Duration  float64 // duration_ms
 	// Lock events.
-	WaitMs   float64 `json:"wait_ms"`
-	HeldMs   float64 `json:"held_ms"`
-	Messages int     `json:"messages"`
-	Lost     bool    `json:"lost"`
+	WaitMs   float64
+	HeldMs   float64
+	Messages int
+	Lost     bool
 	// node.stats counters the console sums up.
-	NacksSent     int64 `json:"nacks_sent"`
-	RepairsSent   int64 `json:"repairs_sent"`
-	GapsDetected  int64 `json:"gaps_detected"`
-	GapsRecovered int64 `json:"gaps_recovered"`
+	NacksSent     int64
+	RepairsSent   int64
+	GapsDetected  int64
+	GapsRecovered int64
 }
 
-// Events of the traced workload, counted but not decoded.
-var (
-	deliverTag = []byte(`"event":"deliver"`)
-	sendTag    = []byte(`"event":"send"`)
-	orderTag   = []byte(`"order":"`)
-	viewTag    = []byte(`"view":"`)
-	finalTag   = []byte(`"final":true`)
-)
-
-// parseLine decodes one log line. For a "deliver" or "send" line only
-// Event and Order are set. ok is false for a line that is not a JSON
-// object with an event (a crash trace on the way, say).
+// parseLine reads one log line. For a deliver or send line only Event,
+// Order, Final and a final delivery's View are set. ok is false for a
+// line that is not an event (a crash trace on the way, say).
 func parseLine(line []byte) (ev event, ok bool) {
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 || line[0] != '{' {
+	e, ok := logs.Parse(line)
+	if !ok {
 		return ev, false
 	}
-	for _, tag := range [][]byte{deliverTag, sendTag} {
-		if bytes.Contains(line, tag) {
-			ev.Event = string(tag[len(`"event":"`) : len(tag)-1])
-			ev.Order = fieldString(line, orderTag)
-			if bytes.Contains(line, finalTag) {
-				ev.Final, ev.View = true, fieldString(line, viewTag)
-			}
-			return ev, true
+	ev.Event = e.Name
+	str := func(key string) string { s, _ := e.Str(key); return s }
+	num := func(key string) uint64 { n, _ := e.Uint(key); return n }
+	integer := func(key string) int64 { n, _ := e.Int(key); return n }
+	float := func(key string) float64 { f, _ := e.Float(key); return f }
+	ids := func(key string) []uint64 { v, _ := e.Uints(key); return v }
+	ev.Order = str(logs.OrderKey)
+	ev.Final, _ = e.Bool(logs.FinalKey)
+	if e.Name == logs.Deliver || e.Name == logs.Send {
+		if ev.Final {
+			ev.View = str(logs.ViewKey)
 		}
+		return ev, true
 	}
-	// A field of another type than the struct's (say, "by" of another
-	// event) leaves it empty and the rest decoded.
-	var typeErr *json.UnmarshalTypeError
-	if err := json.Unmarshal(line, &ev); err != nil && !errors.As(err, &typeErr) || ev.Event == "" {
-		return event{}, false
-	}
+	ev.Time, ev.Level, ev.Node = e.Time, e.Level, e.Node
+	ev.Message, ev.Error, ev.View = str(logs.MessageKey), str(logs.ErrorKey), str(logs.ViewKey)
+	ev.Members, ev.Joined, ev.Left = ids(logs.MembersKey), ids(logs.JoinedKey), ids(logs.LeftKey)
+	ev.Crashed, ev.Proposed = ids(logs.CrashedKey), ids(logs.ProposedKey)
+	ev.Epoch, ev.Attempt, ev.FlushMs = num(logs.EpochKey), num(logs.AttemptKey), integer(logs.FlushMsKey)
+	ev.CoordInc, ev.Member, ev.SilentMs = num(logs.CoordinatorIncarnationKey), num(logs.MemberKey), integer(logs.SilentMsKey)
+	ev.Inc, ev.Peer, ev.Reason, ev.Prior = num(logs.IncarnationKey), num(logs.PeerKey), str(logs.ReasonKey), str(logs.PriorKey)
+	ev.FromSeq, ev.Count, ev.Why = num(logs.FromSeqKey), num(logs.CountKey), str(logs.WhyKey)
+	ev.Algorithm, ev.Round, ev.Initiator = str(logs.AlgorithmKey), num(logs.RoundKey), num(logs.InitiatorKey)
+	ev.Leader, ev.Sent, ev.Duration = num(logs.LeaderKey), int(integer(logs.SentKey)), float(logs.DurationMsKey)
+	ev.WaitMs, ev.HeldMs, ev.Messages = float(logs.WaitMsKey), float(logs.HeldMsKey), int(integer(logs.MessagesKey))
+	ev.Lost, _ = e.Bool(logs.LostKey)
+	ev.NacksSent, ev.RepairsSent = integer("nacks_sent"), integer("repairs_sent")
+	ev.GapsDetected, ev.GapsRecovered = integer("gaps_detected"), integer("gaps_recovered")
 	return ev, true
-}
-
-// members is a view's member list; node.stats logs "members" as a count,
-// which decodes as no list.
-type members []uint64
-
-func (m *members) UnmarshalJSON(b []byte) error {
-	var ids []uint64
-	if json.Unmarshal(b, &ids) == nil {
-		*m = ids
-	}
-	return nil
-}
-
-// fieldString returns the plain string value following tag (`"key":"`).
-func fieldString(line, tag []byte) string {
-	i := bytes.Index(line, tag)
-	if i < 0 {
-		return ""
-	}
-	rest := line[i+len(tag):]
-	if j := bytes.IndexByte(rest, '"'); j >= 0 {
-		return string(rest[:j])
-	}
-	return ""
 }
 
 // follower reads what the nodes append to their logs: each poll returns
@@ -199,13 +177,13 @@ func (t *tail) lines(data []byte, out []event, c *counts) []event {
 			continue
 		}
 		switch ev.Event {
-		case "deliver":
+		case logs.Deliver:
 			c.add(t.node, ev.Order, false)
 			if ev.Final {
 				c.addFinal(t.node, ev.View)
 			}
 			continue
-		case "send":
+		case logs.Send:
 			c.add(t.node, ev.Order, true)
 			continue
 		}

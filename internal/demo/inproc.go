@@ -15,6 +15,7 @@ import (
 
 	"github.com/huddle-lan/huddle"
 	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/internal/logs"
 	_ "github.com/huddle-lan/huddle/internal/logx" // zerolog's time format and UTC clock, as the nodes log them
 	"github.com/huddle-lan/huddle/internal/memnet"
 	"github.com/huddle-lan/huddle/internal/netmodel"
@@ -82,7 +83,7 @@ func (c *procCluster) start(id uint64) error {
 	go func() {
 		<-n.g.Done()
 		if err := n.g.Err(); !errors.Is(err, huddle.ErrClosed) {
-			log.Error().Uint64("node", id).Str("event", "node.failed").Err(err).Msg("node failed")
+			log.Error().Uint64(logs.NodeKey, id).Str(logs.EventKey, logs.NodeFailed).Err(err).Msg("node failed")
 		}
 		n.log.Close()
 	}()

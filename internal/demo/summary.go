@@ -85,11 +85,7 @@ func (d *demo) summarize(interrupted bool) *Summary {
 			paths = append(paths, d.logPath(id))
 		}
 	}
-	locks, err := logcheck.LoadMutex(paths...)
-	var run *logcheck.Run
-	if err == nil {
-		run = locks.Run
-	}
+	run, err := logcheck.Load(paths...)
 	if err == nil && len(paths) == 0 {
 		err = errors.New("no node wrote a log")
 	}
@@ -113,7 +109,7 @@ func (d *demo) summarize(interrupted bool) *Summary {
 	if !d.killed.IsZero() && d.victim <= uint64(d.o.Nodes) {
 		lo.Deaths = []logcheck.Death{{Node: d.victim, At: d.killed}}
 	}
-	s.Checks = append(s.Checks, resultCheck("lock", "never two holders at once, every request granted", locks.CheckMutex(lo).Result, ""))
+	s.Checks = append(s.Checks, resultCheck("lock", "never two holders at once, every request granted", run.CheckMutex(lo).Result, ""))
 	s.Checks = append(s.Checks, d.scenario(s))
 	s.OK = !interrupted
 	for _, c := range s.Checks {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // watcher turns the nodes' log events into console lines: one line per
@@ -133,14 +135,14 @@ func (w *watcher) handle(evs []event) {
 
 func (w *watcher) event(ev event) {
 	switch ev.Event {
-	case "node.started":
+	case logs.NodeStarted:
 		w.stats[ev.Node] = new([4]int64)
 		w.fresh[ev.Node] = true
-	case "view.installed":
+	case logs.ViewInstalled:
 		w.fresh[ev.Node] = false
 		w.installed(ev)
-	case "stream.skipped":
-		if w.fresh[ev.Node] || ev.Level != "warn" { // info: sent before this node's view needed them
+	case logs.StreamSkipped:
+		if w.fresh[ev.Node] || ev.Level != logs.LevelWarn { // info: sent before this node's view needed them
 			// A joiner hears of messages sent before it joined, which
 			// nobody needs to repair for it.
 			what := fmt.Sprintf("messages %d-%d", ev.FromSeq, ev.FromSeq+ev.Count-1)
@@ -151,7 +153,7 @@ func (w *watcher) event(ev event) {
 			return
 		}
 		w.warn(ev)
-	case "view.flush.started":
+	case logs.ViewFlushStarted:
 		key := fmt.Sprint(ev.Epoch, ev.Attempt, ev.Proposed)
 		if !w.flush[key] {
 			w.flush[key] = true
@@ -161,28 +163,28 @@ func (w *watcher) event(ev event) {
 			}
 			w.emit(ev.Time, notice, "node %d starts a view change%s, proposing %s", ev.Node, again, ids(ev.Proposed))
 		}
-	case "member.suspected":
+	case logs.MemberSuspected:
 		if t, ok := w.susp[ev.Member]; !ok || ev.Time.Sub(t) > time.Second {
 			w.susp[ev.Member] = ev.Time
 			w.emit(ev.Time, notice, "node %d suspects node %d: silent for %d ms", ev.Node, ev.Member, ev.SilentMs)
 		}
-	case "member.left":
+	case logs.MemberLeft:
 		if len(w.left) == 0 {
 			w.leftAt = ev.Time
 		}
 		w.left = append(w.left, ev.Node)
-	case "election.started", "election.won", "election.done":
+	case logs.ElectionStarted, logs.ElectionWon, logs.ElectionDone:
 		w.election(ev)
-	case "mutex.acquired", "mutex.released":
+	case logs.MutexAcquired, logs.MutexReleased:
 		w.lock(ev)
-	case "node.stats":
+	case logs.NodeStats:
 		w.addStats(ev)
-	case "node.stopped":
+	case logs.NodeStopped:
 		if !w.stop && !w.down[ev.Node] {
 			w.emit(ev.Time, bad, "node %d stopped by itself: %s", ev.Node, ev.Reason)
 		}
 	default:
-		if ev.Level == "warn" || ev.Level == "error" {
+		if ev.Level == logs.LevelWarn || ev.Level == logs.LevelError {
 			w.warn(ev)
 		}
 	}
@@ -190,7 +192,7 @@ func (w *watcher) event(ev event) {
 
 // quietWarnings are warnings of no interest in a demo: the kernel of a
 // laptop caps the socket buffer below what a node asks for.
-var quietWarnings = map[string]bool{"socket.rcvbuf_capped": true}
+var quietWarnings = map[string]bool{logs.SocketRcvbufCapped: true}
 
 // maxWarnings is how many warnings of one kind are shown.
 const maxWarnings = 3
@@ -380,15 +382,15 @@ func (w *watcher) election(ev event) {
 		w.rounds[ev.Round] = r
 	}
 	switch ev.Event {
-	case "election.started":
+	case logs.ElectionStarted:
 		if len(r.starters) == 0 {
 			w.emit(ev.Time, notice, "node %d starts a %s election (round %d)", ev.Node, ev.Algorithm, ev.Round)
 		}
 		r.starters = append(r.starters, ev.Node)
-	case "election.won":
+	case logs.ElectionWon:
 		r.leader = ev.Leader
 		w.emit(ev.Time, good, "node %d wins the %s election of round %d", ev.Node, ev.Algorithm, ev.Round)
-	case "election.done":
+	case logs.ElectionDone:
 		r.done[ev.Node], r.sent, r.leader = true, r.sent+ev.Sent, ev.Leader
 		r.longest = max(r.longest, ev.Duration)
 		if v := w.last[ev.Node]; !r.said && v != nil && len(r.done) >= len(v.Members) {
@@ -407,7 +409,7 @@ func (w *watcher) election(ev event) {
 // lock taken away or passed on from a node that died holding it.
 func (w *watcher) lock(ev event) {
 	switch ev.Event {
-	case "mutex.acquired":
+	case logs.MutexAcquired:
 		after := ""
 		if h := w.holder; h != 0 && h != ev.Node && w.down[h] {
 			after = fmt.Sprintf(", after node %d died holding it", h)
@@ -415,7 +417,7 @@ func (w *watcher) lock(ev event) {
 		w.holder = ev.Node
 		w.entries[ev.Node]++
 		w.emit(ev.Time, good, "node %d takes the lock after waiting %.0f ms (%d messages)%s", ev.Node, ev.WaitMs, ev.Messages, after)
-	case "mutex.released":
+	case logs.MutexReleased:
 		if w.holder == ev.Node {
 			w.holder = 0
 		}

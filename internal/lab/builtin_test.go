@@ -10,6 +10,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/control"
 	"github.com/huddle-lan/huddle/internal/lab"
+	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/node"
 )
 
@@ -68,7 +69,7 @@ func checkBuiltinLoss(t *testing.T, l *lab.LAN) {
 		t.Errorf("node 2 dropped %d datagrams after the loss was removed", after["injected_drops"]-before["injected_drops"])
 	}
 	log := nodeLog(l, 3)
-	if n := countEvents(log, "node.drop"); n == 0 {
+	if n := countEvents(log, logs.NodeDrop); n == 0 {
 		t.Errorf("node 3, started with loss in force, logged no node.drop")
 	}
 	stopNodes(t, procs...)

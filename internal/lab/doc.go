@@ -39,7 +39,7 @@
 //		l.Heal()
 //		p.Signal(syscall.SIGTERM)
 //		err = p.Wait()
-//		events, err := lab.ReadEvents(p.LogPath())
+//		events, err := logs.ReadFile(p.LogPath()) // internal/logs
 //	}
 //
 // Close stops the started processes (SIGTERM, SIGKILL after Options.Grace),

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/lab"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // electQuiet is how long the survivors' leader must then stay put: long
@@ -36,15 +37,15 @@ type roundEv struct {
 
 // leaderChanges returns the leader.changed events of host's log.
 func leaderChanges(l *lab.LAN, host int) []leaderEv {
-	evs, _ := lab.ReadEvents(nodeLog(l, host)) // a partly written last line is skipped
+	evs, _ := logs.ReadFile(nodeLog(l, host)) // a partly written last line is skipped
 	var out []leaderEv
 	for _, ev := range evs {
-		if ev.Event != "leader.changed" {
+		if ev.Name != logs.LeaderChanged {
 			continue
 		}
 		e := leaderEv{at: ev.Time}
-		e.leader, _ = ev.Uint("leader")
-		e.round, _ = ev.Uint("round")
+		e.leader, _ = ev.Uint(logs.LeaderKey)
+		e.round, _ = ev.Uint(logs.RoundKey)
 		out = append(out, e)
 	}
 	return out
@@ -61,19 +62,19 @@ func electionRounds(l *lab.LAN, hosts []int, since time.Time) map[uint64]*roundE
 		return out[r]
 	}
 	for _, h := range hosts {
-		evs, _ := lab.ReadEvents(nodeLog(l, h))
+		evs, _ := logs.ReadFile(nodeLog(l, h))
 		for _, ev := range evs {
 			if ev.Time.Before(since) {
 				continue
 			}
-			r, _ := ev.Uint("round")
-			switch ev.Event {
-			case "election.started":
+			r, _ := ev.Uint(logs.RoundKey)
+			switch ev.Name {
+			case logs.ElectionStarted:
 				get(r).initiators = append(get(r).initiators, uint64(h))
-			case "election.won":
+			case logs.ElectionWon:
 				get(r).winners = append(get(r).winners, uint64(h))
-			case "election.done":
-				n, _ := ev.Uint("sent")
+			case logs.ElectionDone:
+				n, _ := ev.Uint(logs.SentKey)
 				get(r).sent[h] += int(n)
 			}
 		}
@@ -145,15 +146,15 @@ func (g *cluster) waitLeader(what string, hosts []int, want, after uint64) map[i
 func (g *cluster) electionTrail() string {
 	var b strings.Builder
 	for h := 1; h <= g.l.Hosts(); h++ {
-		evs, _ := lab.ReadEvents(nodeLog(g.l, h))
+		evs, _ := logs.ReadFile(nodeLog(g.l, h))
 		fmt.Fprintf(&b, "--- node %d election events:\n", h)
 		for _, ev := range evs {
-			if strings.HasPrefix(ev.Event, "election.") || ev.Event == "leader.changed" {
-				r, _ := ev.Uint("round")
-				l, _ := ev.Uint("leader")
-				s, _ := ev.Uint("sent")
-				v, _ := ev.Str("view")
-				fmt.Fprintf(&b, "%s %-16s round %d view %s leader %d sent %d\n", ev.Time.Format("15:04:05.000"), ev.Event, r, v, l, s)
+			if strings.HasPrefix(ev.Name, "election.") || ev.Name == logs.LeaderChanged {
+				r, _ := ev.Uint(logs.RoundKey)
+				l, _ := ev.Uint(logs.LeaderKey)
+				s, _ := ev.Uint(logs.SentKey)
+				v, _ := ev.Str(logs.ViewKey)
+				fmt.Fprintf(&b, "%s %-16s round %d view %s leader %d sent %d\n", ev.Time.Format("15:04:05.000"), ev.Name, r, v, l, s)
 			}
 		}
 	}

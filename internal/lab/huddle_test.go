@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/lab"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // TestHuddleThreeNodes runs the real node on three hosts and checks that
@@ -40,7 +41,7 @@ func TestHuddleThreeNodes(t *testing.T) {
 		if err := p.WaitTimeout(10 * time.Second); err != nil {
 			t.Errorf("%s: %v\n%s", p.Name, err, readLog(t, p))
 		}
-		if !hasEvent(t, nodeLog(l, i+1), "node.stopped") {
+		if !hasEvent(t, nodeLog(l, i+1), logs.NodeStopped) {
 			t.Errorf("%s logged no node.stopped", p.Name)
 		}
 	}
@@ -80,9 +81,9 @@ func waitPeers(t *testing.T, l *lab.LAN, host int, p *lab.Proc, timeout time.Dur
 	var seen map[uint64]bool
 	for end := time.Now().Add(timeout); time.Now().Before(end) && !p.Exited(); time.Sleep(50 * time.Millisecond) {
 		seen = map[uint64]bool{}
-		evs, _ := lab.ReadEvents(nodeLog(l, host))
+		evs, _ := logs.ReadFile(nodeLog(l, host))
 		for _, ev := range evs {
-			if peer, ok := ev.Uint("peer"); ok && ev.Event == "peer.seen" {
+			if peer, ok := ev.Uint(logs.PeerKey); ok && ev.Name == logs.PeerSeen {
 				seen[peer] = true
 			}
 		}
@@ -106,12 +107,12 @@ func allPeers(seen map[uint64]bool, self, n int) bool {
 
 func hasEvent(t *testing.T, path, name string) bool {
 	t.Helper()
-	evs, err := lab.ReadEvents(path)
+	evs, err := logs.ReadFile(path)
 	if err != nil {
 		t.Errorf("read %s: %v", path, err)
 	}
 	for _, ev := range evs {
-		if ev.Event == name {
+		if ev.Name == name {
 			return true
 		}
 	}

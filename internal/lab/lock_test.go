@@ -20,6 +20,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/lab"
 	"github.com/huddle-lan/huddle/internal/logcheck"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // The lock workload of every node: think a random 200–800 ms, then ask
@@ -162,11 +163,11 @@ func (w *acquiredWatch) next() []acquisition {
 		end := bytes.LastIndexByte(buf, '\n') + 1
 		w.part[h] = slices.Clone(buf[end:])
 		for _, line := range bytes.Split(buf[:end], []byte("\n")) {
-			if !bytes.Contains(line, []byte(`"event":"mutex.acquired"`)) {
+			if !bytes.Contains(line, logs.Tag(logs.MutexAcquired)) {
 				continue
 			}
-			if evs, _, _ := lab.ParseEvents(bytes.NewReader(line)); len(evs) == 1 {
-				out = append(out, acquisition{host: h, at: evs[0].Time})
+			if ev, ok := logs.Parse(line); ok && ev.Name == logs.MutexAcquired {
+				out = append(out, acquisition{host: h, at: ev.Time})
 			}
 		}
 	}
@@ -209,7 +210,7 @@ func checkLockRun(t *testing.T, g *cluster, victim int, kill, stop time.Time) {
 	for h := 1; h <= g.l.Hosts(); h++ {
 		paths = append(paths, nodeLog(g.l, h))
 	}
-	r, err := logcheck.LoadMutex(paths...)
+	r, err := logcheck.Load(paths...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,8 +289,9 @@ func (g *cluster) lockTrail() string {
 		raw, _ := os.ReadFile(nodeLog(g.l, h))
 		var lines []string
 		for _, line := range bytes.Split(raw, []byte("\n")) {
-			if bytes.Contains(line, []byte(`"event":"mutex.`)) || bytes.Contains(line, []byte(`"event":"view.installed"`)) ||
-				bytes.Contains(line, []byte(`"event":"node.started"`)) || bytes.Contains(line, []byte(`"event":"node.stopped"`)) {
+			switch ev, _ := logs.Parse(line); ev.Name {
+			case logs.MutexRequested, logs.MutexAcquired, logs.MutexReleased, logs.MutexWithdrawn, logs.MutexDeferred,
+				logs.ViewInstalled, logs.NodeStarted, logs.NodeStopped:
 				lines = append(lines, string(line))
 			}
 		}

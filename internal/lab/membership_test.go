@@ -18,6 +18,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/lab"
 	"github.com/huddle-lan/huddle/internal/logcheck"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // viewTimeout bounds every wait for an expected view: generous, as a
@@ -226,8 +227,8 @@ func (g *cluster) wantDeliveries(r *logcheck.Run) {
 }
 
 // trailEvents are the events that tell how views changed.
-var trailEvents = []string{"node.started", "node.stopped", "view.installed", "view.flush.started",
-	"member.suspected", "member.excluded", "member.left", "member.refused", "peer.lost", "peer.seen", "stream.skipped"}
+var trailEvents = []string{logs.NodeStarted, logs.NodeStopped, logs.ViewInstalled, logs.ViewFlushStarted,
+	logs.MemberSuspected, logs.MemberExcluded, logs.MemberLeft, logs.MemberRefused, logs.PeerLost, logs.PeerSeen, logs.StreamSkipped}
 
 // trail returns the last membership events of each node, for a failure.
 func (g *cluster) trail() string {
@@ -237,7 +238,7 @@ func (g *cluster) trail() string {
 		var lines []string
 		for _, line := range bytes.Split(raw, []byte("\n")) {
 			for _, ev := range trailEvents {
-				if bytes.Contains(line, []byte(`"event":"`+ev+`"`)) {
+				if bytes.Contains(line, logs.Tag(ev)) {
 					lines = append(lines, string(line))
 					break
 				}
@@ -367,7 +368,7 @@ func TestMembershipExcludesAHungMember(t *testing.T) {
 	cont := g.signal(3, syscall.SIGCONT)
 	views = g.waitViews("node 3 thawed", all, ids(all...))
 	g.installedAfter("SIGCONT of node 3", cont, views)
-	if countEvents(nodeLog(g.l, 3), "member.excluded") == 0 {
+	if countEvents(nodeLog(g.l, 3), logs.MemberExcluded) == 0 {
 		t.Errorf("node 3 logged no member.excluded after the thaw")
 	}
 	time.Sleep(300 * time.Millisecond)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/lab"
 	"github.com/huddle-lan/huddle/internal/logcheck"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // keepLogs sets opts.LogDir to a directory under $LAB_KEEP_LOGS, when set,
@@ -46,7 +47,7 @@ func startNode(t *testing.T, l *lab.LAN, bin string, host int, extra ...string) 
 // without parsing them (cheap enough to poll a log of 100k lines).
 func countEvents(path, name string) int {
 	b, _ := os.ReadFile(path)
-	return bytes.Count(b, []byte(`"event":"`+name+`"`))
+	return bytes.Count(b, logs.Tag(name))
 }
 
 // waitUntil polls cond every 50ms until it holds or timeout passes; it

@@ -18,6 +18,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/lab"
 	"github.com/huddle-lan/huddle/internal/logcheck"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // orderRun describes one sequencer-kill run.
@@ -134,14 +135,18 @@ func (g *cluster) waitOrdered(what string, hosts []int, view string, n int) {
 }
 
 // countByRecord counts the deliver lines of the log at path in view that
-// carry a gseq and are not final, without parsing them.
+// carry a gseq and are not final.
 func countByRecord(path, view string) int {
 	b, _ := os.ReadFile(path)
-	in := []byte(`"view":"` + view + `"`)
 	n := 0
 	for _, line := range bytes.Split(b, []byte("\n")) {
-		if bytes.Contains(line, []byte(`"event":"deliver"`)) && bytes.Contains(line, in) &&
-			bytes.Contains(line, []byte(`"gseq":`)) && !bytes.Contains(line, []byte(`"final":true`)) {
+		if !bytes.Contains(line, logs.Tag(logs.Deliver)) {
+			continue
+		}
+		ev, _ := logs.Parse(line)
+		v, _ := ev.Str(logs.ViewKey)
+		final, _ := ev.Bool(logs.FinalKey)
+		if ev.Name == logs.Deliver && v == view && ev.Has(logs.GSeqKey) && !final {
 			n++
 		}
 	}

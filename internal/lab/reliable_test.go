@@ -10,6 +10,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/lab"
 	"github.com/huddle-lan/huddle/internal/logcheck"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // TestReliableMulticastUnderLoss runs one sender and three receivers on a
@@ -39,21 +40,21 @@ func TestReliableMulticastUnderLoss(t *testing.T) {
 	}
 	for h := 2; h <= 4; h++ {
 		waitUntil(t, "node "+strconv.Itoa(h)+" started", 5*time.Second,
-			func() bool { return countEvents(nodeLog(l, h), "node.started") > 0 }, recvs...)
+			func() bool { return countEvents(nodeLog(l, h), logs.NodeStarted) > 0 }, recvs...)
 	}
 	sender := startNode(t, l, bin, 1, append(common, "--send-rate", strconv.Itoa(rate),
 		"--send-count", strconv.Itoa(count))...)
 	all := append([]*lab.Proc{sender}, recvs...)
 
 	took := waitUntil(t, "sender sent all", 20*time.Second,
-		func() bool { return countEvents(nodeLog(l, 1), "send") >= count }, all...)
+		func() bool { return countEvents(nodeLog(l, 1), logs.Send) >= count }, all...)
 	t.Logf("sender logged %d sends %v after start", count, took.Round(time.Millisecond))
 	for h := 2; h <= 4; h++ {
-		took, err := poll(15*time.Second, func() bool { return countEvents(nodeLog(l, h), "deliver") >= count }, all...)
+		took, err := poll(15*time.Second, func() bool { return countEvents(nodeLog(l, h), logs.Deliver) >= count }, all...)
 		if err != nil {
 			stopNodes(t, all...)
 			t.Fatalf("node %d delivered %d of %d messages: %v; the logs say:\n%s",
-				h, countEvents(nodeLog(l, h), "deliver"), count, err, diagnose(t, l, 4))
+				h, countEvents(nodeLog(l, h), logs.Deliver), count, err, diagnose(t, l, 4))
 		}
 		t.Logf("node %d delivered %d messages (%v more)", h, count, took.Round(time.Millisecond))
 	}
@@ -84,7 +85,7 @@ func TestReliableMulticastUnderLoss(t *testing.T) {
 	}
 	for _, life := range r.Lives {
 		for _, p := range life.Peers {
-			if p.Event == "peer.lost" {
+			if p.Event == logs.PeerLost {
 				t.Logf("%s: peer.lost node %d at %s (a false suspicion: every node ran throughout)",
 					life, p.Peer, p.Time.Format("15:04:05.000"))
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/lab"
 	"github.com/huddle-lan/huddle/internal/logcheck"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // TestFrozenReceiverBoundsSenderMemory freezes one of two receivers of a
@@ -152,7 +153,7 @@ func checkRSS(t *testing.T, warm, frozen, after []rss, bound, growth int64) {
 func checkLost(t *testing.T, s *logcheck.Life, stopAt, contAt time.Time) time.Time {
 	t.Helper()
 	for _, p := range s.Peers {
-		if p.Event == "peer.lost" && p.Peer == 3 && p.Time.After(stopAt) && p.Time.Before(contAt) {
+		if p.Event == logs.PeerLost && p.Peer == 3 && p.Time.After(stopAt) && p.Time.Before(contAt) {
 			t.Logf("sender declared node 3 lost %v after SIGSTOP", p.Time.Sub(stopAt).Round(time.Millisecond))
 			return p.Time
 		}
@@ -208,7 +209,7 @@ func reportThaw(t *testing.T, r *logcheck.Run, contAt time.Time) {
 	for _, p := range s.Peers {
 		if p.Time.After(contAt) && p.Peer == 3 {
 			t.Logf("sender: %s node 3 %v after SIGCONT", p.Event, p.Time.Sub(contAt).Round(time.Millisecond))
-			seen = seen || p.Event == "peer.seen"
+			seen = seen || p.Event == logs.PeerSeen
 		}
 	}
 	if !seen {

@@ -9,11 +9,12 @@
 //	fmt.Println(res)                        // summary, then the first violations
 //	if err := res.Err(); err != nil { ... } // wraps ErrViolations
 //
-// Load (or Run.Read, for any io.Reader) streams each log once and keeps
-// only what the checks need, grouped into node lives: a life runs from a
-// node.started event to the next one of the same node. Lines that are not
-// JSON objects (a crash trace, the last line of a killed node) are counted
-// in File.Malformed and skipped. Reading costs about a microsecond a line.
+// Load (or Run.Read, for any io.Reader) streams each log once, with
+// internal/logs's Scanner, and keeps only what the checks need, grouped
+// into node lives: a life runs from a node.started event to the next one
+// of the same node. Lines that are not events (a crash trace, the last
+// line of a killed node) are counted in File.Malformed and skipped.
+// Reading costs about a microsecond a line.
 //
 // # The multicast check
 //
@@ -72,9 +73,9 @@
 //
 // # The lock check
 //
-// LoadMutex reads the same logs as Load and, in a second pass, the lock's
-// events (mutex.requested, mutex.acquired, mutex.released, mutex.withdrawn,
-// mutex.deferred) of each life. MutexRun.CheckMutex then checks:
+// Load keeps the lock's events (mutex.requested, mutex.acquired,
+// mutex.released, mutex.withdrawn, mutex.deferred) of each life in
+// Life.Locks. Run.CheckMutex checks them:
 //
 //   - safety: no two lives' acquired…released intervals overlap in time
 //     (MutexOverlap; all namespaces of a lab share one clock). A hold still

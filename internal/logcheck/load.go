@@ -1,13 +1,14 @@
 package logcheck
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // Run holds the events of one run that the checks read, from one or more
@@ -48,7 +49,8 @@ type Life struct {
 	Skips    []Skip    // "stream.skipped" events
 	Peers    []PeerEvent
 	Views    []View
-	Stats    []Stats // node.stats events, periodic and final
+	Stats    []Stats     // node.stats events, periodic and final
+	Locks    []LockEvent // mutex.* events, in log order
 }
 
 // Send is a "send" event: the node multicast its message Seq.
@@ -171,22 +173,26 @@ func Load(paths ...string) (*Run, error) {
 	return r, nil
 }
 
-// maxLine is the longest log line read; longer lines fail the read.
-const maxLine = 16 << 20
-
 // Read adds the log read from rd, named name in reports. It fails only
-// when rd fails or holds a line over 16 MiB; lines that are not JSON
-// objects are counted in File.Malformed and skipped.
+// when rd fails or holds a line over 16 MiB (logs.MaxLine); lines that
+// are not events are counted in File.Malformed and skipped.
 func (r *Run) Read(name string, rd io.Reader) error {
-	sc := bufio.NewScanner(rd)
-	sc.Buffer(make([]byte, 256<<10), maxLine)
-	fs := &fileState{run: r, file: File{Name: name}, lives: map[uint64]*lifeState{}}
-	n := 0
+	sc := logs.NewScanner(rd)
+	fs := &fileState{run: r, name: name, lives: map[uint64]*lifeState{}}
+	file := File{Name: name}
 	for sc.Scan() {
-		n++
-		fs.line(sc.Bytes(), n)
+		ev := sc.Event()
+		if _, ok := ev.Uint(logs.NodeKey); !ok {
+			file.NoNode++
+			continue
+		}
+		l := fs.life(&ev)
+		l.LastTime = ev.Time
+		l.event(&ev)
 	}
-	r.Files = append(r.Files, fs.file)
+	file.Lines = sc.Lines()
+	file.Malformed, file.FirstMalformed = sc.Skipped()
+	r.Files = append(r.Files, file)
 	return sc.Err()
 }
 
@@ -204,9 +210,8 @@ func (r *Run) Nodes(id uint64) []*Life {
 // fileState is the reading state of one log.
 type fileState struct {
 	run   *Run
-	file  File
+	name  string
 	lives map[uint64]*lifeState // current life of each node in this file
-	ms    []member              // reused
 }
 
 type lifeState struct {
@@ -215,112 +220,67 @@ type lifeState struct {
 	started bool              // node.started was read
 }
 
-func (fs *fileState) line(b []byte, n int) {
-	if i := skipSpace(b, 0); i == len(b) {
-		return
-	}
-	fs.file.Lines++
-	var ok bool
-	fs.ms, ok = splitObject(b, fs.ms)
-	ev, okEv := lookup(fs.ms, "event")
-	if !ok || !okEv || ev.kind != kindString {
-		fs.file.Malformed++
-		if fs.file.FirstMalformed == 0 {
-			fs.file.FirstMalformed = n
-		}
-		return
-	}
-	nm, okNode := lookup(fs.ms, "node")
-	node, okNode2 := nm.uint()
-	if !okNode || !okNode2 {
-		fs.file.NoNode++
-		return
-	}
-	var t time.Time
-	if tm, ok := lookup(fs.ms, "time"); ok {
-		t, _ = tm.time()
-	}
-	name, _ := ev.text()
-	l := fs.life(node, name, t, n)
-	l.LastTime = t
-	fs.event(l, name, t, n)
-}
-
-// life returns the life an event of node belongs to. node.started starts
-// a new life, unless the current one is only the lines logged before it.
-func (fs *fileState) life(node uint64, event string, t time.Time, n int) *lifeState {
-	l := fs.lives[node]
-	if l == nil || event == "node.started" && (l.started || len(l.Sends)+len(l.Delivers) > 0) {
-		l = &lifeState{Life: &Life{Node: node, File: fs.file.Name, Line: n, Started: t}, peerInc: map[uint64]uint64{}}
-		fs.lives[node] = l
+// life returns the life an event belongs to. node.started starts a new
+// life of its node, unless the current one is only the lines logged
+// before it.
+func (fs *fileState) life(ev *logs.Event) *lifeState {
+	l := fs.lives[ev.Node]
+	if l == nil || ev.Name == logs.NodeStarted && (l.started || len(l.Sends)+len(l.Delivers) > 0) {
+		l = &lifeState{Life: &Life{Node: ev.Node, File: fs.name, Line: ev.Line, Started: ev.Time}, peerInc: map[uint64]uint64{}}
+		fs.lives[ev.Node] = l
 		fs.run.Lives = append(fs.run.Lives, l.Life)
 	}
 	return l
 }
 
-func (fs *fileState) event(l *lifeState, name string, t time.Time, n int) {
-	ms := fs.ms
-	get := func(key string) uint64 {
-		m, _ := lookup(ms, key)
-		v, _ := m.uint()
-		return v
-	}
-	str := func(key string) string {
-		m, _ := lookup(ms, key)
-		s, _ := m.text()
-		return s
-	}
-	ids := func(key string) []uint64 {
-		m, _ := lookup(ms, key)
-		v, _ := m.uints()
-		return v
-	}
-	boolean := func(key string) bool {
-		m, _ := lookup(ms, key)
-		return string(m.val) == "true"
-	}
-	float := func(key string) float64 {
-		m, _ := lookup(ms, key)
-		v, _ := m.float()
-		return v
-	}
-	switch name {
-	case "node.started":
-		l.Inc = get("incarnation")
+// event adds an event to the life.
+func (l *lifeState) event(ev *logs.Event) {
+	get := func(key string) uint64 { v, _ := ev.Uint(key); return v }
+	str := func(key string) string { s, _ := ev.Str(key); return s }
+	ids := func(key string) []uint64 { v, _ := ev.Uints(key); return v }
+	t, n := ev.Time, ev.Line
+	switch ev.Name {
+	case logs.NodeStarted:
+		l.Inc = get(logs.IncarnationKey)
 		l.Line, l.Started, l.started = n, t, true
-	case "node.stopped":
-		l.Stopped, l.StopReason = t, str("reason")
-	case "send":
-		l.Sends = append(l.Sends, Send{Seq: get("seq"), Len: int64(get("len")), CRC: uint32(get("crc")),
-			View: str("view"), Order: str("order"), Time: t, Line: n})
-	case "deliver":
-		from := get("from")
-		inc := get("from_incarnation")
+	case logs.NodeStopped:
+		l.Stopped, l.StopReason = t, str(logs.ReasonKey)
+	case logs.Send:
+		l.Sends = append(l.Sends, Send{Seq: get(logs.SeqKey), Len: int64(get(logs.LenKey)), CRC: uint32(get(logs.CRCKey)),
+			View: str(logs.ViewKey), Order: str(logs.OrderKey), Time: t, Line: n})
+	case logs.Deliver:
+		from := get(logs.FromKey)
+		inc := get(logs.FromIncarnationKey)
 		if inc == 0 {
 			inc = l.peerInc[from]
 		}
-		l.Delivers = append(l.Delivers, Deliver{From: from, FromInc: inc, Seq: get("seq"),
-			Len: int64(get("len")), CRC: uint32(get("crc")), View: str("view"), Order: str("order"), GSeq: get("gseq"),
-			Final: boolean("final"), Time: t, Line: n})
-	case "peer.seen", "peer.lost":
-		p := PeerEvent{Event: name, Peer: get("peer"), Inc: get("incarnation"), Time: t, Line: n}
-		if name == "peer.seen" {
+		final, _ := ev.Bool(logs.FinalKey)
+		l.Delivers = append(l.Delivers, Deliver{From: from, FromInc: inc, Seq: get(logs.SeqKey),
+			Len: int64(get(logs.LenKey)), CRC: uint32(get(logs.CRCKey)), View: str(logs.ViewKey), Order: str(logs.OrderKey),
+			GSeq: get(logs.GSeqKey), Final: final, Time: t, Line: n})
+	case logs.PeerSeen, logs.PeerLost:
+		p := PeerEvent{Event: ev.Name, Peer: get(logs.PeerKey), Inc: get(logs.IncarnationKey), Time: t, Line: n}
+		if ev.Name == logs.PeerSeen {
 			l.peerInc[p.Peer] = p.Inc
 		}
 		l.Peers = append(l.Peers, p)
-	case "stream.skipped":
-		l.Skips = append(l.Skips, Skip{Peer: get("peer"), Inc: get("incarnation"), FromSeq: get("from_seq"),
-			Count: get("count"), Time: t, Line: n})
-	case "view.installed":
-		l.Views = append(l.Views, View{ID: str("view"), Members: ids("members"), Joined: ids("joined"),
-			Left: ids("left"), Crashed: ids("crashed"), FlushMs: float("flush_ms"), CoordInc: get("coordinator_incarnation"), Time: t, Line: n})
-	case "node.stats":
-		s := Stats{Why: str("why"), Time: t, Line: n, Counters: map[string]int64{}}
-		for _, m := range ms {
-			if v, ok := m.int(); ok && string(m.key) != "node" {
-				s.Counters[string(m.key)] = v
+	case logs.StreamSkipped:
+		l.Skips = append(l.Skips, Skip{Peer: get(logs.PeerKey), Inc: get(logs.IncarnationKey), FromSeq: get(logs.FromSeqKey),
+			Count: get(logs.CountKey), Time: t, Line: n})
+	case logs.ViewInstalled:
+		flush, _ := ev.Float(logs.FlushMsKey)
+		l.Views = append(l.Views, View{ID: str(logs.ViewKey), Members: ids(logs.MembersKey), Joined: ids(logs.JoinedKey),
+			Left: ids(logs.LeftKey), Crashed: ids(logs.CrashedKey), FlushMs: flush,
+			CoordInc: get(logs.CoordinatorIncarnationKey), Time: t, Line: n})
+	case logs.NodeStats:
+		s := Stats{Why: str(logs.WhyKey), Time: t, Line: n, Counters: map[string]int64{}}
+		for k := range ev.Keys() {
+			if v, ok := ev.Int(k); ok && k != logs.NodeKey {
+				s.Counters[k] = v
 			}
 		}
 		l.Stats = append(l.Stats, s)
+	case logs.MutexRequested, logs.MutexAcquired, logs.MutexReleased, logs.MutexWithdrawn, logs.MutexDeferred:
+		l.Locks = append(l.Locks, lockEvent(ev))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/logcheck"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // logw writes a synthetic node log in the node's format.
@@ -35,11 +36,11 @@ func (w *logw) line(event, fields string) *logw {
 }
 
 func (w *logw) started(inc uint64) *logw {
-	return w.line("node.started", fmt.Sprintf(`"incarnation":%d,"group":"huddle"`, inc))
+	return w.line(logs.NodeStarted, fmt.Sprintf(`"incarnation":%d,"group":"huddle"`, inc))
 }
 
 func (w *logw) seen(peer, inc uint64) *logw {
-	return w.line("peer.seen", fmt.Sprintf(`"peer":%d,"incarnation":%d,"addr":"10.77.0.%d:7468","restarted":false`, peer, inc, peer))
+	return w.line(logs.PeerSeen, fmt.Sprintf(`"peer":%d,"incarnation":%d,"addr":"10.77.0.%d:7468","restarted":false`, peer, inc, peer))
 }
 
 // payload is what node sends as message seq (its content depends on both).
@@ -48,7 +49,7 @@ func payload(node, seq uint64) []byte { return []byte(fmt.Sprintf("message %d of
 func (w *logw) send(seqs ...uint64) *logw {
 	for _, s := range seqs {
 		p := payload(w.node, s)
-		w.line("send", fmt.Sprintf(`"seq":%d,"len":%d,"crc":%d`, s, len(p), crc32.ChecksumIEEE(p)))
+		w.line(logs.Send, fmt.Sprintf(`"seq":%d,"len":%d,"crc":%d`, s, len(p), crc32.ChecksumIEEE(p)))
 	}
 	return w
 }
@@ -56,14 +57,14 @@ func (w *logw) send(seqs ...uint64) *logw {
 func (w *logw) deliver(from uint64, seqs ...uint64) *logw {
 	for _, s := range seqs {
 		p := payload(from, s)
-		w.line("deliver", fmt.Sprintf(`"from":%d,"seq":%d,"len":%d,"crc":%d`, from, s, len(p), crc32.ChecksumIEEE(p)))
+		w.line(logs.Deliver, fmt.Sprintf(`"from":%d,"seq":%d,"len":%d,"crc":%d`, from, s, len(p), crc32.ChecksumIEEE(p)))
 	}
 	return w
 }
 
 func (w *logw) stopped() *logw {
-	w.line("node.stats", `"why":"exit","msgs_sent":3,"recovery_p99_us":1500,"peers":2`)
-	return w.line("node.stopped", `"reason":"duration elapsed"`)
+	w.line(logs.NodeStats, `"why":"exit","msgs_sent":3,"recovery_p99_us":1500,"peers":2`)
+	return w.line(logs.NodeStopped, `"reason":"duration elapsed"`)
 }
 
 func seqs(from, to uint64) []uint64 {
@@ -187,8 +188,8 @@ func TestCorrupt(t *testing.T) {
 	s, r2, r3 := threeNodes(2)
 	s.send(3)
 	p := payload(1, 3)
-	r2.line("deliver", fmt.Sprintf(`"from":1,"seq":3,"len":%d,"crc":%d`, len(p), crc32.ChecksumIEEE(p)^1))
-	r3.line("deliver", fmt.Sprintf(`"from":1,"seq":3,"len":%d,"crc":%d`, len(p)+1, crc32.ChecksumIEEE(p)))
+	r2.line(logs.Deliver, fmt.Sprintf(`"from":1,"seq":3,"len":%d,"crc":%d`, len(p), crc32.ChecksumIEEE(p)^1))
+	r3.line(logs.Deliver, fmt.Sprintf(`"from":1,"seq":3,"len":%d,"crc":%d`, len(p)+1, crc32.ChecksumIEEE(p)))
 	want := fmt.Sprintf("delivered len %d crc %#08x; sent len %d crc %#08x (node1.json:6)",
 		len(p), crc32.ChecksumIEEE(p)^1, len(p), crc32.ChecksumIEEE(p))
 	check(t, load(t, s, r2, r3), logcheck.Options{}, map[logcheck.Kind]int{logcheck.Corrupt: 2}, want)
@@ -228,7 +229,7 @@ func TestMissing(t *testing.T) {
 func TestSkipped(t *testing.T) {
 	s := newLog(1).started(100).send(seqs(1, 6)...)
 	r2 := newLog(2).started(200).seen(1, 100).deliver(1, 1, 2).
-		line("stream.skipped", `"peer":1,"incarnation":100,"from_seq":3,"count":2`).deliver(1, 5)
+		line(logs.StreamSkipped, `"peer":1,"incarnation":100,"from_seq":3,"count":2`).deliver(1, 5)
 	r := load(t, s, r2)
 	check(t, r, logcheck.Options{}, map[logcheck.Kind]int{logcheck.Missing: 2}, "seqs 3..4")
 	res := check(t, r, logcheck.Options{AllowSkipped: true}, map[logcheck.Kind]int{logcheck.Missing: 1},
@@ -238,7 +239,7 @@ func TestSkipped(t *testing.T) {
 	}
 	// A skip of another incarnation of the sender excuses nothing.
 	r2 = newLog(2).started(200).seen(1, 100).deliver(1, 1, 2).
-		line("stream.skipped", `"peer":1,"incarnation":99,"from_seq":3,"count":4`).deliver(1, 5)
+		line(logs.StreamSkipped, `"peer":1,"incarnation":99,"from_seq":3,"count":4`).deliver(1, 5)
 	check(t, load(t, s, r2), logcheck.Options{AllowSkipped: true}, map[logcheck.Kind]int{logcheck.Missing: 2})
 }
 
@@ -320,9 +321,9 @@ func TestNoStarted(t *testing.T) {
 
 func TestViewsAndFields(t *testing.T) {
 	w := newLog(4).started(400).
-		line("view.installed", `"view":"3.1","members":[1,2,{"x":"]"}],"joined":[4]`).
-		line("deliver", `"view":"3.1","from":1,"seq":1,"len":3,"crc":7,"from_incarnation":100`).
-		line("node.stats", `"why":"periodic","unstable":12,"buffered":-1,"ratio":2.5,"ok":true,"s":"x"`)
+		line(logs.ViewInstalled, `"view":"3.1","members":[1,2,{"x":"]"}],"joined":[4]`).
+		line(logs.Deliver, `"view":"3.1","from":1,"seq":1,"len":3,"crc":7,"from_incarnation":100`).
+		line(logs.NodeStats, `"why":"periodic","unstable":12,"buffered":-1,"ratio":2.5,"ok":true,"s":"x"`)
 	w.b.WriteString(`{"level":"info","node":"4","event":"peer.seen","peer":5,"incarnation":500,"msg":"a \"quoted\" \\ text"}` + "\n")
 	r, err := logcheck.Load()
 	if err != nil || len(r.Lives) != 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/huddle-lan/huddle/internal/logcheck"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // view logs a view.installed of id with members (changes left empty).
@@ -23,7 +24,7 @@ func (w *logw) viewChange(id string, members, joined, left, crashed []uint64) *l
 		}
 		return "[" + strings.Join(s, ",") + "]"
 	}
-	return w.line("view.installed", fmt.Sprintf(`"view":%q,"members":%s,"joined":%s,"left":%s,"crashed":%s,"flush_ms":1.5`,
+	return w.line(logs.ViewInstalled, fmt.Sprintf(`"view":%q,"members":%s,"joined":%s,"left":%s,"crashed":%s,"flush_ms":1.5`,
 		id, list(members), list(joined), list(left), list(crashed)))
 }
 
@@ -31,7 +32,7 @@ func (w *logw) viewChange(id string, members, joined, left, crashed []uint64) *l
 func (w *logw) vsend(view string, seqs ...uint64) *logw {
 	for _, s := range seqs {
 		p := payload(w.node, s)
-		w.line("send", fmt.Sprintf(`"seq":%d,"len":%d,"crc":%d,"view":%q`, s, len(p), crc32.ChecksumIEEE(p), view))
+		w.line(logs.Send, fmt.Sprintf(`"seq":%d,"len":%d,"crc":%d,"view":%q`, s, len(p), crc32.ChecksumIEEE(p), view))
 	}
 	return w
 }
@@ -49,7 +50,7 @@ func (w *logw) vdeliverInc(view string, from, inc uint64, seqs ...uint64) *logw 
 		if inc != 0 {
 			f += fmt.Sprintf(`,"from_incarnation":%d`, inc)
 		}
-		w.line("deliver", f)
+		w.line(logs.Deliver, f)
 	}
 	return w
 }
@@ -73,7 +74,7 @@ func cleanViews() []*logw {
 		vdeliver("3.1", 1, 3).vdeliver("3.1", 2, 2).
 		viewChange("4.1", ids(1, 3), nil, nil, ids(2)).vdeliver("4.1", 1, 4).
 		viewChange("5.1", ids(1, 3, 4, 5), ids(4, 5), nil, nil).vdeliver("5.1", 4, 2).
-		line("node.stopped", `"reason":"left"`)
+		line(logs.NodeStopped, `"reason":"left"`)
 	n4 := newLog(4).started(400).view("1.4", 4).viewChange("2.4", ids(4, 5), ids(5), nil, nil).vsend("2.4", 1).
 		viewChange("5.1", ids(1, 3, 4, 5), ids(1, 3), nil, nil).vsend("5.1", 2).vdeliver("5.1", 5, 1).
 		viewChange("6.1", ids(1, 4, 5, 2), ids(2), ids(3), nil).vdeliver("6.1", 1, 5).vdeliverInc("6.1", 2, 201, 1)
@@ -96,12 +97,12 @@ func TestMembershipClean(t *testing.T) {
 
 	// Without node 3's delivery of the message node 2 sent before
 	// crashing, node 3 and node 1 disagree on view 3.1.
-	logs := cleanViews()
-	n3 := logs[2]
+	ws := cleanViews()
+	n3 := ws[2]
 	kept := strings.ReplaceAll(n3.b.String(), lineWith(n3.b.String(), `"from":2,"seq":2,`), "")
 	n3.b.Reset()
 	n3.b.WriteString(kept)
-	r = load(t, logs...)
+	r = load(t, ws...)
 	expect(t, r.CheckMembership(logcheck.MembershipOptions{}), map[logcheck.Kind]int{logcheck.VirtualSynchrony: 1},
 		"node 3 and node 1 both installed view 3.1 then 4.1 but delivered different messages in 3.1: "+
 			"node 3 lacks node 2 (inc 200) seq 2 that node 1 delivered (node1.json:10) [node3.json:5]")
@@ -300,10 +301,10 @@ func TestLiveness(t *testing.T) {
 
 func TestViewFields(t *testing.T) {
 	w := newLog(3).started(300).
-		line("view.installed", `"view":"4.1","members":[1,"2", 3],"joined":[3],"left":[],"crashed":[7],"flush_ms":12.5`).
-		line("view.installed", `"view":"5.1","members":[1,2,{"x":"]"}],"joined":null`).
-		line("view.installed", `"view":"6.1","members":[1,-2]`).
-		line("send", `"seq":1,"len":3,"crc":7,"view":"4.1"`)
+		line(logs.ViewInstalled, `"view":"4.1","members":[1,"2", 3],"joined":[3],"left":[],"crashed":[7],"flush_ms":12.5`).
+		line(logs.ViewInstalled, `"view":"5.1","members":[1,2,{"x":"]"}],"joined":null`).
+		line(logs.ViewInstalled, `"view":"6.1","members":[1,-2]`).
+		line(logs.Send, `"seq":1,"len":3,"crc":7,"view":"4.1"`)
 	l := load(t, w).Lives[0]
 	v := l.Views[0]
 	if fmt.Sprint(v.Members, v.Joined, v.Left, v.Crashed) != "[1 2 3] [3] [] [7]" || v.FlushMs != 12.5 || v.Line != 2 {
@@ -347,7 +348,7 @@ func TestMembershipCoordinatorIncarnation(t *testing.T) {
 		for i, m := range members {
 			s[i] = fmt.Sprint(m)
 		}
-		return w.line("view.installed", fmt.Sprintf(`"view":%q,"coordinator_incarnation":%d,"members":[%s],"joined":[],"left":[],"crashed":[],"flush_ms":0`,
+		return w.line(logs.ViewInstalled, fmt.Sprintf(`"view":%q,"coordinator_incarnation":%d,"members":[%s],"joined":[],"left":[],"crashed":[],"flush_ms":0`,
 			id, inc, strings.Join(s, ",")))
 	}
 	old := newLog(5).started(100)

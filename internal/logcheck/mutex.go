@@ -1,17 +1,14 @@
 package logcheck
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"io"
 	"maps"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // Kinds of violation of the lock's guarantees found by CheckMutex
@@ -35,18 +32,9 @@ const (
 	MutexPending Kind = "mutex-pending"
 )
 
-// The lock's events in the logs (docs/logs.md).
-const (
-	evRequested = "mutex.requested"
-	evAcquired  = "mutex.acquired"
-	evReleased  = "mutex.released"
-	evWithdrawn = "mutex.withdrawn"
-	evDeferred  = "mutex.deferred"
-)
-
 // LockEvent is one of a life's mutex.* events.
 type LockEvent struct {
-	Event    string        // "mutex.requested", "mutex.acquired", "mutex.released", "mutex.withdrawn" or "mutex.deferred"
+	Event    string        // logs.MutexRequested, MutexAcquired, MutexReleased, MutexWithdrawn or MutexDeferred
 	Clock    uint64        // the request's Lamport timestamp (deferred: the deferred request's)
 	View     string        // the view it happened in
 	Wait     time.Duration // acquired, withdrawn: since the request (wait_ms)
@@ -58,112 +46,18 @@ type LockEvent struct {
 	Line     int
 }
 
-// MutexRun is a Run with the lock's events of each life. Run does not keep
-// them, so LoadMutex reads each log twice: once as Load does, then for the
-// mutex.* lines alone.
-type MutexRun struct {
-	*Run
-	Locks map[*Life][]LockEvent // in log order
-}
-
-// LoadMutex reads the logs at paths (one per node, typically) into a
-// MutexRun; its Run is what Load returns.
-func LoadMutex(paths ...string) (*MutexRun, error) {
-	m := &MutexRun{Run: &Run{}, Locks: map[*Life][]LockEvent{}}
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, fmt.Errorf("logcheck: %w", err)
-		}
-		err = m.Read(filepath.Base(p), f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("logcheck: %s: %w", p, err)
-		}
-	}
-	return m, nil
-}
-
-// Read adds the log read from rd, named name in reports, as Run.Read
-// does, then reads it again from the start for the lock's events.
-func (m *MutexRun) Read(name string, rd io.ReadSeeker) error {
-	first := len(m.Lives)
-	if err := m.Run.Read(name, rd); err != nil {
-		return err
-	}
-	if _, err := rd.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	return m.readLocks(rd, m.Lives[first:])
-}
-
-// readLocks reads the mutex.* events of one log whose lives are lives.
-// An event belongs to the last life of its node that began at or before
-// its line (lines before a node's first node.started belong to its first
-// life, as Run.Read has it).
-func (m *MutexRun) readLocks(rd io.Reader, lives []*Life) error {
-	sc := bufio.NewScanner(rd)
-	sc.Buffer(make([]byte, 256<<10), maxLine)
-	var ms []member
-	for n := 1; sc.Scan(); n++ {
-		b := sc.Bytes()
-		if !bytes.Contains(b, []byte(`"mutex.`)) {
-			continue // most lines: skip them unparsed
-		}
-		var ok bool
-		if ms, ok = splitObject(b, ms); !ok {
-			continue
-		}
-		if ev, node, ok := lockEvent(ms, n); ok {
-			if l := lifeAt(lives, node, n); l != nil {
-				m.Locks[l] = append(m.Locks[l], ev)
-			}
-		}
-	}
-	return sc.Err()
-}
-
-// lockEvent reads a mutex.* event and its node from the members of line n.
-func lockEvent(ms []member, n int) (LockEvent, uint64, bool) {
-	em, _ := lookup(ms, "event")
-	name, ok := em.text()
-	nm, _ := lookup(ms, "node")
-	node, okNode := nm.uint()
-	if !ok || !okNode || !strings.HasPrefix(name, "mutex.") {
-		return LockEvent{}, 0, false
-	}
-	get := func(key string) uint64 { v, _ := lookup(ms, key); u, _ := v.uint(); return u }
+// lockEvent reads a mutex.* event.
+func lockEvent(ev *logs.Event) LockEvent {
+	get := func(key string) uint64 { v, _ := ev.Uint(key); return v }
 	dur := func(key string) time.Duration {
-		v, _ := lookup(ms, key)
-		f, _ := v.float()
+		f, _ := ev.Float(key)
 		return time.Duration(math.Round(f * float64(time.Millisecond)))
 	}
-	ev := LockEvent{Event: name, Clock: get("clock"), Wait: dur("wait_ms"), Held: dur("held_ms"),
-		Messages: int(get("messages")), Peer: get("peer"), Line: n}
-	if v, ok := lookup(ms, "view"); ok {
-		ev.View, _ = v.text()
-	}
-	if v, ok := lookup(ms, "lost"); ok {
-		ev.Lost = string(v.val) == "true"
-	}
-	if v, ok := lookup(ms, "time"); ok {
-		ev.Time, _ = v.time()
-	}
-	return ev, node, true
-}
-
-// lifeAt returns the life of node holding line n, of lives (one log's).
-func lifeAt(lives []*Life, node uint64, n int) *Life {
-	var at *Life
-	for _, l := range lives {
-		if l.Node != node {
-			continue
-		}
-		if at == nil || l.Line <= n {
-			at = l
-		}
-	}
-	return at
+	e := LockEvent{Event: ev.Name, Clock: get(logs.ClockKey), Wait: dur(logs.WaitMsKey), Held: dur(logs.HeldMsKey),
+		Messages: int(get(logs.MessagesKey)), Peer: get(logs.PeerKey), Time: ev.Time, Line: ev.Line}
+	e.View, _ = ev.Str(logs.ViewKey)
+	e.Lost, _ = ev.Bool(logs.LostKey)
+	return e
 }
 
 // Death is when a node was killed (SIGKILL): its last log line came
@@ -283,20 +177,20 @@ type MutexResult struct {
 //   - liveness: every request is granted or withdrawn, or is pending
 //     when its life ends (a death or exit), for at most
 //     MutexOptions.MaxPending (MutexPending).
-func (m *MutexRun) CheckMutex(o MutexOptions) *MutexResult {
+func (r *Run) CheckMutex(o MutexOptions) *MutexResult {
 	if o.MaxPending <= 0 {
 		o.MaxPending = DefaultMaxPending
 	}
-	c := &lockCheck{run: m, o: o, lives: map[uint64]int{},
+	c := &lockCheck{run: r, o: o, lives: map[uint64]int{},
 		res: &MutexResult{Result: newResult("mutex", o.MaxViolations), PerNode: map[uint64]int{}}}
-	c.res.Lives = len(m.Lives)
-	for _, f := range m.Files {
+	c.res.Lives = len(r.Lives)
+	for _, f := range r.Files {
 		c.res.Malformed += f.Malformed
 	}
-	for _, l := range m.Lives {
+	for _, l := range r.Lives {
 		c.lives[l.Node]++
 	}
-	for _, l := range m.Lives {
+	for _, l := range r.Lives {
 		c.walk(l)
 	}
 	c.overlaps()
@@ -305,7 +199,7 @@ func (m *MutexRun) CheckMutex(o MutexOptions) *MutexResult {
 
 // lockCheck is the state of CheckMutex.
 type lockCheck struct {
-	run   *MutexRun
+	run   *Run
 	o     MutexOptions
 	res   *MutexResult
 	lives map[uint64]int // lives per node, to name incarnations only when needed
@@ -323,7 +217,7 @@ type lifeLock struct {
 // walk checks the order of l's events and collects its holds and figures.
 func (c *lockCheck) walk(l *Life) {
 	s := &lifeLock{l: l}
-	evs := c.run.Locks[l]
+	evs := l.Locks
 	for i := range evs {
 		c.step(s, &evs[i])
 	}
@@ -332,15 +226,15 @@ func (c *lockCheck) walk(l *Life) {
 
 func (c *lockCheck) step(s *lifeLock, e *LockEvent) {
 	switch e.Event {
-	case evRequested:
+	case logs.MutexRequested:
 		c.requested(s, e)
-	case evAcquired:
+	case logs.MutexAcquired:
 		c.acquired(s, e)
-	case evReleased:
+	case logs.MutexReleased:
 		c.released(s, e)
-	case evWithdrawn:
+	case logs.MutexWithdrawn:
 		c.withdrawn(s, e)
-	case evDeferred:
+	case logs.MutexDeferred:
 		c.res.Deferred++
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/logcheck"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // at sets the time of w's next line to ms milliseconds after the logs'
@@ -25,15 +26,15 @@ func (w *logw) at(ms int) *logw {
 func msAt(ms int) time.Time { return newLog(0).t.Add(time.Duration(ms) * time.Millisecond) }
 
 func (w *logw) req(ms int, clock uint64) *logw {
-	return w.at(ms).line("mutex.requested", fmt.Sprintf(`"clock":%d,"view":"1.3"`, clock))
+	return w.at(ms).line(logs.MutexRequested, fmt.Sprintf(`"clock":%d,"view":"1.3"`, clock))
 }
 
 func (w *logw) acq(ms int, clock uint64, waitMs float64, msgs int) *logw {
-	return w.at(ms).line("mutex.acquired", fmt.Sprintf(`"clock":%d,"view":"1.3","wait_ms":%g,"messages":%d`, clock, waitMs, msgs))
+	return w.at(ms).line(logs.MutexAcquired, fmt.Sprintf(`"clock":%d,"view":"1.3","wait_ms":%g,"messages":%d`, clock, waitMs, msgs))
 }
 
 func (w *logw) rel(ms int, clock uint64, heldMs float64) *logw {
-	return w.at(ms).line("mutex.released", fmt.Sprintf(`"clock":%d,"view":"1.3","held_ms":%g`, clock, heldMs))
+	return w.at(ms).line(logs.MutexReleased, fmt.Sprintf(`"clock":%d,"view":"1.3","held_ms":%g`, clock, heldMs))
 }
 
 // lost logs a mutex.released of a lock taken away, at level warn.
@@ -45,11 +46,11 @@ func (w *logw) lost(ms int, clock uint64, heldMs float64) *logw {
 }
 
 func (w *logw) withdraw(ms int, clock uint64, waitMs float64) *logw {
-	return w.at(ms).line("mutex.withdrawn", fmt.Sprintf(`"clock":%d,"view":"1.3","wait_ms":%g`, clock, waitMs))
+	return w.at(ms).line(logs.MutexWithdrawn, fmt.Sprintf(`"clock":%d,"view":"1.3","wait_ms":%g`, clock, waitMs))
 }
 
 func (w *logw) deferred(ms int, clock, peer uint64) *logw {
-	return w.at(ms).line("mutex.deferred", fmt.Sprintf(`"clock":%d,"view":"1.3","peer":%d`, clock, peer))
+	return w.at(ms).line(logs.MutexDeferred, fmt.Sprintf(`"clock":%d,"view":"1.3","peer":%d`, clock, peer))
 }
 
 // lockBase is the first 200ms of a clean run of three nodes that take
@@ -68,24 +69,24 @@ func lockBase() (n1, n2, n3 *logw) {
 
 // finish ends node 3 with a request that is pending when every node of
 // logs exits, at stop ms.
-func finish(stop int, logs ...*logw) []*logw {
-	for _, w := range logs {
+func finish(stop int, ws ...*logw) []*logw {
+	for _, w := range ws {
 		if w.node == 3 {
 			w.req(stop-10, 20)
 		}
 		w.at(stop).stopped()
 	}
-	return logs
+	return ws
 }
 
 // loadMutex reads the logs as files node<N>.json.
-func loadMutex(t *testing.T, logs ...*logw) *logcheck.MutexRun {
+func loadMutex(t *testing.T, ws ...*logw) *logcheck.Run {
 	t.Helper()
 	dir := t.TempDir()
 	var paths []string
-	for i, w := range logs {
+	for i, w := range ws {
 		p := filepath.Join(dir, fmt.Sprintf("node%d.json", w.node))
-		if slices.ContainsFunc(logs[:i], func(o *logw) bool { return o.node == w.node }) {
+		if slices.ContainsFunc(ws[:i], func(o *logw) bool { return o.node == w.node }) {
 			p = filepath.Join(dir, fmt.Sprintf("node%d-%d.json", w.node, i))
 		}
 		if err := os.WriteFile(p, []byte(w.b.String()), 0o644); err != nil {
@@ -93,7 +94,7 @@ func loadMutex(t *testing.T, logs ...*logw) *logcheck.MutexRun {
 		}
 		paths = append(paths, p)
 	}
-	r, err := logcheck.LoadMutex(paths...)
+	r, err := logcheck.Load(paths...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,19 +287,19 @@ func TestCheckMutex(t *testing.T) {
 		}, want: seq(1), texts: []string{"node 1 logged mutex.requested (clock 3) after a request with clock 4: want increasing clocks"}},
 		{name: "pending while its node ran on", build: func() []*logw {
 			n1, n2, n3 := lockBase()
-			n2.req(210, 8).at(15000).line("node.stats", `"why":"periodic"`)
+			n2.req(210, 8).at(15000).line(logs.NodeStats, `"why":"periodic"`)
 			return finish(20000, n1, n2, n3)
 		}, want: map[logcheck.Kind]int{logcheck.MutexPending: 1},
 			texts: []string{"mutex-pending: node 2 requested the lock (clock 8, view 1.3) at 03:04:05.210000 and waited 19.791s, neither granted nor withdrawn, " +
 				"until its life ended (exit) at 03:04:25.001000: want every request granted within 10s [node2.json:9]"}},
 		{name: "pending while its node ran on, then its log ends", build: func() []*logw {
 			n1, n2, n3 := lockBase()
-			n2.req(210, 8).at(15000).line("node.stats", `"why":"periodic"`)
+			n2.req(210, 8).at(15000).line(logs.NodeStats, `"why":"periodic"`)
 			return append(finish(20000, n1, n3), n2)
 		}, want: map[logcheck.Kind]int{logcheck.MutexPending: 1}, texts: []string{"waited 14.79s, neither granted nor withdrawn, until its life ended (log end)"}},
 		{name: "pending within MaxPending", o: logcheck.MutexOptions{MaxPending: 30 * time.Second}, build: func() []*logw {
 			n1, n2, n3 := lockBase()
-			n2.req(210, 8).at(15000).line("node.stats", `"why":"periodic"`)
+			n2.req(210, 8).at(15000).line(logs.NodeStats, `"why":"periodic"`)
 			return finish(20000, n1, n2, n3)
 		}, texts: []string{"2 pending at a death or exit"}},
 		{name: "pending at its node's death", o: logcheck.MutexOptions{Deaths: []logcheck.Death{{Node: 2, At: msAt(5000)}}}, build: func() []*logw {
@@ -329,13 +330,13 @@ func TestCheckMutexRestart(t *testing.T) {
 	n1, n2, n3 := lockBase()
 	n3.req(210, 8).acq(220, 8, 10, 4)                                      // killed at 230
 	n1.req(225, 9).acq(240, 9, 15, 4).rel(260, 9, 20)                      // granted once node 3 is gone
-	n3.at(299).line("socket.rcvbuf_capped", "")                            // the new process, before its node.started
+	n3.at(299).line(logs.SocketRcvbufCapped, "")                           // the new process, before its node.started
 	n3.at(300).started(301).req(310, 1).acq(320, 1, 10, 4).rel(330, 1, 10) // the new life starts its clock again
-	logs := finish(400, n1, n2)
+	ws := finish(400, n1, n2)
 	n3.at(400).stopped()
-	r := loadMutex(t, append(logs, n3)...)
-	if ls := r.Nodes(3); len(ls) != 2 || len(r.Locks[ls[0]]) != 7 || len(r.Locks[ls[1]]) != 3 {
-		t.Fatalf("node 3's lives %v, lock events %d and %d", ls, len(r.Locks[ls[0]]), len(r.Locks[ls[1]]))
+	r := loadMutex(t, append(ws, n3)...)
+	if ls := r.Nodes(3); len(ls) != 2 || len(ls[0].Locks) != 7 || len(ls[1].Locks) != 3 {
+		t.Fatalf("node 3's lives %v, lock events %d and %d", ls, len(ls[0].Locks), len(ls[1].Locks))
 	}
 	deaths := []logcheck.Death{{Node: 3, At: msAt(230)}}
 	res := r.CheckMutex(logcheck.MutexOptions{Deaths: deaths})
@@ -350,20 +351,20 @@ func TestCheckMutexRestart(t *testing.T) {
 // first life, as its other events do; a log read from any io.ReadSeeker.
 func TestReadMutex(t *testing.T) {
 	w := newLog(5).req(10, 1).acq(11, 1, 1, 0).at(12).started(500).rel(20, 1, 9).stopped()
-	r := &logcheck.MutexRun{Run: &logcheck.Run{}, Locks: map[*logcheck.Life][]logcheck.LockEvent{}}
+	r := &logcheck.Run{}
 	if err := r.Read("node5.json", strings.NewReader(w.b.String())); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Lives) != 1 || len(r.Locks[r.Lives[0]]) != 3 {
-		t.Fatalf("lives %v, lock events %v", r.Lives, r.Locks)
+	if len(r.Lives) != 1 || len(r.Lives[0].Locks) != 3 {
+		t.Fatalf("lives %v, lock events %v", r.Lives, r.Lives[0].Locks)
 	}
-	ev := r.Locks[r.Lives[0]][1]
-	if ev.Event != "mutex.acquired" || ev.Clock != 1 || ev.View != "1.3" || ev.Wait != time.Millisecond || ev.Line != 2 || !ev.Time.Equal(msAt(11)) {
+	ev := r.Lives[0].Locks[1]
+	if ev.Event != logs.MutexAcquired || ev.Clock != 1 || ev.View != "1.3" || ev.Wait != time.Millisecond || ev.Line != 2 || !ev.Time.Equal(msAt(11)) {
 		t.Errorf("event %+v", ev)
 	}
 	expectMutex(t, r.CheckMutex(logcheck.MutexOptions{}), nil, "1 entries (node 5: 1)")
-	if _, err := logcheck.LoadMutex(filepath.Join(t.TempDir(), "absent.json")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("LoadMutex(absent) = %v", err)
+	if _, err := logcheck.Load(filepath.Join(t.TempDir(), "absent.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load(absent) = %v", err)
 	}
 }
 

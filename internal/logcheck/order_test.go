@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/huddle-lan/huddle/internal/logcheck"
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // osend logs the send of seq in view as order.
 func (w *logw) osend(view, order string, seq uint64) *logw {
 	p := payload(w.node, seq)
-	return w.line("send", fmt.Sprintf(`"seq":%d,"len":%d,"crc":%d,"view":%q,"order":%q`, seq, len(p), crc32.ChecksumIEEE(p), view, order))
+	return w.line(logs.Send, fmt.Sprintf(`"seq":%d,"len":%d,"crc":%d,"view":%q,"order":%q`, seq, len(p), crc32.ChecksumIEEE(p), view, order))
 }
 
 // odeliver logs the delivery in view of from's seq as order, with gseq
@@ -25,7 +26,7 @@ func (w *logw) odeliver(view, order string, from, seq, gseq uint64, final bool) 
 	if final {
 		f += `,"final":true`
 	}
-	return w.line("deliver", f)
+	return w.line(logs.Deliver, f)
 }
 
 // orderedRun is three nodes in view 1.1; node 3 crashes after sending
@@ -73,8 +74,8 @@ func TestCheckOrder(t *testing.T) {
 		}, map[logcheck.Kind]int{logcheck.SafeDelivery: 1, logcheck.TotalOrder: 1}, "without delivering safe node 3 seq 3"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			logs := orderedRun(tt.change)
-			res := load(t, logs...).CheckOrder(logcheck.MembershipOptions{SelfDelivery: true})
+			ws := orderedRun(tt.change)
+			res := load(t, ws...).CheckOrder(logcheck.MembershipOptions{SelfDelivery: true})
 			texts := []string{}
 			if tt.text != "" {
 				texts = append(texts, tt.text)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
+
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 // TimeFormat is the format of every log line's "time" field: RFC 3339 in
@@ -79,8 +81,8 @@ func Console(out io.Writer, noColor bool) io.Writer {
 		Out:           out,
 		NoColor:       noColor,
 		TimeFormat:    ConsoleTimeFormat,
-		PartsOrder:    []string{zerolog.TimestampFieldName, zerolog.LevelFieldName, eventField, zerolog.MessageFieldName},
-		FieldsExclude: []string{eventField},
+		PartsOrder:    []string{zerolog.TimestampFieldName, zerolog.LevelFieldName, logs.EventKey, zerolog.MessageFieldName},
+		FieldsExclude: []string{logs.EventKey},
 		FormatPartValueByName: func(v any, _ string) string {
 			if s, ok := v.(string); ok {
 				return bold(s, noColor)
@@ -89,7 +91,7 @@ func Console(out io.Writer, noColor bool) io.Writer {
 		},
 		FormatPrepare: func(evt map[string]any) error {
 			msg, _ := evt[zerolog.MessageFieldName].(string)
-			ev, _ := evt[eventField].(string)
+			ev, _ := evt[logs.EventKey].(string)
 			if ev != "" && saysNoMore(msg, ev) {
 				delete(evt, zerolog.MessageFieldName)
 			}
@@ -97,8 +99,6 @@ func Console(out io.Writer, noColor bool) io.Writer {
 		},
 	}}
 }
-
-const eventField = "event"
 
 // consoleWriter is a zerolog.ConsoleWriter that keeps each line's order of
 // fields, which zerolog's (a map) loses.
@@ -124,11 +124,11 @@ func fieldOrder(p []byte) []string {
 		if err != nil || d.Decode(&v) != nil {
 			break
 		}
-		if k, _ := t.(string); k != "node" {
+		if k, _ := t.(string); k != logs.NodeKey {
 			names = append(names, k)
 		}
 	}
-	return append(names, "node")
+	return append(names, logs.NodeKey)
 }
 
 // saysNoMore reports whether a message only repeats its event's name: each

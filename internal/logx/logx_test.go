@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/huddle-lan/huddle/internal/logs"
 )
 
 func TestJSONLines(t *testing.T) {
@@ -17,18 +21,33 @@ func TestJSONLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log.Info().Str("event", "node.started").Msg("hello")
-	log.Debug().Str("event", "hidden").Msg("below the level")
+	log.Info().Str(logs.EventKey, logs.NodeStarted).Msg("hello")
+	log.Debug().Str(logs.EventKey, "hidden").Msg("below the level")
 	var line map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
 		t.Fatalf("not one JSON object: %q", buf.String())
 	}
-	ts, err := time.Parse(time.RFC3339Nano, line["time"].(string))
-	if err != nil || line["level"] != "info" || line["event"] != "node.started" || time.Since(ts).Abs() > time.Minute {
+	ts, err := time.Parse(time.RFC3339Nano, line[logs.TimeKey].(string))
+	if err != nil || line[logs.LevelKey] != "info" || line[logs.EventKey] != logs.NodeStarted || time.Since(ts).Abs() > time.Minute {
 		t.Fatalf("line %v (time: %v)", line, err)
 	}
 	if strings.Contains(buf.String(), "hidden") {
 		t.Fatal("a debug line passed the info level")
+	}
+}
+
+// The names zerolog writes itself are those of internal/logs, which the
+// readers look up.
+func TestZerologNames(t *testing.T) {
+	for _, c := range [][2]string{
+		{zerolog.TimestampFieldName, logs.TimeKey}, {zerolog.LevelFieldName, logs.LevelKey},
+		{zerolog.MessageFieldName, logs.MessageKey}, {zerolog.ErrorFieldName, logs.ErrorKey},
+		{zerolog.LevelDebugValue, logs.LevelDebug}, {zerolog.LevelInfoValue, logs.LevelInfo},
+		{zerolog.LevelWarnValue, logs.LevelWarn}, {zerolog.LevelErrorValue, logs.LevelError},
+	} {
+		if got, want := c[0], c[1]; got != want {
+			t.Errorf("zerolog writes %q where internal/logs has %q", got, want)
+		}
 	}
 }
 
@@ -56,7 +75,7 @@ func jsonTimes(t *testing.T, times ...time.Time) []string {
 		t.Fatal(err)
 	}
 	for range times {
-		log.Info().Str("event", "tick").Send()
+		log.Info().Str(logs.EventKey, "tick").Send()
 	}
 	var out []string
 	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
@@ -122,10 +141,10 @@ func TestConsoleLineStartsWithTheEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l = l.With().Uint64("node", 3).Logger()
-	l.Info().Str("event", "view.installed").Str("view", "2.5").Uint64("coordinator_incarnation", 17).Msg("view 2.5 installed")
-	l.Info().Str("event", "deliver").Uint64("seq", 4).Uint64("from", 2).Msg("delivered")
-	l.Warn().Str("event", "mutex.released").Bool("lost", true).Msg("lock lost: the view no longer holds this node")
+	l = l.With().Uint64(logs.NodeKey, 3).Logger()
+	l.Info().Str(logs.EventKey, logs.ViewInstalled).Str(logs.ViewKey, "2.5").Uint64(logs.CoordinatorIncarnationKey, 17).Msg("view 2.5 installed")
+	l.Info().Str(logs.EventKey, logs.Deliver).Uint64(logs.SeqKey, 4).Uint64(logs.FromKey, 2).Msg("delivered")
+	l.Warn().Str(logs.EventKey, logs.MutexReleased).Bool(logs.LostKey, true).Msg("lock lost: the view no longer holds this node")
 	l.Info().Msg("no event")
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	at := func(s int) string { return t0.Add(time.Duration(s) * time.Second).Local().Format("15:04:05.000000") }
@@ -148,17 +167,17 @@ func TestMessageSaysNoMore(t *testing.T) {
 		msg, event string
 		want       bool
 	}{
-		{"node started", "node.started", true},
-		{"delivered", "deliver", true},
-		{"sent", "send", true},
-		{"stats", "node.stats", true},
-		{"view 2.5 installed", "view.installed", true},
-		{"", "peer.seen", true},
-		{"peer seen", "peer.seen", true},
-		{"lock acquired", "mutex.acquired", false},
-		{"elected leader", "election.won", false},
-		{"started", "node.stats", false},
-		{"cannot open the group socket", "node.failed", false},
+		{"node started", logs.NodeStarted, true},
+		{"delivered", logs.Deliver, true},
+		{"sent", logs.Send, true},
+		{"stats", logs.NodeStats, true},
+		{"view 2.5 installed", logs.ViewInstalled, true},
+		{"", logs.PeerSeen, true},
+		{"peer seen", logs.PeerSeen, true},
+		{"lock acquired", logs.MutexAcquired, false},
+		{"elected leader", logs.ElectionWon, false},
+		{"started", logs.NodeStats, false},
+		{"cannot open the group socket", logs.NodeFailed, false},
 	} {
 		if got := saysNoMore(c.msg, c.event); got != c.want {
 			t.Errorf("saysNoMore(%q, %q) = %v, want %v", c.msg, c.event, got, c.want)
@@ -172,7 +191,7 @@ func TestConsoleAndFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log.Debug().Str("event", "peer.seen").Msg("a peer seen again")
+	log.Debug().Str(logs.EventKey, logs.PeerSeen).Msg("a peer seen again")
 	closer.Close()
 	b, _ := os.ReadFile(path)
 	if json.Valid(bytes.TrimSpace(b)) || !strings.Contains(string(b), "DBG peer.seen a peer seen again") {

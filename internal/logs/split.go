@@ -1,4 +1,4 @@
-package logcheck
+package logs
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 // with encoding/json into a map costs a few microseconds and a dozen
 // allocations; a run at 20 000 msg/s writes that many lines per second
 // per node. So lines are split into their top-level members by a small
-// scanner that allocates nothing, and only the values the checks need are
+// scanner that allocates nothing, and only the values asked for are
 // converted. Nested objects and arrays are skipped whole.
 
 // Value kinds of a member.
@@ -20,11 +20,25 @@ const (
 	kindOther  = 'o' // true, false, null, an object or an array
 )
 
+// member is one member of a line, as offsets into it: its key (between
+// the quotes) and its value (for a string, between the quotes, still
+// escaped).
 type member struct {
-	key  []byte // raw, between the quotes
-	val  []byte // raw; for a string, between the quotes (still escaped)
+	key, keyEnd int
+	val, valEnd int
+	kind        byte
+	esc         bool // the string value holds a backslash escape
+}
+
+// value is a member's value with its line.
+type value struct {
+	raw  []byte
 	kind byte
-	esc  bool // the string value holds a backslash escape
+	esc  bool
+}
+
+func (m member) value(line []byte) value {
+	return value{line[m.val:m.valEnd], m.kind, m.esc}
 }
 
 // splitObject splits line into its top-level members, appending them to
@@ -46,7 +60,8 @@ func splitObject(line []byte, ms []member) ([]member, bool) {
 		if i >= len(line) || line[i] != '"' {
 			return ms, false
 		}
-		if m.key, _, i, ok = scanString(line, i); !ok {
+		m.key = i + 1
+		if m.keyEnd, _, i, ok = scanString(line, i); !ok {
 			return ms, false
 		}
 		i = skipSpace(line, i)
@@ -54,7 +69,7 @@ func splitObject(line []byte, ms []member) ([]member, bool) {
 			return ms, false
 		}
 		i = skipSpace(line, i+1)
-		if m.val, m.kind, m.esc, i, ok = scanValue(line, i); !ok {
+		if m.val, m.valEnd, m.kind, m.esc, i, ok = scanValue(line, i); !ok {
 			return ms, false
 		}
 		ms = append(ms, m)
@@ -80,50 +95,51 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// scanString scans the string starting at b[i] == '"' and returns its raw
-// contents and the index after the closing quote.
-func scanString(b []byte, i int) (raw []byte, esc bool, next int, ok bool) {
-	start := i + 1
-	for j := start; j < len(b); j++ {
+// scanString scans the string starting at b[i] == '"' and returns the
+// end of its raw contents (which start at i+1) and the index after the
+// closing quote.
+func scanString(b []byte, i int) (end int, esc bool, next int, ok bool) {
+	for j := i + 1; j < len(b); j++ {
 		switch c := b[j]; {
 		case c == '\\':
 			esc = true
 			j++
 		case c == '"':
-			return b[start:j], esc, j + 1, true
+			return j, esc, j + 1, true
 		case c < 0x20:
-			return nil, false, 0, false
+			return 0, false, 0, false
 		}
 	}
-	return nil, false, 0, false
+	return 0, false, 0, false
 }
 
-func scanValue(b []byte, i int) (val []byte, kind byte, esc bool, next int, ok bool) {
+// scanValue scans the value starting at b[i]: its raw text is b[start:end].
+func scanValue(b []byte, i int) (start, end int, kind byte, esc bool, next int, ok bool) {
 	if i >= len(b) {
-		return nil, 0, false, 0, false
+		return 0, 0, 0, false, 0, false
 	}
 	switch c := b[i]; {
 	case c == '"':
-		val, esc, next, ok = scanString(b, i)
-		return val, kindString, esc, next, ok
+		end, esc, next, ok = scanString(b, i)
+		return i + 1, end, kindString, esc, next, ok
 	case c == '{' || c == '[':
 		if next, ok = skipNested(b, i); !ok {
-			return nil, 0, false, 0, false
+			return 0, 0, 0, false, 0, false
 		}
-		return b[i:next], kindOther, false, next, true
+		return i, next, kindOther, false, next, true
 	case c == '-' || c >= '0' && c <= '9':
 		j := i + 1
 		for j < len(b) && isNumberByte(b[j]) {
 			j++
 		}
-		return b[i:j], kindNumber, false, j, true
+		return i, j, kindNumber, false, j, true
 	default:
 		for _, lit := range []string{"true", "false", "null"} {
 			if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
-				return b[i : i+len(lit)], kindOther, false, i + len(lit), true
+				return i, i + len(lit), kindOther, false, i + len(lit), true
 			}
 		}
-		return nil, 0, false, 0, false
+		return 0, 0, 0, false, 0, false
 	}
 }
 
@@ -154,42 +170,32 @@ func skipNested(b []byte, i int) (int, bool) {
 	return 0, false
 }
 
-// lookup returns the member named key.
-func lookup(ms []member, key string) (member, bool) {
-	for _, m := range ms {
-		if string(m.key) == key {
-			return m, true
-		}
-	}
-	return member{}, false
-}
-
-// text returns a string member's value, unescaped.
-func (m member) text() (string, bool) {
-	if m.kind != kindString {
+// text returns a string value, unescaped.
+func (v value) text() (string, bool) {
+	if v.kind != kindString {
 		return "", false
 	}
-	if !m.esc {
-		return string(m.val), true
+	if !v.esc {
+		return string(v.raw), true
 	}
 	var s string
-	q := make([]byte, 0, len(m.val)+2)
-	q = append(append(append(q, '"'), m.val...), '"')
+	q := make([]byte, 0, len(v.raw)+2)
+	q = append(append(append(q, '"'), v.raw...), '"')
 	if json.Unmarshal(q, &s) != nil {
 		return "", false
 	}
 	return s, true
 }
 
-// uint returns a member holding an unsigned decimal integer, written as a
+// uint returns a value holding an unsigned decimal integer, written as a
 // JSON number or as a string (zerolog writes uint64 as a number; other
 // writers quote large IDs).
-func (m member) uint() (uint64, bool) {
-	if (m.kind != kindNumber && m.kind != kindString) || len(m.val) == 0 || len(m.val) > 20 {
+func (v value) uint() (uint64, bool) {
+	if (v.kind != kindNumber && v.kind != kindString) || len(v.raw) == 0 || len(v.raw) > 20 {
 		return 0, false
 	}
 	var n uint64
-	for _, c := range m.val {
+	for _, c := range v.raw {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
@@ -202,12 +208,12 @@ func (m member) uint() (uint64, bool) {
 	return n, true
 }
 
-// int returns a number member as an int64; fractions are truncated.
-func (m member) int() (int64, bool) {
-	if m.kind != kindNumber {
+// int returns a number as an int64; a fraction is truncated.
+func (v value) int() (int64, bool) {
+	if v.kind != kindNumber {
 		return 0, false
 	}
-	s := string(m.val)
+	s := string(v.raw)
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return n, true
 	}
@@ -218,23 +224,36 @@ func (m member) int() (int64, bool) {
 	return int64(f), true
 }
 
-// float returns a number member as a float64.
-func (m member) float() (float64, bool) {
-	if m.kind != kindNumber {
+// float returns a number as a float64.
+func (v value) float() (float64, bool) {
+	if v.kind != kindNumber {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(string(m.val), 64)
+	f, err := strconv.ParseFloat(string(v.raw), 64)
 	return f, err == nil
 }
 
-// uints returns an array member whose elements are all unsigned integers
+// boolean returns true or false.
+func (v value) boolean() (bool, bool) {
+	switch {
+	case v.kind != kindOther:
+		return false, false
+	case string(v.raw) == "true":
+		return true, true
+	case string(v.raw) == "false":
+		return false, true
+	}
+	return false, false
+}
+
+// uints returns an array whose elements are all unsigned integers
 // (numbers or quoted, as uint reads them); null is an empty list. It
 // reports false for anything else, so that a garbled list is not read as
 // a shorter one.
-func (m member) uints() ([]uint64, bool) {
-	b := m.val
-	if m.kind != kindOther || len(b) == 0 || b[0] != '[' {
-		return nil, m.kind == kindOther && string(b) == "null"
+func (v value) uints() ([]uint64, bool) {
+	b := v.raw
+	if v.kind != kindOther || len(b) == 0 || b[0] != '[' {
+		return nil, v.kind == kindOther && string(b) == "null"
 	}
 	var ns []uint64
 	i := skipSpace(b, 1)
@@ -242,11 +261,13 @@ func (m member) uints() ([]uint64, bool) {
 		return ns, true
 	}
 	for i < len(b) {
-		var e member
+		var e value
+		var start, end int
 		var ok bool
-		if e.val, e.kind, e.esc, i, ok = scanValue(b, i); !ok {
+		if start, end, e.kind, e.esc, i, ok = scanValue(b, i); !ok {
 			return nil, false
 		}
+		e.raw = b[start:end]
 		n, ok := e.uint()
 		if !ok {
 			return nil, false
@@ -263,9 +284,9 @@ func (m member) uints() ([]uint64, bool) {
 	return nil, false
 }
 
-// time returns a string member in RFC 3339 (nanoseconds optional).
-func (m member) time() (time.Time, bool) {
-	s, ok := m.text()
+// time returns a string in RFC 3339 (fractional seconds optional).
+func (v value) time() (time.Time, bool) {
+	s, ok := v.text()
 	if !ok {
 		return time.Time{}, false
 	}

@@ -1,0 +1,54 @@
+package logs
+
+// The events a node logs, by the value of their EventKey field. Each has
+// a row in the Events tables of docs/logs.md, which says its level and
+// fields.
+//
+// This file declares the event names and nothing else: docs/docs_test.go
+// reads its constants to check docs/logs.md against them.
+const (
+	// The node.
+	NodeStarted        = "node.started"
+	NodeDrop           = "node.drop"
+	NodeStats          = "node.stats"
+	NodeWarning        = "node.warning"
+	NodeStopped        = "node.stopped"
+	NodeFailed         = "node.failed"
+	SocketRcvbufCapped = "socket.rcvbuf_capped"
+
+	// The control socket.
+	ControlRequest = "control.request"
+	ControlError   = "control.error"
+
+	// Peers and the multicast layer.
+	PeerSeen      = "peer.seen"
+	PeerLost      = "peer.lost"
+	PeerLagging   = "peer.lagging"
+	PeerConflict  = "peer.conflict"
+	StreamSkipped = "stream.skipped"
+
+	// Membership.
+	ViewInstalled    = "view.installed"
+	ViewFlushStarted = "view.flush.started"
+	MemberSuspected  = "member.suspected"
+	MemberExcluded   = "member.excluded"
+	MemberLeft       = "member.left"
+	MemberRefused    = "member.refused"
+
+	// Messages, with trace_deliveries.
+	Send    = "send"
+	Deliver = "deliver"
+
+	// Elections.
+	ElectionStarted = "election.started"
+	ElectionWon     = "election.won"
+	LeaderChanged   = "leader.changed"
+	ElectionDone    = "election.done"
+
+	// The lock.
+	MutexRequested = "mutex.requested"
+	MutexAcquired  = "mutex.acquired"
+	MutexReleased  = "mutex.released"
+	MutexWithdrawn = "mutex.withdrawn"
+	MutexDeferred  = "mutex.deferred"
+)

@@ -1,0 +1,118 @@
+package logs
+
+// The fields every line has (docs/logs.md, "The line format"). zerolog
+// writes time, level and message itself, and error with Err; the values
+// here are zerolog's defaults, which huddle does not change.
+const (
+	TimeKey    = "time"
+	LevelKey   = "level"
+	NodeKey    = "node"
+	EventKey   = "event"
+	MessageKey = "message"
+	ErrorKey   = "error" // node.failed, control.error
+)
+
+// The values of LevelKey.
+const (
+	LevelDebug = "debug"
+	LevelInfo  = "info"
+	LevelWarn  = "warn"
+	LevelError = "error"
+)
+
+// The fields of the events, in the order of docs/logs.md. The counters
+// of node.stats, a field each, are named in one list of their own, the
+// node's Counters (node/status.go).
+const (
+	// node.started
+	IncarnationKey   = "incarnation" // also of the peer in peer.* and stream.skipped
+	GroupKey         = "group"
+	AddrKey          = "addr" // also node.warning, peer.seen, peer.conflict, member.refused
+	IfaceKey         = "iface"
+	SrcKey           = "src"
+	ProfileKey       = "profile"
+	HeartbeatMsKey   = "heartbeat_ms"
+	SuspectMsKey     = "suspect_ms"
+	DatagramSizeKey  = "datagram_size"
+	TTLKey           = "ttl"
+	LoopbackKey      = "loopback"
+	ControlSocketKey = "control_socket"
+
+	// node.drop
+	RateKey = "rate"
+	FromKey = "from" // also deliver: the sender
+	SeedKey = "seed"
+
+	// node.stats, then the counters
+	WhyKey     = "why"
+	ViewKey    = "view" // also membership, messages, elections and the lock
+	MembersKey = "members"
+
+	// node.warning, node.stopped
+	WhatKey   = "what"
+	ReasonKey = "reason"
+
+	// socket.rcvbuf_capped
+	RequestedKey = "requested"
+	GrantedKey   = "granted"
+
+	// control.request, control.error
+	CmdKey   = "cmd"
+	MsKey    = "ms"
+	CodeKey  = "code"
+	WriteKey = "write"
+	PanicKey = "panic"
+
+	// peer.*, stream.skipped
+	PeerKey      = "peer" // also mutex.deferred
+	RestartedKey = "restarted"
+	SilentMsKey  = "silent_ms" // also member.suspected
+	BehindKey    = "behind"
+	HeldMsKey    = "held_ms" // also mutex.released
+	FromSeqKey   = "from_seq"
+	CountKey     = "count"
+	InViewKey    = "in_view"
+
+	// view.installed, view.flush.started, member.*
+	CoordinatorIncarnationKey = "coordinator_incarnation"
+	JoinedKey                 = "joined"
+	LeftKey                   = "left"
+	CrashedKey                = "crashed"
+	FlushMsKey                = "flush_ms"
+	PriorKey                  = "prior"
+	EpochKey                  = "epoch"
+	AttemptKey                = "attempt"
+	ProposedKey               = "proposed"
+	MemberKey                 = "member"
+	ByKey                     = "by"
+	SettingKey                = "setting"
+	OursKey                   = "ours"
+	TheirsKey                 = "theirs"
+
+	// send, deliver
+	SeqKey             = "seq"
+	OrderKey           = "order"
+	ServiceKey         = "service"
+	ToKey              = "to"
+	LenKey             = "len"
+	CRCKey             = "crc"
+	FromIncarnationKey = "from_incarnation"
+	GSeqKey            = "gseq"
+	FinalKey           = "final"
+
+	// election.*, leader.changed
+	AlgorithmKey  = "algorithm"
+	RoundKey      = "round"
+	InitiatorKey  = "initiator"
+	LeaderKey     = "leader"
+	DurationMsKey = "duration_ms"
+	SentKey       = "sent"
+	LateKey       = "late"
+
+	// mutex.*
+	ClockKey     = "clock"
+	WaitMsKey    = "wait_ms"
+	MessagesKey  = "messages"
+	DatagramsKey = "datagrams"
+	LostKey      = "lost"
+)
