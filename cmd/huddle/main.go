@@ -90,6 +90,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdLock(args[1:], stdout, stderr)
 	case "drop":
 		return cmdDrop(args[1:], stdout, stderr)
+	case "keygen":
+		return cmdKeygen(args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
