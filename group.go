@@ -116,8 +116,9 @@ const EventBuffer = 1024
 const MaxServiceName = node.MaxServiceName
 
 // Group is this node's membership of a group, with the node that runs
-// it. Make one with Join, or with Network.Join in one process. Its
-// methods are safe for concurrent use.
+// it. Make one with Join or Start, with StartOn over transports of your
+// own, or with Network.Join in one process. Its methods are safe for
+// concurrent use.
 type Group struct {
 	node   *node.Node
 	cfg    config.Config

@@ -12,7 +12,7 @@ const module = "github.com/huddle-lan/huddle"
 
 // layers ranks the module's packages, bottom up. A package may import
 // only packages of a lower layer: every arrow points down (docs/design.md,
-// "Layers"). Foundations (layer 0) are leaves anything may use.
+// "The layers"). Foundations (layer 0) are leaves anything may use.
 var layers = map[string]int{
 	"internal/wire": 0, "internal/systool": 0, "internal/logx": 0, "internal/testutil/msgnet": 0, "internal/logs": 0,
 	"internal/seal": 0, "internal/netmodel": 0,

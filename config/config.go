@@ -269,8 +269,9 @@ type Security struct {
 	// Key is meant to be a group key (at least 16 bytes) sealing every
 	// datagram. Nothing seals datagrams yet, so a key is refused for now:
 	// huddle run will not start with one set (exit code 2) rather than
-	// send in the clear. Empty, the default, is the only usable value.
-	// huddle.Join does not check it: it runs, in the clear.
+	// send in the clear, and the Group API (huddle.Join, Start, StartOn)
+	// refuses it with huddle.ErrKeyUnsupported. Empty, the default, is the
+	// only usable value.
 	Key string `toml:"key"`
 }
 

@@ -1,25 +1,28 @@
 // Package election holds huddle's leader elections, run as group
-// protocols over a membership service: Chang–Roberts ring election
+// protocols over the membership layer's views and a service of the group: Chang–Roberts ring election
 // (Chang and Roberts 1979) and Garcia-Molina's Bully algorithm
 // (Garcia-Molina 1982). See docs/design.md, "Leader election".
 //
 // A Machine is a deterministic state machine: no goroutines, sockets,
-// clock or randomness. The node loop (or the simulator) drives it:
+// clock or randomness, and it knows nothing of the layers around it. The
+// node's Core (package node; in the simulator too) drives it: it routes
+// the views installed and the deliveries of the service "election" to it
+// as inputs, and multicasts what it hands back:
 //
 //	m := election.New(election.Options{Self: id, Algorithm: election.Bully})
 //	for {
 //		// a view was installed:
-//		m.SetView(now, view.ID, view.Members) // may start an election
+//		m.SetView(now, view.ID.String(), view.IDs()) // may start an election
 //		// an election message arrived from a member:
 //		m.Receive(now, from, payload)
 //		// the deadline passed:
 //		m.Tick(now)
-//		// `huddle elect`, or a periodic election:
+//		// Group.Elect (huddle elect, or a periodic election of the workload):
 //		m.Start(now) // false while one runs here
 //
 //		rd := m.Ready()
-//		for _, msg := range rd.Messages {
-//			svc.Send(ctx, msg.To, msg.Payload) // addressed, reliable
+//		for _, msg := range rd.Messages { // addressed, reliable, FIFO, on the service "election"
+//			vs.Multicast([]byte("election"), msg.Payload, wire.FIFO, msg.To) // vs: the membership.Machine
 //		}
 //		log(rd.Events) // election.started, election.won, leader.changed, election.done
 //		arm(m.NextDeadline())

@@ -184,10 +184,10 @@ const (
 )
 
 // Machine is one node's leader election, a deterministic state machine:
-// no goroutines, clock, sockets or randomness. The node loop or the
-// simulator feeds it views (SetView), messages (Receive), time (Tick) and
-// requests (Start), and takes what it produced (Ready,
-// NextDeadline).
+// no goroutines, clock, sockets or randomness. The node's Core (in the
+// node loop or the simulator) feeds it views (SetView), messages
+// (Receive), time (Tick) and requests (Start), and takes what it produced
+// (Ready, NextDeadline).
 //
 // Every message carries its round. A node keeps the highest round it
 // knows; a message of a higher round makes it join that round and forget

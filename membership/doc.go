@@ -6,8 +6,10 @@
 // node's loop (package node).
 //
 // A Machine is a deterministic state machine that owns the reliable
-// multicast engine beneath it. The node loop (or the simulator) drives it,
-// one turn at a time:
+// multicast engine beneath it: after every input it takes what the engine
+// handed back (Engine.Ready) and filters and orders its deliveries. The
+// node's Core (package node, also in the simulator) drives it, one turn
+// at a time, and routes what it hands back; no callback leaves it:
 //
 //	m := membership.New(opt, now)
 //	for {
@@ -23,7 +25,7 @@
 //		m.Pack()              // once per turn: the order record, and batching
 //		rd := m.Ready()       // valid until the next call into m
 //		send(rd.Envelopes)    // to multicast: the membership layer's, then the engine's
-//		use(rd.Events)        // in order: views installed, messages (Delivered), suspicions, refusals...
+//		use(rd.Events)        // in order: views installed, messages (Delivered, with their service), suspicions, refusals...
 //		arm(m.NextDeadline()) // zero once the node left
 //	}
 //
@@ -36,5 +38,6 @@
 //
 // testdata/*.txt are scenarios of a few Machines on an in-memory network
 // (join, leave, crash, flush, merge, total order, sequencer crash), with
-// their expected output; datadriven_test.go explains the commands.
+// their expected output; datadriven_test.go explains the commands, and a
+// ledger (ledger_test.go) checks the guarantees by code after every one.
 package membership

@@ -122,9 +122,9 @@ type heard struct {
 
 // Machine is one node's membership layer, with the reliable multicast
 // engine it drives: a deterministic state machine like the engine (no
-// goroutines, sockets or clock of its own). The node loop or the simulator
-// feeds it datagrams (Step), time (Tick) and local requests (Multicast,
-// Leave), and takes what it produced (Ready).
+// goroutines, sockets or clock of its own). The node's Core (in the node
+// loop or the simulator) feeds it datagrams (Step), time (Tick) and local
+// requests (Multicast, Leave), and takes what it produced (Ready).
 //
 // Views change by a flush (virtual synchrony, Birman and Joseph 1987):
 // the initiator proposes the next members; each one stops sending and

@@ -67,9 +67,10 @@ var (
 )
 
 // Engine is the multicast layer's protocol core: a deterministic state
-// machine with no goroutines, sockets or clock of its own. The node loop (or
-// the simulator) feeds it with Step, Tick and Multicast, and takes what it
-// produced with TakeOutput, TakeEvents and TakeDeliveries.
+// machine with no goroutines, sockets or clock of its own. The membership
+// layer that owns it (membership.Machine, in the node's Core or the
+// simulator) feeds it with Step, Tick and Multicast, packs each turn's
+// messages with Pack, and takes what it produced with Ready.
 //
 // It implements SRM (Floyd et al. 1997) for a LAN group: per-sender
 // sequence numbers, exactly-once FIFO delivery per sender, gap detection

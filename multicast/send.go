@@ -7,9 +7,10 @@ import (
 )
 
 // Multicast queues a message for the group and returns the sequence number
-// of its first fragment. The message goes out at the next TakeOutput,
-// packed with whatever else is queued then (batching without added delay),
-// or split into fragments that each fit one datagram. It fails with
+// of its first fragment. The message goes out at the next Pack (and the
+// Ready after it), packed with whatever else is queued then (batching
+// without added delay), or split into fragments that each fit one
+// datagram. It fails with
 // ErrWindowFull, without side effects, when the message's fragments would
 // take more than the window of unstable messages: the caller waits for
 // stability (Unstable decreasing) and tries again. The payload is copied.

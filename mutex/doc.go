@@ -1,30 +1,34 @@
 // Package mutex holds huddle's distributed lock: Ricart–Agrawala mutual
 // exclusion (Ricart and Agrawala 1981) with Lamport clocks, run as a group
-// protocol over a membership service, with an optional quorum mode for
-// partitions. See docs/design.md, "Mutual exclusion".
+// protocol over the membership layer's views and a service of the group,
+// with an optional quorum mode for partitions. See docs/design.md, "Mutual
+// exclusion".
 //
 // A Machine is a deterministic state machine: no goroutines, sockets,
-// clock, timers or randomness. The node loop (or the simulator) drives it:
+// clock, timers or randomness, and no callback: what it needs to know it
+// takes as inputs. The node's Core (package node; in the simulator too)
+// drives it: it routes the views installed and the deliveries of the
+// service "mutex" to it, and multicasts what it hands back:
 //
-//	m := mutex.New(mutex.Options{Self: id, Quorum: 5, Lease: suspect, Heard: lastHeardInMyView})
+//	m := mutex.New(mutex.Options{Self: id, Quorum: 5, Lease: suspect})
 //	for {
-//		// a view was installed:
-//		m.SetView(now, view.ID, view.Members) // may grant, or take the lock away
+//		// a view was installed (heard: when each member was last heard in
+//		// this view or the one before; quorum mode only, else nil):
+//		m.SetView(now, view.ID.String(), view.IDs(), heard) // may grant, or take the lock away
 //		// a mutex message arrived from a member:
 //		m.Receive(now, from, payload)
-//		// `huddle lock`, Group.Lock, Group.Unlock:
+//		// quorum mode: a datagram of member id was taken, in this view (at) or not (zero):
+//		m.Heard(id, at)
+//		// Group.Lock (huddle lock, the lock workload), Group.Unlock:
 //		m.Request(now) // false while wanted or held
 //		m.Release(now) // releases, or withdraws a pending request
 //		// time passed (quorum mode: leases and quarantines):
 //		m.Tick(now) // at m.NextDeadline()
 //
 //		rd := m.Ready()
-//		for _, msg := range rd.Messages {
-//			if msg.To == 0 {
-//				svc.Multicast(ctx, msg.Payload, huddle.FIFO) // a request to every other member
-//			} else {
-//				svc.Send(ctx, msg.To, msg.Payload) // addressed, reliable, FIFO
-//			}
+//		for _, msg := range rd.Messages { // reliable, FIFO, on the service "mutex"
+//			// To 0: a request, one multicast to every other member; else addressed
+//			vs.Multicast([]byte("mutex"), msg.Payload, wire.FIFO, msg.To) // vs: the membership.Machine
 //		}
 //		log(rd.Events) // mutex.requested, mutex.acquired, mutex.released, ...
 //	}

@@ -180,11 +180,11 @@ type request struct {
 
 // Machine is one node's Ricart–Agrawala lock (Ricart and Agrawala 1981),
 // a deterministic state machine: no goroutines, clock, sockets or
-// randomness. The node loop or the simulator feeds it views (SetView),
-// messages (Receive) and the application's requests (Request, Release),
-// and takes what it produced (Ready). In quorum mode it is also told when
-// members were heard (Heard, and SetView's heard), and Tick lets its lease
-// and quarantine run out.
+// randomness. The node's Core (in the node loop or the simulator) feeds it
+// views (SetView), messages (Receive) and the application's requests
+// (Request, Release), and takes what it produced (Ready). In quorum mode
+// it is also told when members were heard (Heard, and SetView's heard),
+// and Tick lets its lease and quarantine run out.
 //
 // It assumes the group service of docs/design.md: addressed messages are
 // reliable and FIFO per sender, and are delivered in the view they were

@@ -11,6 +11,10 @@
 //	huddle version         print the version, the VCS revision, the Go and wire versions (--json)
 //	huddle help            print the list of commands
 //
+// huddle run is huddle.Start (the Group API of the root package) with
+// clients of the group it starts: the control socket (internal/control)
+// and the experiment workloads (internal/workload).
+//
 // Every command takes --help. A node's settings come from the profile's
 // defaults, a TOML file (--config), HUDDLE_* environment variables and
 // flags, each overriding the one before; status, send, elect, lock and

@@ -46,11 +46,16 @@
 //	stopped          the node is stopping (ErrStopped)
 //	failed           anything else, e.g. lock while this node wants or holds it (ErrFailed)
 //
-// A node serves its commands like this:
+// The commands are clients of the Group API of the root package huddle,
+// like any program: ForGroup gives them a group's node (group.go), and
+// they call its Status, a service's Multicast, Elect, Lock and Unlock, and
+// SetDrop. huddle run serves them like this:
 //
-//	srv, err := control.Listen(path, control.Commands(n), log) // refuses a live socket, replaces a stale one
+//	srv, err := control.Listen(path, cmds, log) // refuses a live socket, replaces a stale one
+//	g, err := huddle.Start(ctx, cfg, log)
+//	maps.Copy(cmds, control.Commands(control.ForGroup(g)))
 //	go srv.Serve()
-//	err = n.Run(ctx)
+//	<-g.Done()
 //	srv.Close() // removes the socket file
 //
 // and a client calls one:

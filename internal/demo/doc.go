@@ -11,9 +11,9 @@
 // the nodes are `Bin run` processes in the hosts of an internal/lab LAN
 // (network namespaces on a bridge; loss by netem, else iptables, else nft,
 // else the nodes' built-in drop, --drop-rate);
-// otherwise, or with Options.InProcess, they are the same node loop
-// (node.Run) in this process over an in-memory network with
-// random loss (internal/memnet). Either way each node writes its JSON log
+// otherwise, or with Options.InProcess, they run the same code as huddle
+// run (huddle.StartOn and the workloads of internal/workload) in this
+// process, over an in-memory network with random loss (internal/memnet). Either way each node writes its JSON log
 // (--trace-deliveries, stats every second) to Options.LogDir, and the demo
 // follows those files: the console shows what the logs say, nothing else.
 //

@@ -4,7 +4,8 @@
 // program dist_sync: mutex.think, mutex.hold), and elections started
 // periodically (ring_voting: election.every, election.count). Each is a
 // client of the node through the Group API, like any application: the
-// node itself only runs the protocols and their I/O.
+// node itself only runs the protocols and their I/O. huddle run and the
+// demo's in-process nodes run them.
 //
 //	g, _ := huddle.Start(ctx, cfg, log)
 //	go workload.Run(ctx, g, cfg, start)
