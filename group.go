@@ -56,6 +56,9 @@ var (
 	// ErrClosed: the group was left, or the node stopped (refused by the
 	// group, or its socket failed: see Group.Err).
 	ErrClosed = errors.New("huddle: group closed")
+	// ErrReserved: Multicast or Send on the service of the node's own
+	// election ("election") or lock ("mutex").
+	ErrReserved = errors.New("huddle: the election's and the lock's services are the node's own")
 	// ErrNotMember: Send to a node that is not a member of the view.
 	ErrNotMember = errors.New("huddle: not a member of the view")
 	// ErrRefused: the group refused this node (its ID is taken, or its
@@ -369,6 +372,9 @@ func (s *Service) Send(ctx context.Context, to uint64, payload []byte) (uint64, 
 }
 
 func (s *Service) send(ctx context.Context, payload []byte, order Order, to uint64) (uint64, error) {
+	if node.Reserved(s.name) {
+		return 0, fmt.Errorf("%w: %q", ErrReserved, s.name)
+	}
 	g := s.group
 	if len(payload) > g.cfg.MaxMessageSize {
 		return 0, fmt.Errorf("%w: %d bytes (max_message_size is %d)", ErrTooLarge, len(payload), g.cfg.MaxMessageSize)
@@ -396,6 +402,9 @@ func (s *Service) send(ctx context.Context, payload []byte, order Order, to uint
 // those sent before ctx ended or an error, with the error. Use it to send
 // many small messages fast; the payloads are copied.
 func (s *Service) MulticastBatch(ctx context.Context, payloads [][]byte, order Order) (first uint64, sent int, err error) {
+	if node.Reserved(s.name) {
+		return 0, 0, fmt.Errorf("%w: %q", ErrReserved, s.name)
+	}
 	g := s.group
 	for _, p := range payloads {
 		if len(p) > g.cfg.MaxMessageSize {

@@ -117,6 +117,15 @@ func TestGroupErrors(t *testing.T) {
 	if _, err := ss[0].Multicast(ctx, big, huddle.FIFO); !errors.Is(err, huddle.ErrTooLarge) {
 		t.Errorf("oversized payload: %v, want ErrTooLarge", err)
 	}
+	for _, name := range []string{"election", "mutex"} {
+		g := gs[0]
+		if _, err := g.Service(name).Multicast(ctx, []byte("x"), huddle.FIFO); !errors.Is(err, huddle.ErrReserved) {
+			t.Errorf("a multicast on the node's own service %q: %v, want ErrReserved", name, err)
+		}
+		if _, _, err := g.Service(name).MulticastBatch(ctx, [][]byte{[]byte("x")}, huddle.FIFO); !errors.Is(err, huddle.ErrReserved) {
+			t.Errorf("a batch on %q: %v, want ErrReserved", name, err)
+		}
+	}
 	if _, err := ss[0].Multicast(ctx, []byte("x"), huddle.Order(7)); err == nil {
 		t.Error("order 7 accepted")
 	}

@@ -76,7 +76,7 @@ func (q *outQueue) send(m *membership.Machine, service []byte) {
 // suspect timeout, and the view change restarts the election.
 func newElectionPart(self uint64, alg election.Algorithm, heartbeat, suspect time.Duration) electionPart {
 	if alg == "" {
-		alg = election.Ring
+		alg = election.DefaultAlgorithm
 	}
 	answer := 2 * heartbeat
 	return electionPart{m: election.New(election.Options{Self: self, Algorithm: alg,
