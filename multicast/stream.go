@@ -134,29 +134,39 @@ func (e *Engine) receive(now time.Time, st *stream, d *wire.Data, v wire.ViewID,
 		e.detect(now, st, s)
 	}
 	e.deliver(st)
+	if st.opened < st.high {
+		e.openGaps(now, st) // what it delivered moved gapLimit on
+	}
 }
 
 // detect learns that messages up to high exist, and opens their gaps. It
-// believes at most a ring's reach past what it holds: a claim beyond that
-// could not be buffered anyway, and a false one would cost requests for
-// messages that do not exist.
+// believes at most a window past what it holds: a source has at most a
+// window of messages that this node may not hold yet (it holds the rest
+// until this node reports them), so a claim beyond that is false, and
+// would cost requests for messages that do not exist.
 func (e *Engine) detect(now time.Time, st *stream, high uint64) {
-	if high = min(high, st.received()+st.ring.max); high > st.high {
+	if high = min(high, e.gapLimit(st)); high > st.high {
 		st.high = high
 	}
 	e.openGaps(now, st)
 }
 
+// gapLimit is the highest message of st that may have a gap: a window
+// past what this node holds in order. That bounds the gaps open at once,
+// with their timers, whatever a datagram claims.
+func (e *Engine) gapLimit(st *stream) uint64 { return st.received() + uint64(e.opt.Window) }
+
 // openGaps opens a gap with a request timer (SRM §III-B) for each message
-// known to exist and not held, as far as the stream's ring reaches: that
-// bounds their number. What lies beyond is opened when the ring moves on
-// (stability) or the stream skips ahead.
+// known to exist and not held, as far as the stream's ring reaches and
+// at most a window past what this node holds (gapLimit): that bounds their
+// number. What lies beyond is opened when the ring moves on (stability),
+// the stream delivers, or it skips ahead.
 func (e *Engine) openGaps(now time.Time, st *stream) {
 	if !st.lostAt.IsZero() {
 		return // its source is lost: nobody may be left to repair
 	}
 	from := max(st.opened+1, st.next)
-	to := min(st.high, st.ring.reach())
+	to := min(st.high, st.ring.reach(), e.gapLimit(st))
 	for s := from; s <= to; s++ {
 		if st.ring.get(s) != nil || st.gaps[s] != nil {
 			continue
