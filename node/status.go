@@ -30,6 +30,7 @@ type Status struct {
 	Election    string   `json:"election"`       // the algorithm: ring or bully
 	Lock        string   `json:"lock"`           // this node and the group's lock: released, wanted or held
 	Drop        *Drop    `json:"drop,omitempty"` // the built-in fault injection, when on
+	Keys        []string `json:"keys,omitempty"` // the group keys' fingerprints, the sealing one first; none: in the clear
 	Counters    Counters `json:"counters"`
 }
 
@@ -69,6 +70,9 @@ func (n *Node) status() Status {
 	if d := n.core.Drop(); d.Active() {
 		s.Drop = &d
 	}
+	if k := n.core.Keys(); len(k) > 0 {
+		s.Keys = fingerprints(k)
+	}
 	for i, m := range v.Members {
 		s.Members[i] = Member{m.ID, m.Inc}
 	}
@@ -96,6 +100,7 @@ type Counters []Counter
 // logs these, and Status reports them: add a counter here and both show it.
 func (n *Node) counters() Counters {
 	cs, ms := n.core.Stats()
+	ss := n.core.SealStats()
 	gs := n.core.MembershipStats()
 	es, edropped := n.core.ElectionStats()
 	ls, ldropped := n.core.MutexStats()
@@ -112,6 +117,8 @@ func (n *Node) counters() Counters {
 		{"malformed", cs.Malformed}, {"not_huddle", cs.NotHuddle}, {"unknown_kind", cs.UnknownKind},
 		{"foreign_group", cs.ForeignGroup}, {"own_echo", cs.OwnEcho}, {"truncated", n.truncated},
 		{"injected_drops", cs.InjectedDrops},
+		{"cleartext_dropped", ss.NotSealed}, {"sealed_dropped", cs.SealedDropped}, {"unknown_key", ss.UnknownKey},
+		{"seal_failed", ss.Failed}, {"replays", ss.Replays}, {"seal_mismatch", cs.SealMismatch}, {"starts_forgotten", ss.Forgotten},
 		{"send_errors", n.sendErrors}, {"encode_errors", cs.EncodeErrors},
 		{"sessions_sent", ms.SessionsSent}, {"sessions_recv", ms.SessionsRecv}, {"tail_probes", ms.TailProbes},
 		{"stale_incarnation", ms.StaleInc}, {"unhandled", ms.Unhandled}, {"peers", ms.Peers},

@@ -50,6 +50,10 @@ const (
 
 	// node.warning, node.stopped
 	WhatKey   = "what"
+	// seal.rejected, key.reloaded, node.started.
+	FingerprintKey  = "fingerprint"  // a key's fingerprint
+	OursKeyFP       = "ours"         // this node's sealing key's fingerprint ("none" without a key)
+	FingerprintsKey = "fingerprints" // the keys in use, the sealing one first
 	ReasonKey = "reason"
 
 	// socket.rcvbuf_capped
