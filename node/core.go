@@ -153,10 +153,10 @@ const (
 	// MembershipEvent: a view installed, a message delivered to the
 	// application (its Kind is membership.Delivered), a suspicion, a
 	// refusal, an event of the multicast engine.
-	MembershipEvent EventKind = iota + 1
-	ElectionEvent             // the election's (Election)
-	LockEvent                 // the lock's (Lock)
-	SecurityEventKind         // a datagram unusable because of the key (Security)
+	MembershipEvent   EventKind = iota + 1
+	ElectionEvent               // the election's (Election)
+	LockEvent                   // the lock's (Lock)
+	SecurityEventKind           // a datagram unusable because of the key (Security)
 )
 
 // Event is something the Core reports, in the order it happened: a view
