@@ -5,6 +5,7 @@ package bench
 // scenarios add rows to its table and report metrics; and the table.
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -199,7 +200,7 @@ func (sc *scenario) huddle() string {
 	}
 	machine.binDir = dir
 	bin, err := lab.BuildHuddle(dir)
-	if err == lab.ErrNoGo {
+	if errors.Is(err, lab.ErrNoGo) {
 		sc.Skip(err)
 	} else if err != nil {
 		sc.Fatal(err)

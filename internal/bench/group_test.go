@@ -117,7 +117,7 @@ func (g *group) measure(ms []*member) {
 		if err != nil || m.Exited() {
 			continue
 		}
-		if kb, err := lab.ProcStatus(pid, "VmHWM"); err == nil {
+		if kb, err := m.PeakRSS(); err == nil {
 			m.hwmKB = kb
 		}
 		if cpu, _, err := procCPU(pid); err == nil { // pid is huddle's, whatever the binary's name

@@ -144,10 +144,19 @@ func failed(detail string) timing {
 	return timing{ms: math.Inf(1), alt: math.NaN(), problems: []string{detail}, detail: detail}
 }
 
-// timings repeats f b.N times and returns the results in the order run.
-func timings(sc *scenario, f func(i int) timing) []timing {
+// timings runs f b.N times, each time in a fresh group of the 5 members
+// that has run for memSettle, and returns the results in the order run.
+func timings(sc *scenario, f func(i int, g *group) timing) []timing {
 	return repeat(sc.N, func(i int) timing {
-		r := f(i)
+		r := func() timing {
+			g := memberGroup(sc, hosts(1, memMembers), memRate)
+			defer g.stop(3 * time.Second)
+			if g.err != nil {
+				return failed(g.err.Error())
+			}
+			time.Sleep(memSettle)
+			return f(i, g)
+		}()
 		r.run = i + 1
 		sc.Logf("run %d: %s ms; %s", r.run, fmtMs(r.ms), r.detail)
 		return r
@@ -156,8 +165,9 @@ func timings(sc *scenario, f func(i int) timing) []timing {
 
 // report adds a scenario's rows: its median figure against target (a
 // run's figure is "never" when the event did not complete), the checks
-// of every run, and the median of the second figure when alt names it.
-func report(sc *scenario, what string, target float64, rs []timing, alt string) {
+// of every run, and the median of the second figure when alt names it,
+// which it returns (NaN: none).
+func report(sc *scenario, what string, target float64, rs []timing, alt string) float64 {
 	med, sorted := medianBy(rs, func(r timing) float64 { return r.ms })
 	var vs, as []string
 	var altv []float64
@@ -175,15 +185,16 @@ func report(sc *scenario, what string, target float64, rs []timing, alt string) 
 	sc.add(what, fmtMs(med.ms)+" ms", fmt.Sprintf("≤ %.0f ms", target), verdict(med.ms <= target),
 		fmt.Sprintf("median of %d (sorted, ms: %s); median run (%d): %s", len(rs), strings.Join(vs, ", "), med.run, med.detail))
 	sc.problemsRow("  runs with the expected, stable views", "every run: the views were as expected and stable for "+memQuiet.String(), probs)
+	v := math.NaN()
+	if len(altv) > 0 {
+		slices.Sort(altv)
+		v = altv[len(altv)/2]
+	}
 	if alt != "" {
-		v := math.NaN()
-		if len(altv) > 0 {
-			slices.Sort(altv)
-			v = altv[len(altv)/2]
-		}
 		sc.add("  "+alt, fmtMs(v)+" ms", "-", "info", "runs in order, ms: "+strings.Join(as, ", "))
 	}
 	sc.metric(med.ms, "ms")
+	return v
 }
 
 // --- scenarios ---
@@ -209,7 +220,7 @@ var (
 var sigName = map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGSTOP: "SIGSTOP", syscall.SIGTERM: "SIGTERM"}
 
 func benchRemoval(sc *scenario, s removal) {
-	rs := timings(sc, func(i int) timing { return removalRun(sc, s, i) })
+	rs := timings(sc, func(i int, g *group) timing { return removalRun(sc, g, s, i) })
 	alt := ""
 	if s.sig == syscall.SIGSTOP {
 		alt = "SIGCONT → one stable view of all 5 (last install)"
@@ -218,14 +229,8 @@ func benchRemoval(sc *scenario, s removal) {
 }
 
 // removal runs one iteration of s.
-func removalRun(sc *scenario, s removal, i int) timing {
+func removalRun(sc *scenario, g *group, s removal, i int) timing {
 	all := hosts(1, memMembers)
-	g := memberGroup(sc, all, memRate)
-	defer g.stop(3 * time.Second)
-	if g.err != nil {
-		return failed(g.err.Error())
-	}
-	time.Sleep(memSettle)
 	r := timing{alt: math.NaN()}
 	cur := g.views(1)
 	view := cur[len(cur)-1]
@@ -319,29 +324,15 @@ func fieldOf(v lab.View, field string) []uint64 {
 
 // benchJoin: a 6th node started into the running group.
 func benchJoin(sc *scenario) {
-	rs := timings(sc, func(i int) timing { return join(sc, i) })
-	report(sc, "6th node's node.started → view with it at every member", 200, rs,
-		"the same from the lab's Start call (adds the process start)")
-	var altv []float64
-	for _, r := range rs {
-		if !math.IsNaN(r.alt) {
-			altv = append(altv, r.alt)
-		}
-	}
-	if len(altv) > 0 {
-		slices.Sort(altv)
-		sc.metric(altv[len(altv)/2], "ms-from-exec")
+	rs := timings(sc, func(i int, g *group) timing { return join(sc, g, i) })
+	if v := report(sc, "6th node's node.started → view with it at every member", 200, rs,
+		"the same from the lab's Start call (adds the process start)"); !math.IsNaN(v) {
+		sc.metric(v, "ms-from-exec")
 	}
 }
 
-func join(sc *scenario, i int) timing {
+func join(sc *scenario, g *group, i int) timing {
 	all := hosts(1, memMembers)
-	g := memberGroup(sc, all, memRate)
-	defer g.stop(3 * time.Second)
-	if g.err != nil {
-		return failed(g.err.Error())
-	}
-	time.Sleep(memSettle)
 	n := g.start(memJoiner, memberLoad(memRate)...)
 	six := append(slices.Clone(all), memJoiner)
 	got, err := g.WaitViews(six, n.Started, memWait, func(_ int, v lab.View) bool { return slices.Contains(v.Members, memJoiner) })
@@ -389,20 +380,14 @@ func join(sc *scenario, i int) timing {
 
 // benchMerge: partition 2|3, heal, time to one stable view of all 5.
 func benchMerge(sc *scenario) {
-	rs := timings(sc, func(i int) timing { return merge(sc, i) })
+	rs := timings(sc, func(i int, g *group) timing { return merge(sc, g, i) })
 	report(sc, "partition 1,2 | 3,4,5, heal → one stable view of all 5", 3000, rs,
 		"the cut → both sides installed their own view")
 }
 
-func merge(sc *scenario, i int) timing {
+func merge(sc *scenario, g *group, i int) timing {
 	all := hosts(1, memMembers)
 	sideA, sideB := []int{1, 2}, []int{3, 4, 5}
-	g := memberGroup(sc, all, memRate)
-	defer g.stop(3 * time.Second)
-	if g.err != nil {
-		return failed(g.err.Error())
-	}
-	time.Sleep(memSettle)
 	tc := time.Now()
 	if err := g.lan.Cut(sideA, sideB); err != nil {
 		sc.Fatal(err)

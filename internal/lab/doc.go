@@ -27,11 +27,12 @@
 // host with the flags common to its nodes plus the node's own (through
 // StartNode, so that the built-in drop reaches it), node ID = host number,
 // a JSON log beside its output and, if asked, a control socket. A Node
-// knows its huddle process (PID: not a wrapper's), stops (Stop: SIGTERM,
-// SIGKILL after a grace period; Kill: SIGKILL), reads its events and views
-// (internal/logs) and its peak RSS; Start on its host again restarts it
-// with the same ID, appending to the same logs. WaitView waits until nodes
-// share a view, WaitViews until each installed a view a test accepts.
+// knows its huddle process (PID: not a wrapper's), dies of Kill (SIGKILL),
+// reads its events and views (internal/logs) and its peak RSS; Start on
+// its host again restarts it with the same ID, appending to the same
+// logs. Nodes.Stop stops them all (SIGTERM, SIGKILL after a grace
+// period), WaitView waits until nodes share a view, WaitViews until each
+// installed a view a test accepts.
 //
 //	nodes := lab.NewNodes(l, lab.NodesOptions{Bin: bin, Addr: "239.192.72.68:7500",
 //		Args: []string{"--profile", "local", "--loopback=false"}})

@@ -78,9 +78,6 @@ func NewNodes(l *LAN, o NodesOptions) *Nodes {
 	return &Nodes{lan: l, opts: o, nodes: map[int]*Node{}}
 }
 
-// LAN is the LAN the nodes run on.
-func (ns *Nodes) LAN() *LAN { return ns.lan }
-
 // Node is one huddle process.
 type Node struct {
 	Host    int
@@ -155,8 +152,10 @@ func (ns *Nodes) All() []*Node {
 	return out
 }
 
-// Stop stops every running node as Node.Stop does, together, within one
-// grace period.
+// Stop asks every running node to stop as SIGTERM does (after SIGCONT,
+// should it be stopped: it leaves the group), waits up to grace, and
+// kills those still running. The error names the nodes it killed and
+// those that failed.
 func (ns *Nodes) Stop(grace time.Duration) error {
 	var running []*Node
 	for _, n := range ns.All() {
@@ -169,35 +168,17 @@ func (ns *Nodes) Stop(grace time.Duration) error {
 	var errs []error
 	deadline := time.Now().Add(grace)
 	for _, n := range running {
-		errs = append(errs, n.reap(time.Until(deadline), grace))
+		err := n.Proc.WaitTimeout(max(time.Until(deadline), 0))
+		switch {
+		case !n.Proc.Exited():
+			n.Proc.Kill()
+			n.Proc.Wait()
+			errs = append(errs, fmt.Errorf("%s did not stop within %v of SIGTERM and was killed", n.Name, grace))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %v (see %s)", n.Name, err, n.Proc.LogPath()))
+		}
 	}
 	return errors.Join(errs...)
-}
-
-// Stop asks the node to stop as SIGTERM does (after SIGCONT, should it be
-// stopped: it leaves the group), waits up to grace, and kills it if it
-// still runs. The error says it was killed, or how it failed.
-func (n *Node) Stop(grace time.Duration) error {
-	if n.Exited() {
-		return nil
-	}
-	n.Signal(syscall.SIGCONT)
-	n.Signal(syscall.SIGTERM)
-	return n.reap(grace, grace)
-}
-
-// reap waits up to wait for the node to exit after SIGTERM, then kills it.
-func (n *Node) reap(wait, grace time.Duration) error {
-	err := n.Proc.WaitTimeout(max(wait, 0))
-	switch {
-	case !n.Proc.Exited():
-		n.Proc.Kill()
-		n.Proc.Wait()
-		return fmt.Errorf("%s did not stop within %v of SIGTERM and was killed", n.Name, grace)
-	case err != nil:
-		return fmt.Errorf("%s: %v (see %s)", n.Name, err, n.Proc.LogPath())
-	}
-	return nil
 }
 
 // Kill stops the node at once, without a word to the group (SIGKILL to
