@@ -143,6 +143,7 @@ type CoreStats struct {
 	SealedDropped uint64 // sealed datagrams, which a node without a key cannot open
 	SealMismatch  uint64 // opened datagrams whose inner sender is not the one the seal names
 	ProtocolMsgs  uint64 // deliveries taken by the node's own protocols (election, lock), of the engine's
+	AppDelivered  uint64 // messages of other nodes handed to the application (every service but the election's and the lock's)
 }
 
 // EventKind says which layer an Event comes from.
@@ -291,6 +292,9 @@ func (c *Core) route(now time.Time) {
 			if c.protocolMessage(now, &ev.Delivery) {
 				c.stats.ProtocolMsgs++
 				continue
+			}
+			if ev.Delivery.Source != c.opt.ID {
+				c.stats.AppDelivered++
 			}
 		case membership.ViewInstalled:
 			c.viewChanged(now, ev.View)

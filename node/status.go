@@ -123,7 +123,7 @@ func (n *Node) counters() Counters {
 		{"sessions_sent", ms.SessionsSent}, {"sessions_recv", ms.SessionsRecv}, {"tail_probes", ms.TailProbes},
 		{"stale_incarnation", ms.StaleInc}, {"unhandled", ms.Unhandled}, {"peers", ms.Peers},
 		{"msgs_sent", ms.MsgsSent}, {"bytes_sent", ms.BytesSent}, {"data_datagrams", ms.DataDatagrams},
-		{"msgs_delivered", ms.MsgsDelivered}, {"bytes_delivered", ms.BytesDelivered}, {"protocol_msgs", cs.ProtocolMsgs}, {"for_others", gs.ForOthers},
+		{"msgs_delivered", ms.MsgsDelivered}, {"bytes_delivered", ms.BytesDelivered}, {"protocol_msgs", cs.ProtocolMsgs}, {"app_delivered", cs.AppDelivered}, {"for_others", gs.ForOthers},
 		{"duplicates", ms.Duplicates}, {"gaps_detected", ms.GapsDetected}, {"gaps_recovered", ms.GapsRecovered},
 		{"nacks_sent", ms.NacksSent}, {"nacked_seqs", ms.NackedSeqs}, {"nacks_suppressed", ms.NacksSuppressed},
 		{"nacks_recv", ms.NacksRecv}, {"nacks_unanswerable", ms.NacksUnanswerable},

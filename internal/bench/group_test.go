@@ -414,9 +414,8 @@ func delivered(s *stats) uint64 { return s.get("msgs_delivered") }
 func processed(s *stats) uint64 { return s.get("msgs_delivered") + s.get("skipped") }
 func sent(s *stats) uint64      { return s.get("msgs_sent") }
 
-// appDelivered is what of msgs_delivered reached the application: not
-// the members' messages addressed to others, nor the election's and the
-// lock's, which the node handles itself.
-func appDelivered(s *stats) uint64 {
-	return s.get("msgs_delivered") - min(s.get("for_others")+s.get("protocol_msgs"), s.get("msgs_delivered"))
-}
+// appDelivered is what reached the application of other nodes' messages
+// (the node counts it): not the members' messages addressed to others,
+// nor the election's and the lock's, nor what the membership layer held
+// back at a view change (wrong view, past a flush's cut).
+func appDelivered(s *stats) uint64 { return s.get("app_delivered") }
