@@ -195,18 +195,8 @@ type latRun struct {
 
 // benchLatency: one non-sequencer sender at 1000 msg/s, send → own deliver.
 func benchLatency(sc *scenario, order string) {
-	spec := orderSpec{members: hosts(1, 3), senders: []int{1}, count: latCount, rate: latRate, order: order, trace: true,
-		timeout: time.Duration(latCount/latRate)*time.Second + runTimeout, notSequencer: true}
-	r, runs := median(sc.N, func() *latRun {
-		o := runOrder(sc, spec)
-		lr := &latRun{o: o}
-		if s := o.member(1); s != nil && s.life != nil {
-			ls, missing, final := latencies(s.life)
-			lr.n, lr.missing, lr.final = len(ls), missing, final
-			lr.p50, lr.p99, lr.max = quantile(ls, 0.5), quantile(ls, 0.99), quantile(ls, 1)
-		}
-		return lr
-	}, func(r *latRun) float64 { return float64(r.p50) })
+	spec := latencySpec(order)
+	r, runs := median(sc.N, func() *latRun { return runLatency(sc, spec) }, func(r *latRun) float64 { return float64(r.p50) })
 	o := r.o
 	detail := fmt.Sprintf("median of %d (by p50); %d messages at %d msg/s from h1 to its own delivery (%d of them final, at a view's end), %d never delivered; max %s; view %s (sequencer h%d); CPU %s",
 		runs, r.n, latRate, r.final, r.missing, fmtDur(r.max), o.view, o.coord, cpuLine(o))
@@ -222,6 +212,25 @@ func benchLatency(sc *scenario, order string) {
 	addOrderChecks(sc, o)
 	sc.metric(float64(r.p50.Microseconds()), "p50-µs")
 	sc.metric(float64(r.p99.Microseconds()), "p99-µs")
+}
+
+// latencySpec is the latency scenarios' run: 1000 msg/s in order from h1,
+// which is not the sequencer, each traced to its own delivery.
+func latencySpec(order string) orderSpec {
+	return orderSpec{members: hosts(1, 3), senders: []int{1}, count: latCount, rate: latRate, order: order, trace: true,
+		timeout: time.Duration(latCount/latRate)*time.Second + runTimeout, notSequencer: true}
+}
+
+// runLatency runs spec and measures h1's send → own delivery latencies.
+func runLatency(sc *scenario, spec orderSpec) *latRun {
+	o := runOrder(sc, spec)
+	lr := &latRun{o: o}
+	if s := o.member(1); s != nil && s.life != nil {
+		ls, missing, final := latencies(s.life)
+		lr.n, lr.missing, lr.final = len(ls), missing, final
+		lr.p50, lr.p99, lr.max = quantile(ls, 0.5), quantile(ls, 0.99), quantile(ls, 1)
+	}
+	return lr
 }
 
 // benchOrderLoss: one3 with random loss on every host.
@@ -273,6 +282,7 @@ type orderSpec struct {
 	viaTemp      bool
 	notSequencer bool          // the run fails when the (one) sender is the sequencer
 	timeout      time.Duration // for every member to deliver everything
+	args         []string      // more flags for every node (the sealed runs' key file)
 }
 
 // total is the number of messages every member must deliver.
@@ -330,7 +340,7 @@ func runOrder(sc *scenario, spec orderSpec) *orderRun {
 	if spec.trace {
 		args = append(args, "--trace-deliveries")
 	}
-	g := sc.newGroup(orderHosts, false, args...)
+	g := sc.newGroup(orderHosts, false, append(args, spec.args...)...)
 	o := &orderRun{spec: spec, g: g}
 	start := func(host int, extra ...string) *member {
 		if dir := os.Getenv(profileEnv); dir != "" && host != tempHost {

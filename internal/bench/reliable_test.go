@@ -97,6 +97,7 @@ type multicastSpec struct {
 	datagramSize int  // 0: the default
 	rate         int  // messages/s; 0: as fast as the window allows
 	countDrops   bool // install the input drop counters
+	args         []string // more flags for every node (the sealed runs' key file)
 }
 
 // multicastRun is the outcome of a run.
@@ -132,7 +133,7 @@ func runMulticast(sc *scenario, n int, spec multicastSpec) *multicastRun {
 	if spec.datagramSize > 0 {
 		args = append(args, "--datagram-size", strconv.Itoa(spec.datagramSize))
 	}
-	g := sc.newGroup(n, false, args...)
+	g := sc.newGroup(n, false, append(args, spec.args...)...)
 	r := &multicastRun{spec: spec, g: g, drops: map[int]inputDrop{}}
 	defer g.stop(10 * time.Second)
 	if spec.countDrops {
