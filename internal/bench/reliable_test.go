@@ -94,9 +94,9 @@ type multicastSpec struct {
 	sender       int
 	receivers    []int
 	count        int
-	datagramSize int  // 0: the default
-	rate         int  // messages/s; 0: as fast as the window allows
-	countDrops   bool // install the input drop counters
+	datagramSize int      // 0: the default
+	rate         int      // messages/s; 0: as fast as the window allows
+	countDrops   bool     // install the input drop counters
 	args         []string // more flags for every node (the sealed runs' key file)
 }
 
