@@ -102,30 +102,32 @@ type knownFuzzBug struct {
 
 var knownFuzzBugs = []knownFuzzBug{
 	{
-		name: "epoch",
-		what: "a datagram whose view epoch (header, flush, commit, flush reply, repair or cut) is near 2^64 makes the next epoch wrap: a node installs view 0.x after 2.y (its view IDs go back), and later view changes wedge",
-		fix:  "membership: epochs accepted only within a bound of the current one, nothing wraps (issue 14, item 4)",
+		name:       "epoch",
+		what:       "a datagram whose view epoch (header, flush, commit, flush reply, repair or cut) is near 2^64 makes the next epoch wrap: a node installs view 0.x after 2.y (its view IDs go back), and later view changes wedge",
+		fix:        "membership: epochs accepted only within a bound of the current one, nothing wraps (issue 14, item 4)",
 		reproducer: "testdata/fuzz/FuzzCoreInGroup/epoch-wrap (members mode: a commit from member 1 whose header names view 18446744073709551615.0)",
 		skip: func(_ *fuzzRun, _ uint64, env *wire.Envelope) bool {
 			far := func(v wire.ViewID) bool { return v.Epoch > 1<<32 }
-			cuts := func(vs []wire.ViewCut) bool { return slices.ContainsFunc(vs, func(c wire.ViewCut) bool { return far(c.View) }) }
+			cuts := func(vs []wire.ViewCut) bool {
+				return slices.ContainsFunc(vs, func(c wire.ViewCut) bool { return far(c.View) })
+			}
 			return far(env.View) || far(env.Repair.View) || far(env.FlushOK.Prior) || cuts(env.Flush.Cuts) || cuts(env.Commit.Cuts) ||
 				env.Flush.Epoch > 1<<32 || env.FlushOK.Epoch > 1<<32 || env.Commit.Epoch > 1<<32
 		},
 	},
 	{
-		name: "strangers",
-		what: "every new ID outside the group that a datagram carries gets per-peer state: 201 session messages from IDs 100 to 300 leave a member with 203 peers",
-		fix:  "multicast, membership: per-peer state (streams, gaps, timers, heard, mergeOff) only for view members and pending joiners, capped for everything else, and pruned (issue 14, item 4)",
+		name:       "strangers",
+		what:       "every new ID outside the group that a datagram carries gets per-peer state: 201 session messages from IDs 100 to 300 leave a member with 203 peers",
+		fix:        "multicast, membership: per-peer state (streams, gaps, timers, heard, mergeOff) only for view members and pending joiners, capped for everything else, and pruned (issue 14, item 4)",
 		reproducer: "testdata/fuzz/FuzzCoreInGroup/session-burst",
 		skip: func(fr *fuzzRun, _ uint64, env *wire.Envelope) bool {
 			return !fr.member(env.From) && !fr.strangers[env.From] && len(fr.strangers) >= fuzzStrangers/2
 		},
 	},
 	{
-		name: "gaps",
-		what: "a datagram with a sequence number far ahead of what a member holds of that stream (a stranger's: any above 64) opens a gap of every message in between, each with its NACK timer: data with seq 1 and then 8192 from a new ID grows the live heap by about 3 MiB, and makes the member NACK 8190 messages",
-		fix:  "multicast: per-peer state only for view members and pending joiners; gaps bounded (issue 14, item 4)",
+		name:       "gaps",
+		what:       "a datagram with a sequence number far ahead of what a member holds of that stream (a stranger's: any above 64) opens a gap of every message in between, each with its NACK timer: data with seq 1 and then 8192 from a new ID grows the live heap by about 3 MiB, and makes the member NACK 8190 messages",
+		fix:        "multicast: per-peer state only for view members and pending joiners; gaps bounded (issue 14, item 4)",
 		reproducer: "testdata/fuzz/FuzzCoreInGroup/gap-8192",
 		skip: func(fr *fuzzRun, victim uint64, env *wire.Envelope) bool {
 			far := func(src, inc, seq uint64) bool { return fr.far(victim, src, inc, seq) }
@@ -220,16 +222,16 @@ func (s *script) u64(ctx []uint64) uint64 {
 
 // fuzzRun is one run of the script.
 type fuzzRun struct {
-	t       *testing.T
-	s       *script
-	w       *sim.World
-	r       *rand.Rand
-	l       *vsLedger
-	local   *localLedger
-	n       int
-	members bool // forgeries may carry members' IDs
-	enc     *wire.Encoder
-	group   uint32
+	t         *testing.T
+	s         *script
+	w         *sim.World
+	r         *rand.Rand
+	l         *vsLedger
+	local     *localLedger
+	n         int
+	members   bool // forgeries may carry members' IDs
+	enc       *wire.Encoder
+	group     uint32
 	forged    int
 	skipped   map[string]int
 	strangers map[uint64]bool // the IDs outside the group that forged datagrams carried
