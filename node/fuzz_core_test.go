@@ -83,6 +83,15 @@ const (
 	fuzzHeapPerForged = 64 << 10
 )
 
+// The members may send, over the script, fuzzRepairsBase repairs (the
+// real traffic's, which the simulator's jitter reorders now and then) and
+// fuzzRepairsPerNack for each forged NACK: one NACK never costs more than a
+// fixed number of repairs (issue 14, item 4).
+const (
+	fuzzRepairsBase    = 64
+	fuzzRepairsPerNack = 32
+)
+
 // liveHeap is the live heap after a collection.
 func liveHeap() uint64 {
 	runtime.GC()
@@ -122,6 +131,24 @@ var knownFuzzBugs = []knownFuzzBug{
 		reproducer: "testdata/fuzz/FuzzCoreInGroup/session-burst",
 		skip: func(fr *fuzzRun, _ uint64, env *wire.Envelope) bool {
 			return !fr.member(env.From) && !fr.strangers[env.From] && len(fr.strangers) >= fuzzStrangers/2
+		},
+	},
+	{
+		name:       "roles",
+		what:       "a flush in the cut phase and a commit from an ID outside the group install a view with that phantom as coordinator, which nobody excludes: the members never agree on a view of them all again (liveness)",
+		fix:        "membership: a flush or commit counts only from the acting coordinator of a view this node is in or is joining, a commit cannot add a node that never asked to join, refusals only from the coordinator (issue 14, item 4)",
+		reproducer: "testdata/fuzz/FuzzCoreInGroup/phantom-view",
+		skip: func(fr *fuzzRun, _ uint64, env *wire.Envelope) bool {
+			return !fr.member(env.From) && (env.Kind == wire.KindFlush || env.Kind == wire.KindView || env.Kind == wire.KindRefuse)
+		},
+	},
+	{
+		name:       "repair",
+		what:       "a repair from an ID outside the group is taken into a member's stream: members deliver a message that member never sent (integrity), and the same path forges order records, election and lock messages",
+		fix:        "multicast: repairs accepted from view members only (with a key, outsiders cannot send one) (issue 14, items 1 and 4)",
+		reproducer: "testdata/fuzz/FuzzCoreInGroup/repair-inject",
+		skip: func(fr *fuzzRun, _ uint64, env *wire.Envelope) bool {
+			return env.Kind == wire.KindRepair && !fr.member(env.From)
 		},
 	},
 	{
@@ -235,6 +262,17 @@ type fuzzRun struct {
 	forged    int
 	skipped   map[string]int
 	strangers map[uint64]bool // the IDs outside the group that forged datagrams carried
+	nacks     int             // forged NACKs injected
+}
+
+// repairs is the repairs the members sent so far.
+func (fr *fuzzRun) repairs() uint64 {
+	var n uint64
+	for _, id := range ids(fr.n) {
+		_, ms := core(fr.w, id).Stats()
+		n += ms.RepairsSent
+	}
+	return n
 }
 
 // member reports whether id is one of the group's.
@@ -285,8 +323,10 @@ func runFuzzScript(t *testing.T, data []byte) {
 	}
 	grown := int64(liveHeap()) - int64(heap)
 	if fuzzDebug {
-		_, ms := core(fr.w, 1).Stats()
-		t.Logf("live heap grew by %d KiB; node 1: %+v", grown>>10, ms)
+		t.Logf("live heap grew by %d KiB; repairs sent %d, forged NACKs %d", grown>>10, fr.repairs(), fr.nacks)
+	}
+	if max := uint64(fuzzRepairsBase + fuzzRepairsPerNack*fr.nacks); fr.repairs() > max {
+		fr.fail(fmt.Errorf("amplification: the members sent %d repairs for %d forged NACKs, over %d", fr.repairs(), fr.nacks, max))
 	}
 	if grown > int64(fuzzHeapBase+fr.forged*fuzzHeapPerForged) {
 		fr.fail(fmt.Errorf("the live heap grew by %d KiB over the script, over %d KiB", grown>>10, (fuzzHeapBase+fr.forged*fuzzHeapPerForged)>>10))
@@ -362,6 +402,9 @@ func (fr *fuzzRun) inject(victim uint64, env *wire.Envelope) {
 	}
 	if !fr.member(env.From) {
 		fr.strangers[env.From] = true
+	}
+	if env.Kind == wire.KindNack {
+		fr.nacks++
 	}
 	fr.forged++
 	if fuzzDebug {
