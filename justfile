@@ -32,6 +32,7 @@ fuzz time="2m":
     go test -run '^$' -fuzz '^FuzzMachine$' -fuzztime {{time}} ./membership
     go test -run '^$' -fuzz '^FuzzReceive$' -fuzztime {{time}} -fuzzminimizetime 3s ./election
     go test -run '^$' -fuzz '^FuzzReceive$' -fuzztime {{time}} -fuzzminimizetime 3s ./mutex
+    go test -run '^$' -fuzz '^FuzzCoreInGroup$' -fuzztime {{time}} ./node
     go test -run '^$' -fuzz '^FuzzRequest$' -fuzztime {{time}} ./internal/control
     go test -run '^$' -fuzz '^FuzzLoad$' -fuzztime {{time}} ./config
 
