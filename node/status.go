@@ -138,11 +138,11 @@ func (n *Node) counters() Counters {
 		{"elections_started", es.Started}, {"elections_won", es.Won},
 		{"election_msgs_sent", es.Sent.Total()}, {"election_msgs_recv", es.Received.Total()},
 		{"election_stale", es.Stale + es.Ignored},
-		{"election_bad", es.Malformed + es.Foreign}, {"election_dropped", edropped},
+		{"election_bad", es.Malformed + es.Foreign + es.OutOfBound + es.Exhausted}, {"election_dropped", edropped},
 		{"lock_requests", ls.Requests}, {"lock_entries", ls.Acquired}, {"lock_lost", ls.Lost},
 		{"lock_withdrawn", ls.Withdrawn}, {"lock_deferred", ls.Deferred}, {"lock_quarantines", ls.Quarantines},
 		{"lock_msgs_sent", ls.Sent.Total()}, {"lock_msgs_recv", ls.Received.Total()},
-		{"lock_stale", ls.Stale}, {"lock_bad", ls.Malformed + ls.Foreign}, {"lock_dropped", ldropped},
+		{"lock_stale", ls.Stale}, {"lock_bad", ls.Malformed + ls.Foreign + ls.OutOfBound + ls.Exhausted}, {"lock_dropped", ldropped},
 	}
 }
 
