@@ -50,6 +50,11 @@ func (f *fuzzNode) Elect(context.Context) (node.ElectResult, error) {
 func (f *fuzzNode) Lock(context.Context) error   { return f.err() }
 func (f *fuzzNode) Unlock(context.Context) error { f.calls++; return nil }
 
+func (f *fuzzNode) ReloadKeys(ctx context.Context) error {
+	f.calls++
+	return nil
+}
+
 func (f *fuzzNode) SetDrop(_ context.Context, d node.Drop) (node.Drop, error) {
 	f.drop = &d
 	return node.Drop{}, f.err()
