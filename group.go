@@ -74,6 +74,10 @@ var (
 	// out; or this node was excluded from the view). Another node may
 	// have held it meanwhile: what was done under it is not protected.
 	ErrLockLost = node.ErrLockLost
+	// ErrLockExhausted: the lock's Lamport clock reached its bound,
+	// which only forged timestamps from a member cause: it grants nothing
+	// more on this node.
+	ErrLockExhausted = node.ErrLockExhausted
 )
 
 // EventKind says what an Event is.
