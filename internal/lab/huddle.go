@@ -160,7 +160,9 @@ func (ns *Nodes) Stop(grace time.Duration) error {
 	var running []*Node
 	for _, n := range ns.All() {
 		if !n.Exited() {
-			n.Signal(syscall.SIGCONT)
+			if sigCont != nil {
+				n.Signal(sigCont)
+			}
 			n.Signal(syscall.SIGTERM)
 			running = append(running, n)
 		}
