@@ -295,7 +295,7 @@ func TestForgedIncarnationSilencesNobody(t *testing.T) {
 
 // Attack: 20,000 forged IDs. Before, each got a peer entry (and with a
 // session message, a stream): 20,002 peers. Now the nodes outside the view
-// share a table of maxStrangers entries, the oldest evicted, pruned after
+// share a table of MaxStrangers entries, the oldest evicted, pruned after
 // the suspect timeout; their PeerSeen events (each a log line) are
 // limited to a burst of 64 and 4 per second, the rest counted.
 func TestStrangerTableIsCapped(t *testing.T) {
@@ -306,8 +306,8 @@ func TestStrangerTableIsCapped(t *testing.T) {
 	for i := range uint64(forged) {
 		now = now.Add(time.Microsecond)
 		e.Step(now, addrX, session(10_000+i, 1, now))
-		if s := e.Stats(); s.Strangers > maxStrangers {
-			t.Fatalf("%d strangers after %d forged IDs, over the cap %d", s.Strangers, i+1, maxStrangers)
+		if s := e.Stats(); s.Strangers > MaxStrangers {
+			t.Fatalf("%d strangers after %d forged IDs, over the cap %d", s.Strangers, i+1, MaxStrangers)
 		}
 		for _, ev := range e.TakeEvents() {
 			if ev.Kind == PeerSeen {
@@ -316,9 +316,9 @@ func TestStrangerTableIsCapped(t *testing.T) {
 		}
 	}
 	s := e.Stats()
-	if len(e.peers) != 2 || len(e.streams) != 2 || s.PeersEvicted != forged-maxStrangers {
+	if len(e.peers) != 2 || len(e.streams) != 2 || s.PeersEvicted != forged-MaxStrangers {
 		t.Fatalf("%d peers, %d streams, %d evicted; want the 2 members, their 2 streams, %d evicted",
-			len(e.peers), len(e.streams), s.PeersEvicted, forged-maxStrangers)
+			len(e.peers), len(e.streams), s.PeersEvicted, forged-MaxStrangers)
 	}
 	if limit := seenBurst + seenRate*now.Sub(t0).Seconds() + 1; float64(seen) > limit || s.PeersUnannounced != uint64(forged-seen) {
 		t.Fatalf("%d PeerSeen events for forged IDs (limit %.0f), %d unannounced", seen, limit, s.PeersUnannounced)
@@ -339,7 +339,7 @@ func TestStrangerTableIsCapped(t *testing.T) {
 			}
 		}
 	}
-	if s := e.Stats(); s.Strangers != 0 || s.Peers != 2 {
+	if s := e.Stats(); s.Strangers != 0 || s.Peers != 2 || len(e.Peers()) != 2 {
 		t.Fatalf("%d strangers and %d peers a suspect timeout later", s.Strangers, s.Peers)
 	}
 	if lost > seen {

@@ -22,9 +22,10 @@ import (
 
 // Bounds on what strangers and forged incarnations can cost.
 const (
-	// maxStrangers is how many non-members the engine remembers at once;
-	// the one heard least recently makes room for a new one.
-	maxStrangers = 1024
+	// MaxStrangers is how many non-members the engine remembers at once
+	// (each costs about a hundred bytes); the one heard least recently
+	// makes room for a new one.
+	MaxStrangers = 1024
 	// maxExpected is how many proposed nodes the engine expects at once;
 	// more are not expected (they join the usual way, at the view).
 	maxExpected = 1024
@@ -292,7 +293,7 @@ func (e *Engine) demote(p *peer) {
 // addStranger puts s in the table, making room by forgetting the stranger
 // heard least recently when it is full.
 func (e *Engine) addStranger(s *stranger) {
-	if e.strangers.len() >= maxStrangers {
+	if e.strangers.len() >= MaxStrangers {
 		e.strangers.remove(e.strangers.head)
 		e.stats.PeersEvicted++
 	}

@@ -66,8 +66,10 @@ func FuzzCoreInGroup(f *testing.F) {
 }
 
 // fuzzBounds are the memory bounds the fuzz test holds every live Core to,
-// whatever was forged: the engine's peers (the group's members plus
-// fuzzStrangers others), its buffered messages and bytes (a ring of twice
+// whatever was forged: the engine's peers with state (the group's members
+// plus fuzzStrangers others, nodes a forged flush proposed), its table of
+// strangers, only heard (multicast.MaxStrangers), its buffered messages
+// and bytes (a ring of twice
 // the send window per member's stream, none for strangers), the node's own
 // protocol queues, and the live heap (fuzzHeapBase, fuzzHeapPerForged).
 const (
@@ -639,7 +641,9 @@ func (fr *fuzzRun) bounds(w *sim.World) error {
 		maxBuffered := 2 * fr.n * fuzzWindow // a ring of twice the window per member's stream
 		switch {
 		case ms.Peers > fr.n+fuzzStrangers:
-			return fmt.Errorf("node %d has %d peers, over %d members and %d strangers", id, ms.Peers, fr.n, fuzzStrangers)
+			return fmt.Errorf("node %d has %d peers, over %d members and %d others", id, ms.Peers, fr.n, fuzzStrangers)
+		case ms.Strangers > multicast.MaxStrangers:
+			return fmt.Errorf("node %d remembers %d strangers, over %d", id, ms.Strangers, multicast.MaxStrangers)
 		case ms.Buffered > maxBuffered:
 			return fmt.Errorf("node %d buffers %d messages, over %d", id, ms.Buffered, maxBuffered)
 		case ms.BufferBytes > maxBuffered*c.opt.DatagramSize:
