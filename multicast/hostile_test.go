@@ -100,12 +100,12 @@ func TestForgedSourcesCostNoState(t *testing.T) {
 // Attack, with a member's ID (without a key anyone can use one): data far
 // ahead in its stream. Before, data 8192 in a stream that holds 1 opened
 // 8190 gaps (twice the window) and a session message claiming 2^61
-// messages as many; now at most a window of gaps opens past what the
-// stream holds, NACKs ask only within it, at most 32 messages each, and a
-// jump beyond the ring's reach costs nothing.
+// messages as many; now at most gapSpan (512) gaps open past what the
+// stream holds, NACKs ask only within them, at most 32 messages each, and
+// a jump beyond the ring's reach costs nothing.
 func TestJumpInAMemberStreamIsBounded(t *testing.T) {
 	e := inView(t)
-	w := uint64(e.opt.Window)
+	w := uint64(gapSpan)
 	e.Step(t0, addr2, data(2, 5, 1))
 	e.Step(t0, addrX, data(2, 5, 8192))
 	st := e.streams[2]
@@ -133,7 +133,7 @@ func TestJumpInAMemberStreamIsBounded(t *testing.T) {
 			}
 			for _, r := range o.Nack.Ranges {
 				if r.Last > st.received()+w {
-					t.Fatalf("a NACK asks for %d, beyond a window past %d", r.Last, st.received())
+					t.Fatalf("a NACK asks for %d, beyond gapSpan past %d", r.Last, st.received())
 				}
 			}
 		}
@@ -344,5 +344,47 @@ func TestStrangerTableIsCapped(t *testing.T) {
 	}
 	if lost > seen {
 		t.Fatalf("%d PeerLost events for %d strangers announced", lost, seen)
+	}
+}
+
+// Attack: flushes naming many nodes (without a key an outsider can send
+// one, and membership takes part in it). The nodes a flush proposes get
+// state as members do, until the view; but only those of the flush this
+// node takes part in now: a flush's proposal replaces the last one's, so
+// forged flushes cannot pile up expected nodes. Each stream such a node
+// opens costs at most gapSpan (512) gaps.
+func TestExpectationsDoNotPileUp(t *testing.T) {
+	e := inView(t)
+	proposal := func(first uint64) []wire.Member {
+		ms := []wire.Member{{ID: 1, Inc: 100}, {ID: 2, Inc: 5}, {ID: 3, Inc: 1}}
+		for i := range uint64(100) {
+			ms = append(ms, wire.Member{ID: first + i, Inc: 1})
+		}
+		return ms
+	}
+	for round := range uint64(10) {
+		e.Expect(t0, proposal(1000+100*round))
+		for i := range uint64(100) {
+			e.Step(t0, addrX, data(1000+100*round+i, 1, 1))
+			e.Step(t0, addrX, data(1000+100*round+i, 1, 1000))
+		}
+	}
+	if len(e.expected) != 102 || len(e.peers) != 102 || len(e.streams) != 102 {
+		t.Fatalf("%d expected, %d peers, %d streams after 10 forged proposals of 100 nodes; want 102 (the members too), 102, 102",
+			len(e.expected), len(e.peers), len(e.streams))
+	}
+	for id, st := range e.streams {
+		if len(st.gaps) > gapSpan {
+			t.Fatalf("stream of %d has %d gaps, over %d", id, len(st.gaps), gapSpan)
+		}
+	}
+	if s := e.Stats(); s.ForeignData != 0 {
+		t.Fatalf("foreign_data %d: an expected node's data was dropped", s.ForeignData)
+	}
+	// The members are untouched; a view without the proposed nodes drops
+	// their state.
+	e.SetMembers([]wire.Member{{ID: 2, Inc: 5}, {ID: 3, Inc: 1}})
+	if len(e.expected) != 0 || len(e.peers) != 2 || len(e.streams) != 2 {
+		t.Fatalf("%d expected, %d peers, %d streams after the view", len(e.expected), len(e.peers), len(e.streams))
 	}
 }

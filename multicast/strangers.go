@@ -200,11 +200,24 @@ type expectation struct {
 // them: a node joining or merging may send in the new view before this
 // node installs it, and its messages are then kept until the view is
 // installed. The membership layer calls it with the proposal's members
-// when it takes part in a flush. Incarnations further ahead of now than
-// MaxIncSkew are not expected; beyond maxExpected nodes, no more are.
+// when it takes part in a flush. A node takes part in one flush at a
+// time: the nodes an earlier call expected that this one does not name
+// are expected no more, so that flushes, forged or not, cannot pile up
+// expectations. Incarnations further ahead of now than MaxIncSkew are not
+// expected; beyond maxExpected nodes, no more are.
 func (e *Engine) Expect(now time.Time, members []wire.Member) {
 	if e.members == nil {
 		return // no view: every node is admitted already
+	}
+	named := make(map[uint64]bool, len(members))
+	for _, x := range members {
+		named[x.ID] = true
+	}
+	for _, id := range sortedKeys(e.expected) {
+		if x := e.expected[id]; !named[id] {
+			delete(e.expected, id)
+			e.unexpect(id, x.inc)
+		}
 	}
 	until := now.Add(expectFor * e.opt.SuspectTimeout)
 	for _, x := range members {

@@ -135,39 +135,41 @@ func (e *Engine) receive(now time.Time, st *stream, d *wire.Data, v wire.ViewID,
 	}
 	e.deliver(st)
 	if st.opened < st.high {
-		e.openGaps(now, st) // what it delivered moved gapLimit on
+		e.openGaps(now, st) // a gap closed: another may open (gapSpan)
 	}
 }
 
 // detect learns that messages up to high exist, and opens their gaps. It
-// believes at most a window past what it holds: a source has at most a
-// window of messages that this node may not hold yet (it holds the rest
-// until this node reports them), so a claim beyond that is false, and
-// would cost requests for messages that do not exist.
+// believes at most a ring's reach past what it holds: a claim beyond that
+// could not be buffered anyway.
 func (e *Engine) detect(now time.Time, st *stream, high uint64) {
-	if high = min(high, e.gapLimit(st)); high > st.high {
+	if high = min(high, st.received()+st.ring.max); high > st.high {
 		st.high = high
 	}
 	e.openGaps(now, st)
 }
 
-// gapLimit is the highest message of st that may have a gap: a window
-// past what this node holds in order. That bounds the gaps open at once,
-// with their timers, whatever a datagram claims.
-func (e *Engine) gapLimit(st *stream) uint64 { return st.received() + uint64(e.opt.Window) }
+// gapSpan is how many gaps a stream may have open at once: what one NACK
+// asks for at most (maxNackSeqs, in NACKs of maxNackRepairs). A false
+// claim of messages far ahead, which any datagram in a member's name can
+// make without a key, then costs at most gapSpan gaps and their timers; a
+// true one is requested gapSpan messages at a time, a gap opening as
+// another closes.
+const gapSpan = maxNackSeqs
 
 // openGaps opens a gap with a request timer (SRM §III-B) for each message
-// known to exist and not held, as far as the stream's ring reaches and
-// at most a window past what this node holds (gapLimit): that bounds their
-// number. What lies beyond is opened when the ring moves on (stability),
-// the stream delivers, or it skips ahead.
+// known to exist and not held, as far as the stream's ring reaches, while
+// the stream has fewer than gapSpan open: that bounds their number,
+// whatever a datagram claims. What lies beyond is opened when a gap
+// closes, the ring moves on (stability), or the stream skips ahead.
 func (e *Engine) openGaps(now time.Time, st *stream) {
 	if !st.lostAt.IsZero() {
 		return // its source is lost: nobody may be left to repair
 	}
 	from := max(st.opened+1, st.next)
-	to := min(st.high, st.ring.reach(), e.gapLimit(st))
-	for s := from; s <= to; s++ {
+	to := min(st.high, st.ring.reach())
+	s := from
+	for ; s <= to && len(st.gaps) < gapSpan; s++ {
 		if st.ring.get(s) != nil || st.gaps[s] != nil {
 			continue
 		}
@@ -176,7 +178,7 @@ func (e *Engine) openGaps(now time.Time, st *stream) {
 		e.stats.GapsDetected++
 		e.armRequest(now, st, s, g)
 	}
-	st.opened = max(st.opened, to)
+	st.opened = max(st.opened, s-1)
 }
 
 // deliver hands the messages that are now in order to the layer above,
