@@ -156,6 +156,7 @@ func (m *Machine) onFlush(now time.Time, from uint64, fromView wire.ViewID, f *w
 		m.changeFrom = now
 	}
 	m.participation = &participation{id: id, members: slices.Clone(f.Members), prior: m.view.ID, priorInc: m.coordInc(), heardAt: now}
+	m.engine.Expect(now, f.Members) // the multicast layer keeps state for the proposed nodes until the view
 	m.sendReport()
 	if f.Phase == wire.FlushCut {
 		m.takeCut(now, f.Cuts)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/wire"
@@ -85,17 +86,21 @@ type Engine struct {
 	own         *stream            // what we send
 	timers      timerHeap
 	nextSession time.Time
-	probeAt     time.Time         // a session message announcing the tail of what was just sent; zero for none
-	probeAfter  time.Duration     // how long after the last data (probeDelay, at each heartbeat)
-	lastNow     time.Time         // of the last Step or Tick
-	fullSince   time.Time         // since when the send window has been full; zero when it is not
-	lagReported bool              // the laggards of this full window were reported
-	senders     int               // members sending now, this one included: they share the window
-	sendq       []uint64          // own seqs to transmit at the next flush
-	batchBuf    []wire.Data       // backing array of the batches packed from sendq
-	view        wire.ViewID       // this node's view, stamped on what it sends
-	members     map[uint64]uint64 // the view's members and their incarnations; nil: every live peer counts for stability
-	absent      map[uint64]*peer  // members lost but not yet excluded: their last reports still count for stability
+	probeAt     time.Time              // a session message announcing the tail of what was just sent; zero for none
+	probeAfter  time.Duration          // how long after the last data (probeDelay, at each heartbeat)
+	lastNow     time.Time              // of the last Step or Tick
+	fullSince   time.Time              // since when the send window has been full; zero when it is not
+	lagReported bool                   // the laggards of this full window were reported
+	senders     int                    // members sending now, this one included: they share the window
+	sendq       []uint64               // own seqs to transmit at the next flush
+	batchBuf    []wire.Data            // backing array of the batches packed from sendq
+	view        wire.ViewID            // this node's view, stamped on what it sends
+	members     map[uint64]uint64      // the view's members and their incarnations; nil: every live peer counts for stability
+	absent      map[uint64]*peer       // members lost but not yet excluded: their last reports still count for stability
+	expected    map[uint64]expectation // nodes a flush in progress proposes: admitted as members are (Expect)
+	expireAt    time.Time              // when the first expectation runs out; zero for none
+	strangers   strangers              // nodes outside the view: only heard (strangers.go)
+	seenLimit   limiter                // of strangers' PeerSeen events
 	out         []wire.Envelope
 	events      []Event
 	deliveries  []Delivery
@@ -147,7 +152,8 @@ type Delivery struct {
 // New returns an Engine that sends its first session message at now.
 func New(opt Options, now time.Time) *Engine {
 	opt = withDefaults(opt)
-	e := &Engine{opt: opt, peers: make(map[uint64]*peer), streams: make(map[uint64]*stream), absent: make(map[uint64]*peer), nextSession: now}
+	e := &Engine{opt: opt, peers: make(map[uint64]*peer), streams: make(map[uint64]*stream), absent: make(map[uint64]*peer),
+		expected: make(map[uint64]expectation), nextSession: now, lastNow: now}
 	e.probeAfter = e.probeDelay() // no peers yet: the floor
 	e.own = newStream(opt.Self, opt.Inc, 1, e.ringSize())
 	return e
@@ -195,7 +201,7 @@ func (e *Engine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
 	switch env.Kind {
 	case wire.KindSession:
 		e.stats.SessionsRecv++
-		e.onSession(now, p, &env.Session)
+		e.onSession(now, p, &env.Session, env.View)
 	case wire.KindData:
 		e.onData(now, p, &env.Data, env.View)
 	case wire.KindBatch:
@@ -244,7 +250,7 @@ func (e *Engine) Tick(now time.Time) {
 // sent, so the delay is the one probeDelay worked out at the last
 // heartbeat.
 func (e *Engine) probe() {
-	if len(e.peers) == 0 {
+	if len(e.peers) == 0 && e.strangers.len() == 0 {
 		return // nobody to tell
 	}
 	e.probeAt = e.lastNow.Add(e.probeAfter)
@@ -274,6 +280,14 @@ func (e *Engine) Paused(now time.Time, d time.Duration) {
 			p.lastHeard = now
 		}
 	}
+	// The same for strangers, which keeps their list in order.
+	for s := e.strangers.head; s != nil; s = s.next {
+		if t := s.lastHeard.Add(d); t.Before(now) {
+			s.lastHeard = t
+		} else {
+			s.lastHeard = now
+		}
+	}
 }
 
 // NextDeadline is when Tick must next be called.
@@ -287,6 +301,11 @@ func (e *Engine) NextDeadline() time.Time {
 	}
 	for _, p := range e.peers {
 		if t := p.lastHeard.Add(e.opt.SuspectTimeout); t.Before(d) {
+			d = t
+		}
+	}
+	if s := e.strangers.head; s != nil {
+		if t := s.lastHeard.Add(e.opt.SuspectTimeout); t.Before(d) {
 			d = t
 		}
 	}
@@ -321,8 +340,16 @@ func (e *Engine) Pack() { e.packData() }
 // Options returns the engine's options, defaults filled in.
 func (e *Engine) Options() Options { return e.opt }
 
-// Peers returns the IDs of the live peers, in increasing order.
-func (e *Engine) Peers() []uint64 { return e.peerIDs() }
+// Peers returns the IDs of the live peers, members or not, in increasing
+// order.
+func (e *Engine) Peers() []uint64 {
+	ids := e.peerIDs()
+	for s := e.strangers.head; s != nil; s = s.next {
+		ids = append(ids, s.id)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
 
 // RTT returns the smoothed round-trip time to a peer, and false while it is
 // not known yet.

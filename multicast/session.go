@@ -8,7 +8,9 @@ import (
 	"github.com/huddle-lan/huddle/internal/wire"
 )
 
-// peer is what this node knows of another member it hears.
+// peer is what this node knows of another node it keeps state for: a
+// member of the view, a node a flush proposes, or (without a view) any
+// node it hears. Other nodes are strangers (strangers.go).
 type peer struct {
 	id        uint64
 	inc       uint64
@@ -20,34 +22,71 @@ type peer struct {
 	samples   [rttSamples]time.Duration
 	nsamples  int
 	reports   map[uint64]report // what it has received in order, by source
+	view      wire.ViewID       // the view its last session message was sent in
+	presumed  bool              // a member not heard yet: presumed live since its view (SetMembers)
+	restarted bool              // presumed, and replacing an older incarnation
+	budget    float64           // repair bytes its NACKs may still cost (repairBudget)
+	budgetAt  time.Time         // when budget was last refilled
 }
 
 // report is a peer's receive state for one source incarnation.
 type report struct{ inc, seq uint64 }
 
-// hear records a datagram from a peer and returns the peer, or false when
-// the datagram is from an older incarnation and must be ignored. A newer
-// incarnation replaces the old one (the node restarted).
+func (e *Engine) newPeer(id, inc uint64, addr netip.AddrPort, now time.Time) *peer {
+	return &peer{id: id, inc: inc, addr: addr, lastHeard: now, reports: map[uint64]report{}, budget: repairBurst, budgetAt: now}
+}
+
+// hear records a datagram from a node and returns its peer, or false when
+// the datagram must be ignored: it is from another incarnation than the
+// one kept, or from a stranger (which is only heard: hearStranger).
+//
+// A member's (or an expected node's) state is that of the incarnation
+// membership named: a datagram in its name with another incarnation,
+// newer or older, touches nothing, so that none can silence it. Without a
+// view, a newer incarnation replaces the old one (the node restarted) if
+// it is within MaxIncSkew of the clock.
 func (e *Engine) hear(now time.Time, src netip.AddrPort, h *wire.Header) (*peer, bool) {
-	if e.pinned(h.From, h.Inc) {
-		// A member's new incarnation waits until membership has flushed
-		// the old one out of the view: its stream is still needed.
-		e.stats.StaleInc++
+	if e.members != nil {
+		inc, ok := e.admittedInc(h.From)
+		switch {
+		case !ok:
+			e.hearStranger(now, src, h)
+			return nil, false
+		case h.Inc != inc:
+			// A member's new incarnation waits until membership has
+			// flushed the old one out of the view: its stream is still
+			// needed. An older one is stale.
+			e.stats.StaleInc++
+			return nil, false
+		}
+	}
+	p := e.peers[h.From]
+	if (p == nil || h.Inc > p.inc) && future(now, h.Inc) {
+		e.stats.FutureInc++
 		return nil, false
 	}
 	delete(e.absent, h.From)
-	p := e.peers[h.From]
 	switch {
 	case p == nil:
-		p = &peer{id: h.From, inc: h.Inc, addr: src, reports: map[uint64]report{}}
+		announced := false
+		if s := e.strangers.get(h.From); s != nil {
+			announced = s.announced && s.inc == h.Inc
+			e.strangers.remove(s)
+		}
+		p = e.newPeer(h.From, h.Inc, src, now)
 		e.peers[h.From] = p
-		e.events = append(e.events, Event{Kind: PeerSeen, Peer: h.From, Inc: h.Inc, Addr: src})
+		if !announced {
+			e.events = append(e.events, Event{Kind: PeerSeen, Peer: h.From, Inc: h.Inc, Addr: src})
+		}
 	case h.Inc < p.inc:
 		e.stats.StaleInc++
 		return nil, false
 	case h.Inc > p.inc:
-		*p = peer{id: h.From, inc: h.Inc, addr: src, reports: map[uint64]report{}}
+		*p = *e.newPeer(h.From, h.Inc, src, now)
 		e.events = append(e.events, Event{Kind: PeerSeen, Peer: h.From, Inc: h.Inc, Addr: src, Restarted: true})
+	case p.presumed:
+		p.presumed, p.addr = false, src
+		e.events = append(e.events, Event{Kind: PeerSeen, Peer: h.From, Inc: h.Inc, Addr: src, Restarted: p.restarted})
 	}
 	p.lastHeard = now
 	if st := e.streams[h.From]; st != nil {
@@ -68,8 +107,8 @@ func (e *Engine) hear(now time.Time, src netip.AddrPort, h *wire.Header) (*peer,
 // how the loss of a last message is found without new traffic); learns
 // from the sender's receive reports what others hold (stability) and what
 // exists that we have not seen; and skips what the sender no longer holds.
-func (e *Engine) onSession(now time.Time, p *peer, s *wire.Session) {
-	p.echo, p.echoAt = s.Sent, now
+func (e *Engine) onSession(now time.Time, p *peer, s *wire.Session, view wire.ViewID) {
+	p.echo, p.echoAt, p.view = s.Sent, now, view
 	first := s.Seq + 1
 	if s.Low > 0 {
 		first = s.Low // chase what the source still holds
@@ -218,6 +257,12 @@ func (e *Engine) minReport(st *stream, strict bool) uint64 {
 			m = min(m, r.seq)
 		case strict:
 			return st.stable
+		case p.view != e.view:
+			// A member that has not reported since it installed this
+			// view may not have started this source's stream yet (a
+			// joiner starts it at the view): what the view sent may be
+			// what it misses.
+			return st.stable
 		}
 	}
 	return m
@@ -266,6 +311,8 @@ func (e *Engine) expirePeers(now time.Time) {
 			e.dropStream(st)
 		}
 	}
+	e.expireStrangers(now)
+	e.expireExpected(now)
 	if lost {
 		e.updateStability(now)
 	}

@@ -32,7 +32,16 @@ type Stats struct {
 	StaleInc     uint64 // datagrams from an older incarnation of a peer, ignored
 	Unhandled    uint64 // datagrams of kinds this layer does not handle
 
-	Peers       int       // peers currently live
+	// Hostile or foreign input, dropped (strangers.go, srm.go).
+	ForeignData      uint64 // data, batch and repair datagrams from nodes outside the view (not members, not expected)
+	NackRefused      uint64 // NACKs from nodes that are not members of the view: answered with nothing
+	RepairBudget     uint64 // repairs not sent: over a NACK's share (maxNackRepairs) or the requester's byte budget
+	PeersEvicted     uint64 // strangers forgotten to make room in their full table (MaxStrangers)
+	FutureInc        uint64 // datagrams (and expectations) whose incarnation is more than MaxIncSkew ahead of the clock
+	PeersUnannounced uint64 // strangers heard whose PeerSeen was held back by the rate limit
+
+	Peers       int       // peers currently live that the engine keeps state for: members, nodes a flush proposes (all without a view)
+	Strangers   int       // nodes outside the view heard within the suspect timeout, only heard (at most MaxStrangers)
 	Buffered    int       // messages held for delivery or repair, all streams
 	BufferBytes int       // their payload bytes
 	Unstable    int       // own messages not yet stable (the send window's use)
@@ -43,6 +52,7 @@ type Stats struct {
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	s := e.stats
+	s.Strangers = e.strangers.len()
 	s.Peers = len(e.peers)
 	s.Unstable = e.Unstable()
 	s.Buffered, s.BufferBytes = e.own.ring.count, e.own.ring.bytes

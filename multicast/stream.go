@@ -134,12 +134,14 @@ func (e *Engine) receive(now time.Time, st *stream, d *wire.Data, v wire.ViewID,
 		e.detect(now, st, s)
 	}
 	e.deliver(st)
+	if st.opened < st.high {
+		e.openGaps(now, st) // a gap closed: another may open (gapSpan)
+	}
 }
 
 // detect learns that messages up to high exist, and opens their gaps. It
 // believes at most a ring's reach past what it holds: a claim beyond that
-// could not be buffered anyway, and a false one would cost requests for
-// messages that do not exist.
+// could not be buffered anyway.
 func (e *Engine) detect(now time.Time, st *stream, high uint64) {
 	if high = min(high, st.received()+st.ring.max); high > st.high {
 		st.high = high
@@ -147,17 +149,27 @@ func (e *Engine) detect(now time.Time, st *stream, high uint64) {
 	e.openGaps(now, st)
 }
 
+// gapSpan is how many gaps a stream may have open at once: what one NACK
+// asks for at most (maxNackSeqs, in NACKs of maxNackRepairs). A false
+// claim of messages far ahead, which any datagram in a member's name can
+// make without a key, then costs at most gapSpan gaps and their timers; a
+// true one is requested gapSpan messages at a time, a gap opening as
+// another closes.
+const gapSpan = maxNackSeqs
+
 // openGaps opens a gap with a request timer (SRM §III-B) for each message
-// known to exist and not held, as far as the stream's ring reaches: that
-// bounds their number. What lies beyond is opened when the ring moves on
-// (stability) or the stream skips ahead.
+// known to exist and not held, as far as the stream's ring reaches, while
+// the stream has fewer than gapSpan open: that bounds their number,
+// whatever a datagram claims. What lies beyond is opened when a gap
+// closes, the ring moves on (stability), or the stream skips ahead.
 func (e *Engine) openGaps(now time.Time, st *stream) {
 	if !st.lostAt.IsZero() {
 		return // its source is lost: nobody may be left to repair
 	}
 	from := max(st.opened+1, st.next)
 	to := min(st.high, st.ring.reach())
-	for s := from; s <= to; s++ {
+	s := from
+	for ; s <= to && len(st.gaps) < gapSpan; s++ {
 		if st.ring.get(s) != nil || st.gaps[s] != nil {
 			continue
 		}
@@ -166,7 +178,7 @@ func (e *Engine) openGaps(now time.Time, st *stream) {
 		e.stats.GapsDetected++
 		e.armRequest(now, st, s, g)
 	}
-	st.opened = max(st.opened, to)
+	st.opened = max(st.opened, s-1)
 }
 
 // deliver hands the messages that are now in order to the layer above,

@@ -1,6 +1,7 @@
 package multicast
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/wire"
@@ -28,20 +29,64 @@ func (e *Engine) View() wire.ViewID { return e.view }
 // A member's incarnation is the view's: datagrams of a newer one wait
 // (dropped) until a view holds it, since the old one's stream may still be
 // needed by a flush.
+//
+// The engine keeps state only for the members (and the nodes a flush
+// expects, until a view settles them: this one does): the others become
+// strangers, which are only heard, and their streams are dropped (a
+// source that left the view: membership forgets it too). A stranger that
+// becomes a member is a live peer at once, as it was last heard.
 func (e *Engine) SetMembers(members []wire.Member) {
 	if members == nil {
 		e.members = nil
 		clear(e.absent)
+		clear(e.expected)
+		e.expireAt = time.Time{}
+		for s := e.strangers.head; s != nil; s = e.strangers.head {
+			e.strangers.remove(s)
+			if e.peers[s.id] == nil {
+				e.peers[s.id] = e.newPeer(s.id, s.inc, s.addr, s.lastHeard)
+			}
+		}
 		return
 	}
 	e.members = make(map[uint64]uint64, len(members))
 	for _, x := range members {
 		e.members[x.ID] = x.Inc
 	}
+	clear(e.expected) // the view settles them
+	e.expireAt = time.Time{}
 	for id, p := range e.absent {
 		if e.members[id] != p.inc {
 			delete(e.absent, id) // excluded: it holds nothing back any more
 		}
+	}
+	restarted := map[uint64]bool{}
+	for _, id := range e.peerIDs() {
+		if p := e.peers[id]; !e.member(id, p.inc) {
+			restarted[id] = p.inc < e.members[id]
+			e.demote(p)
+		}
+	}
+	for _, id := range e.streamIDs() {
+		if st := e.streams[id]; !e.member(id, st.inc) {
+			delete(e.streams, id) // it left the view: what it sent no member delivers now
+		}
+	}
+	for _, x := range members {
+		if e.peers[x.ID] != nil || e.absent[x.ID] != nil || e.promote(x.ID, x.Inc) || e.lastNow.IsZero() {
+			continue
+		}
+		// A member never heard in this incarnation (a restarted node,
+		// whose new incarnation was held back until the view took it in,
+		// or one this node missed) is presumed live from now: it holds
+		// stability back until it reports, and is lost (and suspected)
+		// if it stays silent.
+		if s := e.strangers.get(x.ID); s != nil {
+			e.strangers.remove(s)
+		}
+		p := e.newPeer(x.ID, x.Inc, netip.AddrPort{}, e.lastNow)
+		p.presumed, p.restarted = true, restarted[x.ID]
+		e.peers[x.ID] = p
 	}
 }
 
@@ -104,13 +149,6 @@ func (e *Engine) Forget(src, inc uint64) {
 	if st := e.streams[src]; st != nil && st.inc == inc {
 		delete(e.streams, src)
 	}
-}
-
-// pinned reports whether incarnation inc of peer id must wait: the view
-// holds an older incarnation of it.
-func (e *Engine) pinned(id, inc uint64) bool {
-	old, ok := e.members[id]
-	return ok && old < inc
 }
 
 // Holds returns how far member id last reported holding source src's

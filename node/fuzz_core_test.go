@@ -66,8 +66,10 @@ func FuzzCoreInGroup(f *testing.F) {
 }
 
 // fuzzBounds are the memory bounds the fuzz test holds every live Core to,
-// whatever was forged: the engine's peers (the group's members plus
-// fuzzStrangers others), its buffered messages and bytes (a ring of twice
+// whatever was forged: the engine's peers with state (the group's members
+// plus fuzzStrangers others, nodes a forged flush proposed), its table of
+// strangers, only heard (multicast.MaxStrangers), its buffered messages
+// and bytes (a ring of twice
 // the send window per member's stream, none for strangers), the node's own
 // protocol queues, and the live heap (fuzzHeapBase, fuzzHeapPerForged).
 const (
@@ -125,51 +127,12 @@ var knownFuzzBugs = []knownFuzzBug{
 		},
 	},
 	{
-		name:       "strangers",
-		what:       "every new ID outside the group that a datagram carries gets per-peer state: 201 session messages from IDs 100 to 300 leave a member with 203 peers",
-		fix:        "multicast, membership: per-peer state (streams, gaps, timers, heard, mergeOff) only for view members and pending joiners, capped for everything else, and pruned (issue 14, item 4)",
-		reproducer: "testdata/fuzz/FuzzCoreInGroup/session-burst",
-		skip: func(fr *fuzzRun, _ uint64, env *wire.Envelope) bool {
-			return !fr.member(env.From) && !fr.strangers[env.From] && len(fr.strangers) >= fuzzStrangers/2
-		},
-	},
-	{
 		name:       "roles",
 		what:       "a flush in the cut phase and a commit from an ID outside the group install a view with that phantom as coordinator, which nobody excludes: the members never agree on a view of them all again (liveness)",
 		fix:        "membership: a flush or commit counts only from the acting coordinator of a view this node is in or is joining, a commit cannot add a node that never asked to join, refusals only from the coordinator (issue 14, item 4)",
 		reproducer: "testdata/fuzz/FuzzCoreInGroup/phantom-view",
 		skip: func(fr *fuzzRun, _ uint64, env *wire.Envelope) bool {
 			return !fr.member(env.From) && (env.Kind == wire.KindFlush || env.Kind == wire.KindView || env.Kind == wire.KindRefuse)
-		},
-	},
-	{
-		name:       "repair",
-		what:       "a repair from an ID outside the group is taken into a member's stream: members deliver a message that member never sent (integrity), and the same path forges order records, election and lock messages",
-		fix:        "multicast: repairs accepted from view members only (with a key, outsiders cannot send one) (issue 14, items 1 and 4)",
-		reproducer: "testdata/fuzz/FuzzCoreInGroup/repair-inject",
-		skip: func(fr *fuzzRun, _ uint64, env *wire.Envelope) bool {
-			return env.Kind == wire.KindRepair && !fr.member(env.From)
-		},
-	},
-	{
-		name:       "gaps",
-		what:       "a datagram with a sequence number far ahead of what a member holds of that stream (a stranger's: any above 64) opens a gap of every message in between, each with its NACK timer: data with seq 1 and then 8192 from a new ID grows the live heap by about 3 MiB, and makes the member NACK 8190 messages",
-		fix:        "multicast: per-peer state only for view members and pending joiners; gaps bounded (issue 14, item 4)",
-		reproducer: "testdata/fuzz/FuzzCoreInGroup/gap-8192",
-		skip: func(fr *fuzzRun, victim uint64, env *wire.Envelope) bool {
-			far := func(src, inc, seq uint64) bool { return fr.far(victim, src, inc, seq) }
-			switch env.Kind {
-			case wire.KindData:
-				return far(env.From, env.Inc, env.Data.Seq)
-			case wire.KindBatch:
-				return slices.ContainsFunc(env.Batch, func(d wire.Data) bool { return far(env.From, env.Inc, d.Seq) })
-			case wire.KindRepair:
-				return far(env.Repair.Source, env.Repair.SourceInc, env.Repair.Data.Seq)
-			case wire.KindSession:
-				return far(env.From, env.Inc, env.Session.Seq) ||
-					slices.ContainsFunc(env.Session.Peers, func(p wire.PeerState) bool { return far(p.ID, p.Inc, p.Seq) })
-			}
-			return false
 		},
 	},
 }
@@ -249,20 +212,19 @@ func (s *script) u64(ctx []uint64) uint64 {
 
 // fuzzRun is one run of the script.
 type fuzzRun struct {
-	t         *testing.T
-	s         *script
-	w         *sim.World
-	r         *rand.Rand
-	l         *vsLedger
-	local     *localLedger
-	n         int
-	members   bool // forgeries may carry members' IDs
-	enc       *wire.Encoder
-	group     uint32
-	forged    int
-	skipped   map[string]int
-	strangers map[uint64]bool // the IDs outside the group that forged datagrams carried
-	nacks     int             // forged NACKs injected
+	t       *testing.T
+	s       *script
+	w       *sim.World
+	r       *rand.Rand
+	l       *vsLedger
+	local   *localLedger
+	n       int
+	members bool // forgeries may carry members' IDs
+	enc     *wire.Encoder
+	group   uint32
+	forged  int
+	skipped map[string]int
+	nacks   int // forged NACKs injected
 }
 
 // repairs is the repairs the members sent so far.
@@ -278,12 +240,6 @@ func (fr *fuzzRun) repairs() uint64 {
 // member reports whether id is one of the group's.
 func (fr *fuzzRun) member(id uint64) bool { return id >= 1 && id <= uint64(fr.n) }
 
-// far reports whether seq of source lies more than 64 beyond what victim
-// holds of that source's stream (a stranger's: from 0).
-func (fr *fuzzRun) far(victim, source, inc, seq uint64) bool {
-	return seq > core(fr.w, victim).engine.Received(source, inc)+64
-}
-
 // fuzzAttacker is where the forged datagrams come from.
 var fuzzAttacker = netip.MustParseAddrPort("10.66.66.66:7468")
 
@@ -291,7 +247,7 @@ func runFuzzScript(t *testing.T, data []byte) {
 	s := &script{b: data}
 	head := s.byte()
 	fr := &fuzzRun{t: t, s: s, n: 3 + int(head%3), members: head&0x80 != 0, enc: wire.NewEncoder(),
-		group: wire.GroupHash("huddle"), skipped: map[string]int{}, strangers: map[uint64]bool{}}
+		group: wire.GroupHash("huddle"), skipped: map[string]int{}}
 	fr.r = rand.New(rand.NewPCG(uint64(head), uint64(s.byte())))
 	fr.w = sim.New(sim.Options{Seed: int64(head), Jitter: 50 * time.Microsecond})
 	if fr.members {
@@ -399,9 +355,6 @@ func (fr *fuzzRun) inject(victim uint64, env *wire.Envelope) {
 	b, err := fr.enc.Append(nil, env)
 	if err != nil {
 		return // a kind without a codec
-	}
-	if !fr.member(env.From) {
-		fr.strangers[env.From] = true
 	}
 	if env.Kind == wire.KindNack {
 		fr.nacks++
@@ -639,7 +592,9 @@ func (fr *fuzzRun) bounds(w *sim.World) error {
 		maxBuffered := 2 * fr.n * fuzzWindow // a ring of twice the window per member's stream
 		switch {
 		case ms.Peers > fr.n+fuzzStrangers:
-			return fmt.Errorf("node %d has %d peers, over %d members and %d strangers", id, ms.Peers, fr.n, fuzzStrangers)
+			return fmt.Errorf("node %d has %d peers, over %d members and %d others", id, ms.Peers, fr.n, fuzzStrangers)
+		case ms.Strangers > multicast.MaxStrangers:
+			return fmt.Errorf("node %d remembers %d strangers, over %d", id, ms.Strangers, multicast.MaxStrangers)
 		case ms.Buffered > maxBuffered:
 			return fmt.Errorf("node %d buffers %d messages, over %d", id, ms.Buffered, maxBuffered)
 		case ms.BufferBytes > maxBuffered*c.opt.DatagramSize:

@@ -1,0 +1,390 @@
+package multicast
+
+import (
+	"math"
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/wire"
+)
+
+// The attacks of issue 14 on the reliable multicast layer, each against an
+// engine in a view (as membership runs it), each with what it achieved
+// before the defence. Without a key, any host can send datagrams in any
+// name: the defences limit what IDs outside the view can do, and what a
+// forged member ID can cost.
+
+var addrX = netip.MustParseAddrPort("10.0.0.66:7468") // the attacker's
+
+// inView returns node 1 (incarnation 100) in a view with members 2/5 and
+// 3/1, both heard.
+func inView(t *testing.T) *Engine {
+	t.Helper()
+	e := newEngine(1)
+	e.SetMembers([]wire.Member{{ID: 2, Inc: 5}, {ID: 3, Inc: 1}})
+	e.Step(t0, addr2, session(2, 5, t0))
+	e.Step(t0, addr2, session(3, 1, t0))
+	e.TakeOutput()
+	e.TakeEvents()
+	return e
+}
+
+func nackEnv(from, inc, src, srcInc, attempt uint64, ranges ...wire.SeqRange) *wire.Envelope {
+	env := &wire.Envelope{Header: wire.Header{Group: 7, From: from, Inc: inc, Kind: wire.KindNack}}
+	env.Nack = wire.Nack{Source: src, SourceInc: srcInc, Attempt: attempt, Ranges: ranges}
+	return env
+}
+
+func repairEnv(from, inc, src, srcInc, seq uint64, payload string) *wire.Envelope {
+	env := &wire.Envelope{Header: wire.Header{Group: 7, From: from, Inc: inc, Kind: wire.KindRepair}}
+	env.Repair = wire.Repair{Source: src, SourceInc: srcInc, Data: wire.Data{Seq: seq, Payload: []byte(payload)}}
+	return env
+}
+
+func count(out []wire.Envelope, k wire.Kind) int {
+	n := 0
+	for _, o := range out {
+		if o.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// Attack: a new ID sends data 1 and 8192 (two 33-byte datagrams). Before,
+// the engine made a stream for it and opened 8190 gaps with their timers,
+// about 2.7 MiB of heap per forged ID, and multicast NACKs for them. Now a
+// node outside the view is only heard: no stream, no gap, no timer, no
+// NACK; 50 forged IDs cost less than 256 KiB.
+func TestForgedSourcesCostNoState(t *testing.T) {
+	e := inView(t)
+	const forged = 50
+	before := heapInUse()
+	for i := range uint64(forged) {
+		e.Step(t0, addrX, data(1000+i, 1, 1))
+		e.Step(t0, addrX, data(1000+i, 1, 8192))
+	}
+	grown := int64(heapInUse()) - int64(before)
+	if grown > 256<<10 {
+		t.Errorf("%d forged sources grew the heap by %d KiB, want < 256 KiB", forged, grown>>10)
+	}
+	for id, st := range e.streams {
+		if id >= 1000 || len(st.gaps) > 0 {
+			t.Fatalf("stream of %d with %d gaps after forged data", id, len(st.gaps))
+		}
+	}
+	if n := e.timers.Len(); n != 0 {
+		t.Errorf("%d timers armed by forged data", n)
+	}
+	if s := e.Stats(); s.ForeignData != 2*forged || s.Strangers != forged {
+		t.Errorf("foreign_data %d, strangers %d; want %d and %d", s.ForeignData, s.Strangers, 2*forged, forged)
+	}
+	for now := t0; now.Before(t0.Add(2 * hb)); now = now.Add(time.Millisecond) {
+		e.Tick(now)
+		if n := count(e.TakeOutput(), wire.KindNack); n != 0 {
+			t.Fatalf("%d NACKs sent for forged sources", n)
+		}
+	}
+	runtime.KeepAlive(e)
+}
+
+// Attack, with a member's ID (without a key anyone can use one): data far
+// ahead in its stream. Before, data 8192 in a stream that holds 1 opened
+// 8190 gaps (twice the window) and a session message claiming 2^61
+// messages as many; now at most gapSpan (512) gaps open past what the
+// stream holds, NACKs ask only within them, at most 32 messages each, and
+// a jump beyond the ring's reach costs nothing.
+func TestJumpInAMemberStreamIsBounded(t *testing.T) {
+	e := inView(t)
+	w := uint64(gapSpan)
+	e.Step(t0, addr2, data(2, 5, 1))
+	e.Step(t0, addrX, data(2, 5, 8192))
+	st := e.streams[2]
+	if n := uint64(len(st.gaps)); n > w {
+		t.Fatalf("%d gaps open after one forged datagram, want at most the window, %d", n, w)
+	}
+	e.Step(t0, addrX, session(2, 5, t0))
+	e.Step(t0, addrX, func() *wire.Envelope { s := session(2, 5, t0); s.Session.Seq = 1 << 61; return s }())
+	slots := len(st.ring.slots)
+	e.Step(t0, addrX, data(2, 5, 1<<40))
+	if n := uint64(len(st.gaps)); n > w || len(st.ring.slots) != slots {
+		t.Fatalf("%d gaps and %d ring slots (from %d) after a claim and a jump far ahead", n, len(st.ring.slots), slots)
+	}
+	if e.Stats().Overrun == 0 {
+		t.Error("a message beyond the ring's reach was not counted as overrun")
+	}
+	for now := t0; now.Before(t0.Add(hb / 2)); now = now.Add(100 * time.Microsecond) {
+		e.Tick(now)
+		for _, o := range e.TakeOutput() {
+			if o.Kind != wire.KindNack {
+				continue
+			}
+			if n := countSeqs(o.Nack.Ranges); n > maxNackRepairs {
+				t.Fatalf("a NACK asks for %d messages, more than %d", n, maxNackRepairs)
+			}
+			for _, r := range o.Nack.Ranges {
+				if r.Last > st.received()+w {
+					t.Fatalf("a NACK asks for %d, beyond gapSpan past %d", r.Last, st.received())
+				}
+			}
+		}
+	}
+}
+
+// heldSource returns node 1 in a view with member 2/5, holding n of its own
+// messages of 1000 bytes, none stable (2 has not reported them).
+func heldSource(t *testing.T, n int) *Engine {
+	t.Helper()
+	e := New(Options{Self: 1, Inc: 100, Group: 7, Heartbeat: hb, SuspectTimeout: suspect, Window: 4096}, t0)
+	e.SetMembers([]wire.Member{{ID: 2, Inc: 5}})
+	e.Step(t0, addr2, session(2, 5, t0))
+	payload := make([]byte, 1000)
+	for i := range n {
+		if _, err := e.Multicast(nil, payload, wire.FIFO, 0); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	e.TakeOutput()
+	return e
+}
+
+// Attack: forged NACKs at the source. Before, each NACK cost up to 512
+// repairs: 8 forged NACKs (230 bytes) brought 3,584 repairs (2.4 MB), and
+// as many again after every hold-down. Now a NACK from outside the view
+// gets nothing, and one from a member at most maxNackRepairs (32) repairs.
+func TestNackAmplificationIsBounded(t *testing.T) {
+	e := heldSource(t, 3000)
+	// From an ID outside the view: nothing.
+	e.Step(t0, addrX, nackEnv(99, 1, 1, 100, 0, wire.SeqRange{First: 1, Last: 3000}))
+	if n := count(e.TakeOutput(), wire.KindRepair); n != 0 || e.Stats().NackRefused != 1 {
+		t.Fatalf("a stranger's NACK brought %d repairs (nack_refused %d)", n, e.Stats().NackRefused)
+	}
+	// In a member's name: 32 repairs per NACK at most.
+	total := 0
+	for i := range uint64(8) {
+		e.Step(t0, addrX, nackEnv(2, 5, 1, 100, 0, wire.SeqRange{First: 1 + 375*i, Last: 375 * (i + 1)}))
+		n := count(e.TakeOutput(), wire.KindRepair)
+		if n > maxNackRepairs {
+			t.Fatalf("NACK %d brought %d repairs, more than %d", i, n, maxNackRepairs)
+		}
+		total += n
+	}
+	if total != 8*maxNackRepairs || e.Stats().RepairBudget == 0 {
+		t.Fatalf("8 NACKs brought %d repairs (repair_budget %d), want %d", total, e.Stats().RepairBudget, 8*maxNackRepairs)
+	}
+}
+
+// Attack: NACKs in a member's name, kept up through the hold-downs. Before,
+// every hold-down (a quarter of the suspect timeout) let the whole buffer
+// be repaired again: 3,000 messages of 1000 bytes every 100 ms, 60 MB in
+// 2 s. Now the member's repairs cost at most repairBurst bytes at once and
+// repairRate bytes per second.
+func TestRepairBudgetPerRequester(t *testing.T) {
+	e := heldSource(t, 3000)
+	var bytes int
+	const period = 2 * time.Second
+	for now := t0; now.Before(t0.Add(period)); now = now.Add(10 * time.Millisecond) {
+		for first := uint64(1); first <= 3000; first += maxNackRepairs {
+			e.Step(now, addrX, nackEnv(2, 5, 1, 100, 0, wire.SeqRange{First: first, Last: first + maxNackRepairs - 1}))
+		}
+		for _, o := range e.TakeOutput() {
+			if o.Kind == wire.KindRepair {
+				bytes += wire.MaxHeader + wire.DataSize(&o.Repair.Data) + wire.RepairExtra
+			}
+		}
+	}
+	limit := repairBurst + repairRate*period.Seconds()
+	if float64(bytes) > limit {
+		t.Fatalf("%d MB of repairs for one requester in %v, over the budget of %.0f MB", bytes>>20, period, limit/(1<<20))
+	}
+	if e.Stats().RepairBudget == 0 {
+		t.Fatal("no repair refused for the budget")
+	}
+	t.Logf("%.1f MB of repairs in %v (budget %.1f MB)", float64(bytes)/(1<<20), period, limit/(1<<20))
+}
+
+// An honest member's NACK is repaired at once, as before.
+func TestMemberNackIsRepaired(t *testing.T) {
+	e := heldSource(t, 100)
+	e.Step(t0, addr2, nackEnv(2, 5, 1, 100, 0, wire.SeqRange{First: 3, Last: 7}, wire.SeqRange{First: 50, Last: 50}))
+	if n := count(e.TakeOutput(), wire.KindRepair); n != 6 {
+		t.Fatalf("a member's NACK for 6 messages brought %d repairs", n)
+	}
+}
+
+// Attack: a forged repair in another member's stream. Before, a repair from
+// any ID was taken into the source's stream and delivered: an outsider
+// could inject messages (and with them order records, election and lock
+// messages) into any member's stream. Now a repair is taken only from the
+// source itself or a member of the view; another's is dropped and counted.
+func TestForgedRepairIsDropped(t *testing.T) {
+	e := inView(t)
+	e.Step(t0, addr2, data(2, 5, 1))
+	e.TakeDeliveries()
+	e.Step(t0, addrX, repairEnv(99, 1, 2, 5, 2, "forged"))
+	if ds := e.TakeDeliveries(); len(ds) != 0 {
+		t.Fatalf("a stranger's repair was delivered: %q", ds[0].Payload)
+	}
+	e.Expect(t0, []wire.Member{{ID: 4, Inc: 1}})
+	e.Step(t0, addrX, repairEnv(4, 1, 2, 5, 2, "forged"))
+	if ds := e.TakeDeliveries(); len(ds) != 0 {
+		t.Fatalf("a repair from a node that is not a member yet was delivered: %q", ds[0].Payload)
+	}
+	if s := e.Stats(); s.ForeignData != 2 {
+		t.Fatalf("foreign_data %d, want 2", s.ForeignData)
+	}
+	// Any member holding the message may repair it (SRM), the source too.
+	e.Step(t0, addr2, repairEnv(3, 1, 2, 5, 2, "m2"))
+	e.Step(t0, addr2, repairEnv(2, 5, 2, 5, 3, "m3"))
+	if ds := e.TakeDeliveries(); len(ds) != 2 || string(ds[0].Payload) != "m2" || string(ds[1].Payload) != "m3" {
+		t.Fatalf("repairs from a member and from the source delivered %+v", ds)
+	}
+}
+
+// Attack: a datagram with a node's ID and incarnation 2^64−1. Before, it
+// replaced the node's state, and the engine took the node's real datagrams
+// for an older incarnation's: the node went unheard, and was lost after the
+// suspect timeout (suspected, if a member); every later restart of it was
+// "older" too. Now an incarnation more than MaxIncSkew ahead of the clock is
+// dropped (future_inc), and a member's state is its view's incarnation's,
+// which no other incarnation touches.
+func TestForgedIncarnationSilencesNobody(t *testing.T) {
+	heardThrough := func(e *Engine, id, inc uint64, forge func(now time.Time)) {
+		t.Helper()
+		lost := false
+		for now := t0; now.Before(t0.Add(3 * suspect)); now = now.Add(hb) {
+			forge(now)
+			e.Step(now, addr2, session(id, inc, now))
+			e.Tick(now)
+			for _, ev := range e.TakeEvents() {
+				lost = lost || ev.Kind == PeerLost && ev.Peer == id
+			}
+		}
+		if lost {
+			t.Fatalf("node %d/%d was lost while it kept sending", id, inc)
+		}
+	}
+	// Without a view, and for a node outside the view (a joiner).
+	for _, e := range []*Engine{newEngine(1), inView(t)} {
+		heardThrough(e, 4, 7, func(now time.Time) { e.Step(now, addrX, session(4, math.MaxUint64, now)) })
+		if e.Stats().FutureInc == 0 {
+			t.Fatal("no datagram counted as future_inc")
+		}
+	}
+	// A member, with a forged incarnation within the bound.
+	e := inView(t)
+	heardThrough(e, 2, 5, func(now time.Time) { e.Step(now, addrX, session(2, uint64(now.Add(time.Minute).UnixMicro()), now)) })
+	// A real restart, within the bound, still replaces the old incarnation
+	// without a view.
+	e = newEngine(1)
+	e.Step(t0, addr2, session(2, uint64(t0.UnixMicro()), t0))
+	e.Step(t0, addr2, session(2, uint64(t0.Add(time.Second).UnixMicro()), t0))
+	if evs := e.TakeEvents(); len(evs) != 2 || !evs[1].Restarted {
+		t.Fatalf("events %+v, want the restart seen", evs)
+	}
+}
+
+// Attack: 20,000 forged IDs. Before, each got a peer entry (and with a
+// session message, a stream): 20,002 peers. Now the nodes outside the view
+// share a table of MaxStrangers entries, the oldest evicted, pruned after
+// the suspect timeout; their PeerSeen events (each a log line) are
+// limited to a burst of 64 and 4 per second, the rest counted.
+func TestStrangerTableIsCapped(t *testing.T) {
+	e := inView(t)
+	const forged = 20_000
+	now := t0
+	seen := 0
+	for i := range uint64(forged) {
+		now = now.Add(time.Microsecond)
+		e.Step(now, addrX, session(10_000+i, 1, now))
+		if s := e.Stats(); s.Strangers > MaxStrangers {
+			t.Fatalf("%d strangers after %d forged IDs, over the cap %d", s.Strangers, i+1, MaxStrangers)
+		}
+		for _, ev := range e.TakeEvents() {
+			if ev.Kind == PeerSeen {
+				seen++
+			}
+		}
+	}
+	s := e.Stats()
+	if len(e.peers) != 2 || len(e.streams) != 2 || s.PeersEvicted != forged-MaxStrangers {
+		t.Fatalf("%d peers, %d streams, %d evicted; want the 2 members, their 2 streams, %d evicted",
+			len(e.peers), len(e.streams), s.PeersEvicted, forged-MaxStrangers)
+	}
+	if limit := seenBurst + seenRate*now.Sub(t0).Seconds() + 1; float64(seen) > limit || s.PeersUnannounced != uint64(forged-seen) {
+		t.Fatalf("%d PeerSeen events for forged IDs (limit %.0f), %d unannounced", seen, limit, s.PeersUnannounced)
+	}
+	// The members are still heard; the strangers are gone after the
+	// suspect timeout.
+	for end := now.Add(suspect); !now.After(end); now = now.Add(hb / 2) {
+		e.Step(now, addr2, session(2, 5, now))
+		e.Step(now, addr2, session(3, 1, now))
+		e.Tick(now)
+	}
+	lost := 0
+	for _, ev := range e.TakeEvents() {
+		if ev.Kind == PeerLost {
+			lost++
+			if ev.Peer < 10_000 {
+				t.Fatalf("member %d lost", ev.Peer)
+			}
+		}
+	}
+	if s := e.Stats(); s.Strangers != 0 || s.Peers != 2 || len(e.Peers()) != 2 {
+		t.Fatalf("%d strangers and %d peers a suspect timeout later", s.Strangers, s.Peers)
+	}
+	if lost > seen {
+		t.Fatalf("%d PeerLost events for %d strangers announced", lost, seen)
+	}
+}
+
+// Attack: flushes naming many nodes (without a key an outsider can send
+// one, and membership takes part in it). The nodes a flush proposes get
+// state as members do, until the view; but only those of the flush this
+// node takes part in now: a flush's proposal replaces the last one's, so
+// forged flushes cannot pile up expected nodes. Each stream such a node
+// opens costs at most gapSpan (512) gaps.
+func TestExpectationsDoNotPileUp(t *testing.T) {
+	e := inView(t)
+	proposal := func(first uint64) []wire.Member {
+		ms := []wire.Member{{ID: 1, Inc: 100}, {ID: 2, Inc: 5}, {ID: 3, Inc: 1}}
+		for i := range uint64(100) {
+			ms = append(ms, wire.Member{ID: first + i, Inc: 1})
+		}
+		return ms
+	}
+	for round := range uint64(10) {
+		e.Expect(t0, proposal(1000+100*round))
+		for i := range uint64(100) {
+			e.Step(t0, addrX, data(1000+100*round+i, 1, 1))
+			e.Step(t0, addrX, data(1000+100*round+i, 1, 1000))
+		}
+	}
+	if len(e.expected) != 102 || len(e.peers) != 102 || len(e.streams) != 102 {
+		t.Fatalf("%d expected, %d peers, %d streams after 10 forged proposals of 100 nodes; want 102 (the members too), 102, 102",
+			len(e.expected), len(e.peers), len(e.streams))
+	}
+	for id, st := range e.streams {
+		if len(st.gaps) > gapSpan {
+			t.Fatalf("stream of %d has %d gaps, over %d", id, len(st.gaps), gapSpan)
+		}
+	}
+	if s := e.Stats(); s.ForeignData != 0 {
+		t.Fatalf("foreign_data %d: an expected node's data was dropped", s.ForeignData)
+	}
+	// The members are untouched; a view without the proposed nodes drops
+	// their state.
+	e.SetMembers([]wire.Member{{ID: 2, Inc: 5}, {ID: 3, Inc: 1}})
+	if len(e.expected) != 0 || len(e.peers) != 2 || len(e.streams) != 2 {
+		t.Fatalf("%d expected, %d peers, %d streams after the view", len(e.expected), len(e.peers), len(e.streams))
+	}
+}
