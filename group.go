@@ -74,6 +74,10 @@ var (
 	// out; or this node was excluded from the view). Another node may
 	// have held it meanwhile: what was done under it is not protected.
 	ErrLockLost = node.ErrLockLost
+	// ErrLockExhausted: the lock's Lamport clock reached its bound,
+	// which only forged timestamps from a member cause: it grants nothing
+	// more on this node.
+	ErrLockExhausted = node.ErrLockExhausted
 )
 
 // EventKind says what an Event is.
@@ -175,18 +179,18 @@ func Join(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, e
 
 // Start is Join that returns at once, while the node joins; Joined is
 // closed once it is in a view. `huddle run` starts so: its control socket
-// answers while the node joins. The errors are cfg's (config's errors, or
-// ErrKeyUnsupported), the host's (an interface that is missing, down or
-// without multicast or an IPv4 address; exit code 1 in huddle run), and
-// the sockets'.
+// answers while the node joins. The errors are cfg's (config's errors,
+// a key file that cannot be read or that others may read), the host's (an
+// interface that is missing, down or without multicast or an IPv4
+// address; exit code 1 in huddle run), and the sockets'. With a key
+// (security.key or security.key_file) every datagram is sealed.
 func Start(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Security.Key != "" {
-		// Accepting a key and then sending in the clear would betray
-		// whoever set it.
-		return nil, ErrKeyUnsupported
+	keys, err := cfg.Security.Keys()
+	if err != nil {
+		return nil, err
 	}
 	if err := cfg.Resolve(); err != nil {
 		return nil, err
@@ -196,7 +200,7 @@ func Start(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, 
 	if err != nil {
 		return nil, err
 	}
-	return start(ctx, cfg, log, node.Options{Transport: data, Control: ctl, PreciseTimer: true}), nil
+	return start(ctx, cfg, log, node.Options{Transport: data, Control: ctl, PreciseTimer: true, Keys: keys}), nil
 }
 
 // StartOn is Start over transports of the caller's (an in-memory network,
@@ -210,16 +214,27 @@ func StartOn(ctx context.Context, cfg config.Config, log zerolog.Logger, data, r
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Security.Key != "" {
-		return nil, ErrKeyUnsupported
+	keys, err := cfg.Security.Keys()
+	if err != nil {
+		return nil, err
 	}
-	return start(ctx, cfg, log.With().Uint64(logs.NodeKey, cfg.ID).Logger(), node.Options{Transport: data, Control: repair}), nil
+	return start(ctx, cfg, log.With().Uint64(logs.NodeKey, cfg.ID).Logger(), node.Options{Transport: data, Control: repair, Keys: keys}), nil
 }
 
-// ErrKeyUnsupported: cfg sets security.key, but this version cannot seal
-// datagrams yet, and will not send in the clear what a key was meant to
-// protect.
-var ErrKeyUnsupported = errors.New("config: security.key: is set, but this version of huddle cannot seal datagrams yet (leave it empty)")
+// ReloadKeys reads the group keys again from the configuration
+// (security.key_file, as a rollover changes it) and seals with the first
+// from now on; every one opens. A node started without a key cannot take
+// one on: that is an error.
+func (g *Group) ReloadKeys(ctx context.Context) error {
+	keys, err := g.cfg.Security.Keys()
+	switch {
+	case err != nil:
+		return err
+	case len(keys) == 0:
+		return errors.New("huddle: the configuration has no key to reload")
+	}
+	return closedErr(g.node.SetKeys(ctx, keys))
+}
 
 func start(ctx context.Context, cfg config.Config, log zerolog.Logger, o node.Options) *Group {
 	inc := node.NewIncarnation()

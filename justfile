@@ -24,7 +24,7 @@ ci:
 soak:
     HUDDLE_TEST_SOAK=10 go test ./...
 
-# search for datagrams that break the decoder or the protocol engine
+# search for datagrams that break the decoder or the protocol engine, control requests and configurations that break the node
 fuzz time="2m":
     go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime {{time}} ./internal/wire
     go test -run '^$' -fuzz '^FuzzRecord$' -fuzztime {{time}} ./internal/wire
@@ -32,6 +32,9 @@ fuzz time="2m":
     go test -run '^$' -fuzz '^FuzzMachine$' -fuzztime {{time}} ./membership
     go test -run '^$' -fuzz '^FuzzReceive$' -fuzztime {{time}} -fuzzminimizetime 3s ./election
     go test -run '^$' -fuzz '^FuzzReceive$' -fuzztime {{time}} -fuzzminimizetime 3s ./mutex
+    go test -run '^$' -fuzz '^FuzzCoreInGroup$' -fuzztime {{time}} ./node
+    go test -run '^$' -fuzz '^FuzzRequest$' -fuzztime {{time}} ./internal/control
+    go test -run '^$' -fuzz '^FuzzLoad$' -fuzztime {{time}} ./config
 
 # wire codec benchmarks
 bench:

@@ -161,7 +161,7 @@ type Config struct {
 	// Mutex configures the Ricart–Agrawala lock.
 	Mutex Mutex `toml:"mutex"`
 
-	// Security is for datagram sealing, which is not built yet.
+	// Security configures datagram sealing with a group key.
 	Security Security `toml:"security"`
 
 	// Drop injects receive-side loss for experiments.
@@ -263,16 +263,25 @@ func (m Mutex) ThinkRange() (lo, hi time.Duration, ok bool, err error) {
 	return lo, hi, true, nil
 }
 
-// Security is for datagram sealing, which is not built yet: datagrams
-// travel in the clear.
+// Security configures datagram sealing. With a group key every datagram
+// of every kind is sealed with AES-256-GCM; anything that fails to open,
+// replays, and datagrams in the clear are dropped and counted. Without one
+// (the default) datagrams travel in the clear. Every member must hold the
+// key: a joiner with another key, or none, is refused. See
+// docs/security.md.
 type Security struct {
-	// Key is meant to be a group key (at least 16 bytes) sealing every
-	// datagram. Nothing seals datagrams yet, so a key is refused for now:
-	// huddle run will not start with one set (exit code 2) rather than
-	// send in the clear, and the Group API (huddle.Join, Start, StartOn)
-	// refuses it with huddle.ErrKeyUnsupported. Empty, the default, is the
-	// only usable value.
+	// Key is the group key: a key written by huddle keygen
+	// ("huddle-key-v1:..."), or a passphrase of at least 16 bytes
+	// (derived with HKDF, and only as strong as it is hard to guess).
+	// Prefer key_file, or the environment (HUDDLE_SECURITY_KEY): a flag's
+	// value shows in ps. Default empty.
 	Key string `toml:"key"`
+	// KeyFile is a file holding the group key, as huddle keygen writes
+	// it, or two keys during a rollover, one per line: the first seals,
+	// both open. Its owner must be this user (or root) and its mode 0600
+	// or 0400, as Corosync checks its authkey. huddle key reload, or
+	// SIGHUP, reads it again. Default empty.
+	KeyFile string `toml:"key_file"`
 }
 
 // Drop configures the node's built-in fault injection, the analogue of

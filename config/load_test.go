@@ -475,35 +475,54 @@ func everything() Config {
 // TestEveryFieldHasFlagAndEnv fails for a field added to Config without a
 // usage line, or without a value in everything() to prove it loads.
 func TestEveryFieldHasFlagAndEnv(t *testing.T) {
-	all, lan := everything(), LAN()
+	lan := LAN()
 	lanByKey := settingsByKey(&lan)
-	var env, args []string
-	for _, s := range settings(&all) {
-		if s.String() == lanByKey[s.key].String() {
-			t.Errorf("%s: everything() must differ from LAN", s.key)
+	// everything() sets every setting but those it cannot set together
+	// with another (security.key_file, beside security.key); the others
+	// set those.
+	variants := []Config{everything(), everythingElse()}
+	differs := map[string]bool{}
+	for _, all := range variants {
+		var env, args []string
+		for _, s := range settings(&all) {
+			if s.String() != lanByKey[s.key].String() {
+				differs[s.key] = true
+			}
+			env = append(env, envName(s.key)+"="+s.String())
+			args = append(args, "--"+flagName(s.key)+"="+s.String())
+		}
+		for name, src := range map[string]struct{ args, env []string }{"env": {nil, env}, "flags": {args, nil}} {
+			got, err := load(t, src.args, src.env)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if !reflect.DeepEqual(got, all) {
+				t.Errorf("%s:\ngot  %+v\nwant %+v", name, got, all)
+			}
+		}
+	}
+	for _, s := range settings(&lan) {
+		if !differs[s.key] {
+			t.Errorf("%s: everything() or everythingElse() must differ from LAN", s.key)
 		}
 		if usage[s.key] == "" {
 			t.Errorf("%s: no usage line", s.key)
 		}
-		env = append(env, envName(s.key)+"="+s.String())
-		args = append(args, "--"+flagName(s.key)+"="+s.String())
 	}
-	if len(usage) != len(settings(&all)) {
-		t.Errorf("usage has %d lines for %d settings", len(usage), len(settings(&all)))
-	}
-	for name, src := range map[string]struct{ args, env []string }{"env": {nil, env}, "flags": {args, nil}} {
-		got, err := load(t, src.args, src.env)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if !reflect.DeepEqual(got, all) {
-			t.Errorf("%s:\ngot  %+v\nwant %+v", name, got, all)
-		}
+	if len(usage) != len(settings(&lan)) {
+		t.Errorf("usage has %d lines for %d settings", len(usage), len(settings(&lan)))
 	}
 }
 
+// everythingElse is everything() with the settings it cannot hold at once.
+func everythingElse() Config {
+	c := everything()
+	c.Security = Security{KeyFile: "/etc/huddle/group.key"}
+	return c
+}
+
 func TestTOMLRoundTrip(t *testing.T) {
-	for _, c := range []Config{LAN(), Local(), everything()} {
+	for _, c := range []Config{LAN(), Local(), everything(), everythingElse()} {
 		doc := c.TOML()
 		got, err := load(t, []string{"--config", writeFile(t, string(doc))}, nil)
 		if err != nil {

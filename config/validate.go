@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/seal"
 )
 
 // Validate checks every field and reports every problem, joined, each as
@@ -66,7 +68,7 @@ func (c *Config) problems() []error {
 		inRange("mutex.quorum", c.Mutex.Quorum, 0, 1024),
 		checkThink(c.Mutex),
 		inRange("mutex.hold", c.Mutex.Hold, 0, Duration(time.Hour)),
-		checkKey(c.Security.Key),
+		checkKey(c.Security),
 		inRange("drop.rate", c.Drop.Rate, 0, 1),
 		checkIDs("drop.from", c.Drop.From),
 	}
@@ -151,9 +153,14 @@ func (c *Config) checkSuspectTimeout() error {
 }
 
 // checkKey never prints the key: error messages end up in logs.
-func checkKey(k string) error {
-	if k != "" && len(k) < 16 {
-		return problem("security.key", "", "a %d-byte key is too short (empty, or at least 16 bytes)", len(k))
+func checkKey(s Security) error {
+	switch {
+	case s.Key != "" && s.KeyFile != "":
+		return problem("security.key", "", "is set, and so is security.key_file: set one of them")
+	case s.Key != "":
+		if _, err := seal.ParseKey(s.Key); err != nil {
+			return problem("security.key", "", "%s", strings.TrimPrefix(err.Error(), "seal: "))
+		}
 	}
 	return nil
 }

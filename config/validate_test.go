@@ -63,7 +63,8 @@ func TestValidate(t *testing.T) {
 		{"election.algorithm", func(c *Config) { c.Election.Algorithm = "raft" }, `config: election.algorithm: "raft" is not an election algorithm (ring, bully)`},
 		{"election.every", func(c *Config) { c.Election.Every = ms(50) }, `config: election.every: 50ms is out of range (0 for off, or at least 100ms)`},
 		{"mutex.quorum", func(c *Config) { c.Mutex.Quorum = 1025 }, `config: mutex.quorum: 1025 is out of range (0 to 1024)`},
-		{"security.key", func(c *Config) { c.Security.Key = "secret" }, `config: security.key: a 6-byte key is too short (empty, or at least 16 bytes)`},
+		{"security.key", func(c *Config) { c.Security.Key = "secret" }, `config: security.key: a key of 6 bytes is too short (at least 16 bytes, or one written by huddle keygen)`},
+		{"security.key and key_file", func(c *Config) { c.Security = Security{Key: strings.Repeat("k", 16), KeyFile: "/k"} }, `config: security.key: is set, and so is security.key_file: set one of them`},
 		{"security.key 16", func(c *Config) { c.Security.Key = strings.Repeat("k", 16) }, ""},
 		{"several", func(c *Config) { c.TTL = 0; c.Log.Format = "" }, "config: ttl: 0 is out of range (1 to 255)\n" +
 			`config: log.format: "" is not a log format (json, console)`},

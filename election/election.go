@@ -34,6 +34,27 @@ const (
 	DefaultCoordinatorTimeout = 500 * time.Millisecond
 )
 
+// Bounds on rounds (docs/design.md, "Leader election"). Nothing wraps:
+// a round never reaches MaxRound, and a message of a round more than
+// RoundBound above this node's, or at MaxRound or above, is ignored and
+// counted (Stats.OutOfBound).
+//
+// Honest rounds fit: a round is one more than the highest a node knew
+// (Start, a view change, a timeout), so the highest round in a group is
+// at most the number of rounds begun along one causal chain of the
+// group's whole history. Every node starts at round 0 (a joiner, a
+// restarted node), and two nodes' rounds can be as far apart as that
+// number, no further. A round takes at least a view change, a request or
+// a timeout, a millisecond or more; at 10 000 rounds a second, 2^48 takes
+// 890 years. MaxRound leaves room for arithmetic that cannot overflow: a
+// member that holds the group's key and sends bad rounds needs 2^14
+// (16 384) messages to exhaust the rounds, after which this node starts
+// no round (Stats.Exhausted) and keeps the leader it knows.
+const (
+	RoundBound = 1 << 48
+	MaxRound   = 1 << 62
+)
+
 // Options configures a Machine.
 type Options struct {
 	// Self is this node's ID, not 0 (0 means "no leader").
@@ -146,6 +167,12 @@ type Stats struct {
 	Malformed uint64 // payloads that do not decode, or that the algorithm does not use
 	Foreign   uint64 // messages from, or naming, a node outside the view (or this node itself)
 	Ignored   uint64 // messages of the round that do not fit this node's state
+	// OutOfBound counts messages ignored for their round: more than
+	// RoundBound above this node's, or at MaxRound or above.
+	OutOfBound uint64
+	// Exhausted counts rounds not begun because the next would be
+	// MaxRound (never honestly: see RoundBound).
+	Exhausted uint64
 }
 
 // Counts are message counters by kind.
@@ -229,6 +256,10 @@ type Machine struct {
 	waitAt   time.Time // no leader known: none announced by then → start
 	waitFrom time.Time // when the wait began
 
+	// unbounded, set only by tests, takes any round and lets it wrap:
+	// the arithmetic before the bounds.
+	unbounded bool
+
 	out    []Message
 	events []Event
 	arena  []byte // payloads of out; handed over with them
@@ -266,13 +297,13 @@ func orDefault(d, def time.Duration) time.Duration {
 
 // Start starts an election now, as `huddle elect` or a periodic election
 // does: a new round, (highest known)+1. It is a no-op that returns false
-// while this node takes part in an unfinished round, or has no view.
+// while this node takes part in an unfinished round, or has no view, or
+// when the rounds are exhausted (see RoundBound).
 func (m *Machine) Start(now time.Time) bool {
 	if !m.hasView || m.busy() {
 		return false
 	}
-	m.begin(now)
-	return true
+	return m.begin(now)
 }
 
 // Receive handles one election message that member from sent to this
@@ -290,6 +321,10 @@ func (m *Machine) Receive(now time.Time, from uint64, payload []byte) {
 		m.stats.Foreign++
 		return
 	}
+	if !m.fits(msg.round) {
+		m.stats.OutOfBound++
+		return
+	}
 	switch {
 	case msg.round < m.round:
 		m.stats.Stale++
@@ -304,6 +339,13 @@ func (m *Machine) Receive(now time.Time, from uint64, payload []byte) {
 	if m.state == idle && m.leader == 0 {
 		m.wait(now) // heard of a round it has no part in: expect its result
 	}
+}
+
+// fits reports whether round r is within the bounds: at most RoundBound
+// above this node's round, and below MaxRound. An older round always
+// fits: it is only counted as stale.
+func (m *Machine) fits(r uint64) bool {
+	return m.unbounded || r <= m.round || r < MaxRound && r-m.round <= RoundBound
 }
 
 // uses reports whether msg is one of this algorithm's messages. A bully
@@ -390,12 +432,19 @@ func (m *Machine) enter(now time.Time, r uint64) {
 	m.answerAt, m.coordAt, m.waitAt = time.Time{}, time.Time{}, time.Time{}
 }
 
-// begin starts a new round with this node's own election in it.
-func (m *Machine) begin(now time.Time) {
+// begin starts a new round with this node's own election in it, and
+// reports whether it did: not when the rounds are exhausted (the next
+// would be MaxRound, which members ignore).
+func (m *Machine) begin(now time.Time) bool {
+	if m.round >= MaxRound-1 && !m.unbounded {
+		m.stats.Exhausted++
+		return false
+	}
 	m.enter(now, m.round+1)
 	m.stats.Started++
 	m.emit(Event{Kind: Started, Initiator: m.self})
 	m.hold(now)
+	return true
 }
 
 // wait arms the wait for a leader to be announced, unless armed.

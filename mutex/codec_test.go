@@ -61,7 +61,8 @@ func TestCodecRejects(t *testing.T) {
 
 // FuzzReceive feeds arbitrary payloads from arbitrary senders (members,
 // this node, outsiders), with views changing and requests and releases in
-// between, to a member of a view of up to five, with or without a quorum.
+// between, to a member of a view of up to five, with or without a quorum,
+// ticked at its deadlines as the runtime ticks it.
 // It must not panic, and its state must stay sane: the invariants hold,
 // nothing is sent to itself or outside the view, every payload it sends
 // decodes, the clock never goes back, every Receive is counted.
@@ -109,6 +110,10 @@ func FuzzReceive(f *testing.F) {
 			op, n := data[0], int(data[1])
 			data = data[2:]
 			now = now.Add(time.Millisecond)
+			if d := m.NextDeadline(); !d.IsZero() && !d.After(now) {
+				m.Tick(now) // as the runtime does: a deadline passed comes first
+				checkSane(t, m, now, &clock)
+			}
 			for id := range uint64(8) {
 				m.Heard(id, heardAt(id))
 			}

@@ -10,6 +10,28 @@ import (
 	"github.com/huddle-lan/huddle/internal/logs"
 )
 
+// Bounds on Lamport clocks (docs/design.md, "Mutual exclusion"). Nothing
+// wraps: a clock never passes MaxClock, and a message that would take it
+// further, or that jumps more than ClockBound above this node's clock, is
+// ignored and counted (Stats.OutOfBound).
+//
+// Honest clocks fit: a Lamport clock rises by one per lock event (a
+// request made or a message taken), so the highest clock in a group is at
+// most the number of lock events along one causal chain of the group's
+// whole history, however it splits and merges. Every clock starts at 0 (a
+// joiner, a restarted node) and two clocks can be as far apart as that
+// number, no further. The busiest lock measured (five nodes contending
+// with zero hold, docs/benchmarks.md) handles under 7 000 entries a second,
+// each raising the clocks by at most 2n; at 100 000 a second, 2^48 takes
+// 89 years. MaxClock leaves room for arithmetic that cannot overflow: a
+// member that holds the group's key and sends bad timestamps needs 2^14
+// (16 384) of them to exhaust the clocks, after which requests are
+// refused (Stats.Exhausted), never granted out of order.
+const (
+	ClockBound = 1 << 48
+	MaxClock   = 1 << 62
+)
+
 // Options configures a Machine.
 type Options struct {
 	// Self is this node's ID, not 0.
@@ -152,6 +174,14 @@ type Stats struct {
 	Stale       uint64 // replies to no pending request of this node's, to an older one, or from a member no longer needed
 	Malformed   uint64 // payloads that do not decode
 	Foreign     uint64 // messages from a node outside the view, or from this node itself
+	// OutOfBound counts messages ignored for their timestamp: a request
+	// more than ClockBound above this node's clock, or at MaxClock or
+	// above; a reply to a timestamp above this node's clock (no request of
+	// this node's has it).
+	OutOfBound uint64
+	// Exhausted counts requests refused because the clock reached
+	// MaxClock (never honestly: see ClockBound).
+	Exhausted uint64
 }
 
 // Counts are message counters by kind.
@@ -223,6 +253,9 @@ type Machine struct {
 	noLease bool
 	// noQuiet, set only by tests, leaves the quarantine out.
 	noQuiet bool
+	// unbounded, set only by tests, takes any timestamp and lets the
+	// clock wrap: the arithmetic before the bounds.
+	unbounded bool
 
 	out    []Message
 	events []Event
@@ -246,9 +279,14 @@ func New(o Options) *Machine {
 // a quorum, while the view holds a majority; alone in a view that is at
 // once, without a message. Without a view the request waits for one. It
 // returns false, changing nothing, if this node already wants or holds
-// the lock.
+// the lock, or if its clock is exhausted (Stats.Exhausted; see
+// ClockBound).
 func (m *Machine) Request(now time.Time) bool {
 	if m.state != Released {
+		return false
+	}
+	if m.clock >= MaxClock-1 && !m.unbounded {
+		m.stats.Exhausted++ // the request's timestamp would be MaxClock, which members ignore
 		return false
 	}
 	m.clock++
@@ -298,12 +336,34 @@ func (m *Machine) Receive(now time.Time, from uint64, payload []byte) {
 		return
 	}
 	m.stats.Received.add(msg.kind)
+	if !m.fits(msg) {
+		m.stats.OutOfBound++
+		return
+	}
 	m.clock = max(m.clock, msg.ts) + 1 // Lamport 1978, as Ricart–Agrawala 1981 use it
+	if m.clock > MaxClock && !m.unbounded {
+		m.clock = MaxClock // a reply when the clock is exhausted: no request follows
+	}
 	if msg.kind == kindRequest {
 		m.onRequest(now, from, msg.ts)
 	} else {
 		m.onReply(now, from, msg.ts)
 	}
+}
+
+// fits reports whether msg's timestamp is within the bounds (see
+// ClockBound): a request at most ClockBound above this node's clock and
+// below MaxClock, so that the clock it sets stays at most MaxClock; a
+// reply to a timestamp this node's clock reached, as its own requests'
+// did. Ignoring a request is safe: no reply to it goes out.
+func (m *Machine) fits(msg message) bool {
+	switch {
+	case m.unbounded:
+		return true
+	case msg.kind == kindReply:
+		return msg.ts <= m.clock
+	}
+	return msg.ts < MaxClock && msg.ts-min(msg.ts, m.clock) <= ClockBound
 }
 
 // onRequest answers a member's request at once, or defers it while this

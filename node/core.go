@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net/netip"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/election"
+	"github.com/huddle-lan/huddle/internal/seal"
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
@@ -41,6 +43,13 @@ type CoreOptions struct {
 	// enters for 1.5 suspect timeouts (the quarantine). See mutex.Options.
 	Quorum int
 	Drop   Drop // built-in fault injection; Drop.Seed 0 derives the drop's seed from Seed
+	// Keys seal every datagram (AES-256-GCM): the first seals, every one
+	// opens; none: datagrams in the clear. Each datagram's payload then
+	// shrinks by seal.Overhead to stay within DatagramSize.
+	Keys []seal.Key
+	// Salt is where the sealer draws its start's salt; nil:
+	// crypto/rand. The simulator passes a seeded source.
+	Salt io.Reader
 }
 
 // CoreOptionsFrom takes a Core's options from a node's configuration.
@@ -97,6 +106,8 @@ type Core struct {
 	election   electionPart      // the leader election, on the election service
 	lock       lockPart          // the Ricart–Agrawala lock, on the mutex service
 	drop       *dropper          // built-in fault injection
+	seal       sealing           // datagram sealing with the group key
+	started    time.Time         // when the Core was made
 	leaving    bool              // Leave was called
 	view       viewKey           // the view the election and the lock were told of last
 	lastInput  time.Time         // the time of the latest input (a step, a tick, a request)
@@ -129,7 +140,10 @@ type CoreStats struct {
 	EncodeErrors  uint64
 	OversizedSent uint64 // datagrams over DatagramSize: none should be (every kind is sized to fit); counted, still sent
 	InjectedDrops uint64 // datagrams the built-in fault injection dropped (Drop)
+	SealedDropped uint64 // sealed datagrams, which a node without a key cannot open
+	SealMismatch  uint64 // opened datagrams whose inner sender is not the one the seal names
 	ProtocolMsgs  uint64 // deliveries taken by the node's own protocols (election, lock), of the engine's
+	AppDelivered  uint64 // messages of other nodes handed to the application (every service but the election's and the lock's)
 }
 
 // EventKind says which layer an Event comes from.
@@ -140,9 +154,10 @@ const (
 	// MembershipEvent: a view installed, a message delivered to the
 	// application (its Kind is membership.Delivered), a suspicion, a
 	// refusal, an event of the multicast engine.
-	MembershipEvent EventKind = iota + 1
-	ElectionEvent             // the election's (Election)
-	LockEvent                 // the lock's (Lock)
+	MembershipEvent   EventKind = iota + 1
+	ElectionEvent               // the election's (Election)
+	LockEvent                   // the lock's (Lock)
+	SecurityEventKind           // a datagram unusable because of the key (Security)
 )
 
 // Event is something the Core reports, in the order it happened: a view
@@ -152,6 +167,7 @@ type Event struct {
 	Membership membership.Event
 	Election   election.Event
 	Lock       mutex.Event
+	Security   SecurityEvent
 }
 
 // NewCore returns a Core whose first timer is due at now.
@@ -163,6 +179,16 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 		enc:       wire.NewEncoder(),
 		env:       wire.NewEnvelope(o.DatagramSize),
 		lastInput: now,
+		started:   now,
+	}
+	room := o.DatagramSize // what the protocol may fill
+	if len(o.Keys) > 0 {
+		sealer, err := seal.NewSealer(o.Keys, o.ID, o.Inc, o.Salt)
+		if err != nil {
+			panic(err) // keys from a validated configuration; randomness from the system
+		}
+		c.seal.sealer = sealer
+		room -= seal.Overhead
 	}
 	c.dec.Filter(c.group, o.ID, o.Inc)
 	c.drop = newDropper(o.Drop, o.Seed)
@@ -170,7 +196,7 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 		Engine: multicast.Options{
 			Self: o.ID, Inc: o.Inc, Group: c.group,
 			Heartbeat: o.Heartbeat, SuspectTimeout: o.SuspectTimeout,
-			DatagramSize: o.DatagramSize, Window: o.Window, MaxMessage: o.MaxMessage,
+			DatagramSize: room, Window: o.Window, MaxMessage: o.MaxMessage,
 			C1: o.C1, C2: o.C2, D1: o.D1, D2: o.D2, MinDelay: o.MinDelay,
 			Rand: rand.New(rand.NewPCG(o.Seed, o.ID)),
 		},
@@ -186,8 +212,16 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 func (c *Core) Receive(now time.Time, src netip.AddrPort, data []byte) {
 	c.stats.DatagramsIn++
 	c.stats.BytesIn += uint64(len(data))
+	data, sealed, ok := c.openSealed(now, src, data)
+	if !ok {
+		return
+	}
 	if err := c.dec.Decode(data, c.env); err != nil {
 		c.countDecodeError(err)
+		return
+	}
+	if c.seal.sealer != nil && (c.env.From != sealed.From || c.env.Inc != sealed.Inc) {
+		c.stats.SealMismatch++ // a key holder speaking for another node
 		return
 	}
 	if c.drop.hit(c.env.From) {
@@ -225,6 +259,7 @@ func (c *Core) countDecodeError(err error) {
 func (c *Core) Tick(now time.Time) {
 	c.lastInput = now
 	c.membership.Tick(now)
+	c.checkKeyRefusal(now)
 	c.route(now)
 	c.election.m.Tick(now)
 	c.lock.m.Tick(now)
@@ -257,6 +292,9 @@ func (c *Core) route(now time.Time) {
 			if c.protocolMessage(now, &ev.Delivery) {
 				c.stats.ProtocolMsgs++
 				continue
+			}
+			if ev.Delivery.Source != c.opt.ID {
+				c.stats.AppDelivered++
 			}
 		case membership.ViewInstalled:
 			c.viewChanged(now, ev.View)
@@ -395,7 +433,7 @@ func (c *Core) Leave(now time.Time) {
 }
 
 // Left reports whether the node left the group (or was refused).
-func (c *Core) Left() bool { return c.membership.Left() }
+func (c *Core) Left() bool { return c.membership.Left() || c.seal.refused }
 
 // Leaving reports whether Leave was called.
 func (c *Core) Leaving() bool { return c.leaving }
@@ -431,7 +469,7 @@ func (c *Core) encode(envs []wire.Envelope) {
 	}
 	for i := range envs {
 		env := &envs[i]
-		b, err := c.enc.Append(o.buffer(c.opt.DatagramSize), env)
+		b, err := c.encodeOne(o.buffer(c.opt.DatagramSize), env)
 		if err != nil {
 			c.stats.EncodeErrors++
 			continue
@@ -448,6 +486,19 @@ func (c *Core) encode(envs []wire.Envelope) {
 		}
 		o.bufs[o.used-1] = b // keep it if encoding grew it
 	}
+}
+
+// encodeOne encodes env into buf, and seals it with a key.
+func (c *Core) encodeOne(buf []byte, env *wire.Envelope) ([]byte, error) {
+	if c.seal.sealer == nil {
+		return c.enc.Append(buf, env)
+	}
+	plain, err := c.enc.Append(c.seal.scratch[:0], env)
+	if err != nil {
+		return nil, err
+	}
+	c.seal.scratch = plain[:0]
+	return c.seal.sealer.Seal(buf, plain), nil
 }
 
 // buffer returns an empty datagram buffer, reusing those of earlier turns.

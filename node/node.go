@@ -13,6 +13,7 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/logs"
+	"github.com/huddle-lan/huddle/internal/seal"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
@@ -35,6 +36,9 @@ type Options struct {
 	Log          zerolog.Logger // already carries the node field
 	Inc          uint64         // this start's incarnation (NewIncarnation)
 	Seed         uint64         // protocol randomness; 0 = derived from Inc
+	// Keys seal every datagram with the group key (Config.Security.Keys);
+	// none: datagrams in the clear.
+	Keys []seal.Key
 	// Handle, when set, is called in the loop with everything the Core
 	// reports, in the order it happened: views, the application's
 	// messages, suspicions, the election's and the lock's events. A
@@ -113,8 +117,14 @@ func New(o Options) *Node {
 	return &Node{
 		o: o, log: o.Log, warned: map[string]bool{},
 		sendc: make(chan *sendReq), calls: make(chan func(*Core)), stopped: make(chan struct{}),
-		core: NewCore(CoreOptionsFrom(o.Config, o.Inc, seed), time.Now()),
+		core: newCore(o, seed),
 	}
+}
+
+func newCore(o Options, seed uint64) *Core {
+	co := CoreOptionsFrom(o.Config, o.Inc, seed)
+	co.Keys = o.Keys
+	return NewCore(co, time.Now())
 }
 
 // Run runs a new node until ctx is done (see Node.Run).
@@ -425,6 +435,8 @@ func (n *Node) report() {
 			n.logElection(ev.Election)
 		case LockEvent:
 			n.lockEvent(ev.Lock)
+		case SecurityEventKind:
+			n.logSecurity(ev.Security)
 		}
 		if n.o.Handle != nil {
 			n.o.Handle(ev)

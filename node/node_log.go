@@ -8,6 +8,7 @@ import (
 
 	"github.com/huddle-lan/huddle/election"
 	"github.com/huddle-lan/huddle/internal/logs"
+	"github.com/huddle-lan/huddle/internal/seal"
 	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
 	"github.com/huddle-lan/huddle/mutex"
@@ -82,6 +83,11 @@ func (n *Node) logRefused(ev membership.Event) {
 		err = fmt.Errorf("%w: another live node at %s uses ID %d; give every node its own --id", ErrRefused, ev.Addr.Addr(), ev.Member)
 	case "members":
 		err = fmt.Errorf("%w: the group (coordinator at %s) is full: a view lists at most %s members with this datagram_size", ErrRefused, ev.Addr.Addr(), ev.Theirs)
+	case "key":
+		err = fmt.Errorf("%w: key fingerprint mismatch: the group (a node at %s) seals with key %s, this node's key is %s; give every member the same key file", ErrRefused, ev.Addr.Addr(), ev.Theirs, ev.Ours)
+		if ev.Ours == "none" {
+			err = fmt.Errorf("%w: the group (a node at %s) seals its datagrams with key %s, and this node has no key; set security.key_file to the group's key", ErrRefused, ev.Addr.Addr(), ev.Theirs)
+		}
 	default:
 		err = fmt.Errorf("%w: this node's %s is %q but the group's (coordinator at %s) is %q", ErrRefused, ev.Setting, ev.Ours, ev.Addr.Addr(), ev.Theirs)
 	}
@@ -148,7 +154,7 @@ func (n *Node) logStarted() {
 		Str(logs.SrcKey, n.o.Transport.LocalAddr().String()).Str(logs.ProfileKey, c.Profile).
 		Int64(logs.HeartbeatMsKey, c.Heartbeat.D().Milliseconds()).Int64(logs.SuspectMsKey, c.SuspectTimeout.D().Milliseconds()).
 		Int(logs.DatagramSizeKey, c.DatagramSize).Int(logs.TTLKey, c.TTL).Bool(logs.LoopbackKey, c.Loopback).
-		Str(logs.ControlSocketKey, c.ControlSocket).Msg("node started")
+		Str(logs.ControlSocketKey, c.ControlSocket).Strs(logs.FingerprintsKey, fingerprints(n.core.Keys())).Msg("node started")
 	if d := n.core.Drop(); d.Active() {
 		n.logDrop(d)
 	}
@@ -215,3 +221,34 @@ func (n *Node) lockEvent(ev mutex.Event) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// logSecurity logs a datagram this node could not use because of the key
+// (the Core reports each address at most once a minute; counters count
+// every one).
+func (n *Node) logSecurity(ev SecurityEvent) {
+	ours := "none"
+	if k := n.core.Keys(); len(k) > 0 {
+		ours = k[0].Fingerprint()
+	}
+	e := n.log.Warn().Str(logs.EventKey, logs.SealRejected).Str(logs.WhatKey, ev.What).Str(logs.AddrKey, ev.Addr.String()).Str(logs.OursKeyFP, ours)
+	if ev.Fingerprint != "" {
+		e = e.Str(logs.FingerprintKey, ev.Fingerprint)
+	}
+	switch ev.What {
+	case SecurityOtherKey:
+		e.Msgf("a node at %s seals with another key (%s; ours is %s): its datagrams are dropped", ev.Addr.Addr(), ev.Fingerprint, ours)
+	case SecurityCleartext:
+		e.Msgf("a node at %s sends in the clear: this group seals its datagrams, so they are dropped", ev.Addr.Addr())
+	case SecuritySealed:
+		e.Msgf("a node at %s seals its datagrams (key %s) and this node has no key: they are dropped", ev.Addr.Addr(), ev.Fingerprint)
+	}
+}
+
+// fingerprints lists the keys' fingerprints, the sealing one first.
+func fingerprints(keys []seal.Key) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.Fingerprint()
+	}
+	return out
+}

@@ -18,6 +18,10 @@ var (
 	// because this node left the view. Another node may have held it
 	// since.
 	ErrLockLost = errors.New("node: the lock was taken away while this node held it")
+	// ErrLockExhausted: this node's Lamport clock reached its bound
+	// (2^62), which only a member sending forged timestamps can cause;
+	// the lock grants nothing more here (see docs/security.md).
+	ErrLockExhausted = errors.New("node: the lock's clock is exhausted: a member sent forged timestamps")
 )
 
 // ElectResult is what Elect reports: whether this node started an
@@ -63,7 +67,7 @@ func (n *Node) Lock(ctx context.Context) error {
 // as false, not as an error.
 func (n *Node) TryLock(ctx context.Context) (bool, error) {
 	got := make(chan struct{}, 1)
-	var ok, leaving bool
+	var ok, leaving, busy bool
 	if err := n.Do(ctx, func(c *Core) {
 		if leaving = c.Leaving(); leaving {
 			return
@@ -71,14 +75,17 @@ func (n *Node) TryLock(ctx context.Context) (bool, error) {
 		if ok = c.LockRequest(time.Now()); ok {
 			n.lockWaiter, n.lockLost = got, false
 		}
+		busy = c.LockState() != mutex.Released
 	}); err != nil {
 		return false, err
 	}
 	switch {
 	case leaving:
 		return false, membership.ErrLeft
-	case !ok:
+	case !ok && busy:
 		return false, ErrLockBusy
+	case !ok:
+		return false, ErrLockExhausted
 	}
 	select {
 	case <-got:

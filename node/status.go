@@ -30,6 +30,7 @@ type Status struct {
 	Election    string   `json:"election"`       // the algorithm: ring or bully
 	Lock        string   `json:"lock"`           // this node and the group's lock: released, wanted or held
 	Drop        *Drop    `json:"drop,omitempty"` // the built-in fault injection, when on
+	Keys        []string `json:"keys,omitempty"` // the group keys' fingerprints, the sealing one first; none: in the clear
 	Counters    Counters `json:"counters"`
 }
 
@@ -69,6 +70,9 @@ func (n *Node) status() Status {
 	if d := n.core.Drop(); d.Active() {
 		s.Drop = &d
 	}
+	if k := n.core.Keys(); len(k) > 0 {
+		s.Keys = fingerprints(k)
+	}
 	for i, m := range v.Members {
 		s.Members[i] = Member{m.ID, m.Inc}
 	}
@@ -96,6 +100,7 @@ type Counters []Counter
 // logs these, and Status reports them: add a counter here and both show it.
 func (n *Node) counters() Counters {
 	cs, ms := n.core.Stats()
+	ss := n.core.SealStats()
 	gs := n.core.MembershipStats()
 	es, edropped := n.core.ElectionStats()
 	ls, ldropped := n.core.MutexStats()
@@ -115,11 +120,13 @@ func (n *Node) counters() Counters {
 		{"malformed", cs.Malformed}, {"not_huddle", cs.NotHuddle}, {"unknown_kind", cs.UnknownKind},
 		{"foreign_group", cs.ForeignGroup}, {"own_echo", cs.OwnEcho}, {"truncated", n.truncated},
 		{"injected_drops", cs.InjectedDrops},
+		{"cleartext_dropped", ss.NotSealed}, {"sealed_dropped", cs.SealedDropped}, {"unknown_key", ss.UnknownKey},
+		{"seal_failed", ss.Failed}, {"replays", ss.Replays}, {"seal_mismatch", cs.SealMismatch}, {"starts_forgotten", ss.Forgotten},
 		{"send_errors", n.sendErrors}, {"encode_errors", cs.EncodeErrors},
 		{"sessions_sent", ms.SessionsSent}, {"sessions_recv", ms.SessionsRecv}, {"tail_probes", ms.TailProbes},
 		{"stale_incarnation", ms.StaleInc}, {"unhandled", ms.Unhandled}, {"peers", ms.Peers},
 		{"msgs_sent", ms.MsgsSent}, {"bytes_sent", ms.BytesSent}, {"data_datagrams", ms.DataDatagrams},
-		{"msgs_delivered", ms.MsgsDelivered}, {"bytes_delivered", ms.BytesDelivered}, {"protocol_msgs", cs.ProtocolMsgs}, {"for_others", gs.ForOthers},
+		{"msgs_delivered", ms.MsgsDelivered}, {"bytes_delivered", ms.BytesDelivered}, {"protocol_msgs", cs.ProtocolMsgs}, {"app_delivered", cs.AppDelivered}, {"for_others", gs.ForOthers},
 		{"duplicates", ms.Duplicates}, {"gaps_detected", ms.GapsDetected}, {"gaps_recovered", ms.GapsRecovered},
 		{"nacks_sent", ms.NacksSent}, {"nacked_seqs", ms.NackedSeqs}, {"nacks_suppressed", ms.NacksSuppressed},
 		{"nacks_recv", ms.NacksRecv}, {"nacks_unanswerable", ms.NacksUnanswerable},
@@ -134,11 +141,11 @@ func (n *Node) counters() Counters {
 		{"elections_started", es.Started}, {"elections_won", es.Won},
 		{"election_msgs_sent", es.Sent.Total()}, {"election_msgs_recv", es.Received.Total()},
 		{"election_stale", es.Stale + es.Ignored},
-		{"election_bad", es.Malformed + es.Foreign}, {"election_dropped", edropped},
+		{"election_bad", es.Malformed + es.Foreign + es.OutOfBound + es.Exhausted}, {"election_dropped", edropped},
 		{"lock_requests", ls.Requests}, {"lock_entries", ls.Acquired}, {"lock_lost", ls.Lost},
 		{"lock_withdrawn", ls.Withdrawn}, {"lock_deferred", ls.Deferred}, {"lock_quarantines", ls.Quarantines},
 		{"lock_msgs_sent", ls.Sent.Total()}, {"lock_msgs_recv", ls.Received.Total()},
-		{"lock_stale", ls.Stale}, {"lock_bad", ls.Malformed + ls.Foreign}, {"lock_dropped", ldropped},
+		{"lock_stale", ls.Stale}, {"lock_bad", ls.Malformed + ls.Foreign + ls.OutOfBound + ls.Exhausted}, {"lock_dropped", ldropped},
 	}
 }
 

@@ -538,3 +538,47 @@ func describeDrop(d huddle.Drop) string {
 	}
 	return fmt.Sprintf("built-in drop: %s of the datagrams from %s", strconv.FormatFloat(d.Rate*100, 'f', -1, 64)+"%", who)
 }
+
+func cmdKey(args []string, stdout, stderr io.Writer) int {
+	f := newControlFlags("huddle key", "huddle key [reload] [flags]",
+		"Prints the fingerprints of the running node's group keys, the sealing one\n"+
+			"first. huddle key reload makes the node read its key file again (as SIGHUP\n"+
+			"does): during a rollover the file holds two keys, the first seals, both open.")
+	rest, code, ok := f.parse(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	var a control.KeyArgs
+	switch {
+	case len(rest) == 1 && rest[0] == "reload":
+		a.Reload = true
+	case len(rest) > 0:
+		fmt.Fprintf(stderr, "huddle key: unexpected argument %q (huddle key [reload])\n", rest[0])
+		return exitUsage
+	}
+	t, err := f.findTarget(stderr)
+	if err != nil {
+		return fail(stderr, "huddle key", err, true)
+	}
+	res, _, err := t.call(*f.timeout, "key", a)
+	if err != nil {
+		return fail(stderr, "huddle key", err, false)
+	}
+	if *f.json {
+		stdout.Write(append(bytes.TrimSpace(res), '\n'))
+		return exitOK
+	}
+	var r control.KeyResult
+	if err := json.Unmarshal(res, &r); err != nil {
+		return fail(stderr, "huddle key", fmt.Errorf("the node's answer is malformed: %w", err), false)
+	}
+	switch len(r.Fingerprints) {
+	case 0:
+		fmt.Fprintln(stdout, "no key: the node's datagrams travel in the clear")
+	case 1:
+		fmt.Fprintf(stdout, "sealing with key %s\n", r.Fingerprints[0])
+	default:
+		fmt.Fprintf(stdout, "sealing with key %s; also opening with %s (a rollover)\n", r.Fingerprints[0], strings.Join(r.Fingerprints[1:], ", "))
+	}
+	return exitOK
+}

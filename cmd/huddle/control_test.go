@@ -66,7 +66,9 @@ func (f *fakeNode) SetDrop(_ context.Context, d node.Drop) (node.Drop, error) {
 	return old, nil
 }
 
-func (f *fakeNode) Lock(context.Context) error   { return nil }
+func (f *fakeNode) Lock(context.Context) error       { return nil }
+func (f *fakeNode) ReloadKeys(context.Context) error { return nil }
+
 func (f *fakeNode) Unlock(context.Context) error { return nil }
 
 func (f *fakeNode) Elect(context.Context) (node.ElectResult, error) {

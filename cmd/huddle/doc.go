@@ -8,6 +8,8 @@
 //	huddle elect           start a leader election from the running node and print the leader
 //	huddle lock [--hold D] acquire the group's lock on the running node, hold it, release it
 //	huddle drop --rate P   make the running node drop received datagrams at random (an experiment)
+//	huddle key [reload]    print the running node's key fingerprints, or reload its key file
+//	huddle keygen FILE     write a new group key to FILE (mode 0600)
 //	huddle version         print the version, the VCS revision, the Go and wire versions (--json)
 //	huddle help            print the list of commands
 //
@@ -35,18 +37,21 @@
 //     the group socket fails (no route for the group, address in use,
 //     permission denied); the control socket cannot be made (another node
 //     answers there, say). 2 for a bad command line or configuration: an
-//     unknown flag or key, a value out of range, security.key set, or a
-//     log file or --cpu-profile file that cannot be created. 3 when the
-//     group refused the node: another live node uses its ID, one of its
+//     unknown flag or key, a value out of range, a key file others may
+//     read or that cannot be read, or a log file or --cpu-profile file
+//     that cannot be created. 3 when the group refused the node: another
+//     live node uses its ID, the group seals with another key, one of its
 //     protocol settings differs from the group's, or the group is full.
 //   - huddle demo: 0 when the check of the nodes' logs passed; 1 when it
 //     failed, the demo could not run (or not on this system), or it was
 //     interrupted; 2 for a bad flag or value.
-//   - huddle status, send, elect, lock, drop: 0 on success; 1 when no
+//   - huddle status, send, elect, lock, drop, key: 0 on success; 1 when no
 //     node runs at the socket, when the node refuses or fails the command
 //     (not in a view yet, stopping, busy, timed out), when elect finds an
 //     election already running or no leader within --timeout; 2 for a bad
 //     command line or configuration (including control_socket off).
+//   - huddle keygen: 0 when the key is written; 1 when FILE exists
+//     (without --force) or cannot be written; 2 for no FILE or a bad flag.
 //   - huddle version, help: 0; 2 for an unexpected argument or flag.
 //   - huddle with no command or an unknown one: 2.
 package main

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/huddle-lan/huddle"
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/control"
@@ -46,6 +48,8 @@ Usage:
   huddle elect           start a leader election from the running node and print the leader
   huddle lock [--hold D] acquire the group's lock on the running node, hold it, release it
   huddle drop --rate P   make the running node drop received datagrams at random (an experiment)
+  huddle key [reload]    print the running node's key fingerprints, or reload its key file
+  huddle keygen FILE     write a new group key to FILE (mode 0600)
   huddle version         print the version, the revision, the Go and wire versions (--json)
   huddle help            print this help
 
@@ -92,6 +96,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDrop(args[1:], stdout, stderr)
 	case "keygen":
 		return cmdKeygen(args[1:], stdout, stderr)
+	case "key":
+		return cmdKey(args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
@@ -121,10 +127,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, warnings, err := config.Load(fs, flags, os.Environ())
 	warn(stderr, warnings)
-	if err == nil && cfg.Security.Key != "" && !*printConfig {
-		// Accepting a key and then sending in the clear would betray
-		// whoever set it.
-		err = errors.New("config: security.key: is set, but this version of huddle cannot seal datagrams yet (leave it empty)")
+	if err == nil && !*printConfig {
+		_, err = cfg.Security.Keys() // a key file that cannot be read, or that others may read
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -261,6 +265,7 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 		}()
 	}
 	go workload.Run(ctx, g, cfg, start) // traffic, lock use, elections: clients, like any program
+	go reloadOnHangup(ctx, g, nodeLog)
 	<-g.Done()
 	switch err := g.Err(); {
 	case errors.Is(err, huddle.ErrClosed):
@@ -271,6 +276,26 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 	default:
 		fmt.Fprintln(stderr, "huddle:", err)
 		return exitFailure
+	}
+}
+
+// reloadOnHangup reloads the group keys on every SIGHUP, as huddle key
+// reload does, until ctx ends.
+func reloadOnHangup(ctx context.Context, g *huddle.Group, log zerolog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-hup:
+			if err := g.ReloadKeys(ctx); err != nil {
+				log.Warn().Str(logs.EventKey, logs.NodeWarning).Str(logs.WhatKey, "key reload").Err(err).Msg("SIGHUP: the keys were not reloaded; the keys in use stay")
+			}
+		case <-ctx.Done():
+			return
+		case <-g.Done():
+			return
+		}
 	}
 }
 

@@ -147,6 +147,10 @@ func TestUsageErrors(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "none.toml")
 	large := writeTemp(t, "large.toml", strings.Repeat("# a comment\n", 100_000))
 	unitless := writeTemp(t, "unitless.toml", "id = 3\nheartbeat = 50\n")
+	openKey := writeTemp(t, "group.key", "huddle-key-v1:IXWVUAxqYK6FFtHJKX7hXA+vD1gJG20xa2qAPPIq6ZA=\n")
+	if err := os.Chmod(openKey, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	outOfRange := writeTemp(t, "range.toml", "id = 3\n[srm]\nmin_delay = \"1s\"\n")
 	tests := []struct {
 		name string
@@ -190,8 +194,10 @@ func TestUsageErrors(t *testing.T) {
 			"huddle: warning: HUDDLE_HEARTBEET is not a setting; did you mean HUDDLE_HEARTBEAT?\n",
 			`config: HUDDLE_TTL: ttl: 0 is out of range (1 to 255)`,
 		}},
-		{"security key", []string{"HUDDLE_SECURITY_KEY=0123456789abcdef"}, []string{"run"},
-			[]string{"config: security.key: is set, but this version of huddle cannot seal datagrams yet"}},
+		{"short key", []string{"HUDDLE_SECURITY_KEY=0123456789"}, []string{"run"},
+			[]string{"config: HUDDLE_SECURITY_KEY: security.key: a key of 10 bytes is too short (at least 16 bytes, or one written by huddle keygen)"}},
+		{"key file others may read", nil, []string{"run", "--security-key-file", openKey},
+			[]string{"config: security.key_file: " + openKey + ": has mode 0644; it must be 0600 or 0400 (chmod 600 the file)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

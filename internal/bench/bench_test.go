@@ -1,17 +1,22 @@
 package bench
 
+// The harness every benchmark runs on: the virtual LANs and the huddle
+// binary, made once per process; the suite of one benchmark, whose
+// scenarios add rows to its table and report metrics; and the table.
+
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,571 +31,96 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	machine.close()
+	os.Exit(code)
 }
 
-// Scenario parameters: a few seconds each, so that the whole benchmark
-// stays well under three minutes on a small machine.
 const (
-	blastFor    = 2500 * time.Millisecond // each raw blast
-	huddleFor   = 2500 * time.Millisecond // a huddle run's length at the raw ceiling's rate
-	minCount    = 20_000
-	maxCount    = 1_000_000
-	runTimeout  = 15 * time.Second // for a huddle run's receivers to deliver everything
-	msgSize     = 1000
-	bigDatagram = 65000
-	lossRate    = 0.05
+	// logDirEnv names a directory that keeps the logs of every process
+	// the benchmarks start (by default they go with the LAN).
+	logDirEnv = "BENCH_LOGDIR"
+	// extraArgsEnv names an environment variable whose words are added to
+	// every huddle command line, for tuning experiments:
+	// BENCH_HUDDLE_ARGS="--send-window 16384".
+	extraArgsEnv = "BENCH_HUDDLE_ARGS"
+
+	msgSize   = 1000                    // bytes of every message and raw datagram
+	blastFor  = 2500 * time.Millisecond // each raw blast
+	groupAddr = "239.192.72.68"         // the multicast address of every run, each on a port of its own
 )
 
-// logDirEnv names a directory that keeps the logs of every process the
-// benchmark starts (by default they go with the LAN).
-const logDirEnv = "BENCH_LOGDIR"
+// machine is what every benchmark of the process shares: the huddle
+// binary and the LANs, by number of hosts, made on first use and closed
+// when the benchmarks are over. A scenario leaves a LAN as it found it
+// (no loss, no cut).
+var machine shared
 
-// BenchmarkLAN measures the reliable multicast layer against raw UDP
-// multicast on one virtual LAN; see the package documentation.
-func BenchmarkLAN(b *testing.B) {
+type shared struct {
+	mu      sync.Mutex
+	bin     string
+	binDir  string
+	lans    map[int]*lab.LAN
+	port    int
+	current atomic.Pointer[testing.B] // the running scenario, where the LANs log
+}
+
+func (m *shared) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for n, l := range m.lans {
+		if err := l.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "closing the LAN of %d hosts: %v\n", n, err)
+		}
+	}
+	if m.binDir != "" {
+		os.RemoveAll(m.binDir)
+	}
+}
+
+// suite is one benchmark: its scenarios and its table.
+type suite struct {
+	b     *testing.B
+	mu    sync.Mutex
+	rows  []row
+	diags []string // the events around what went wrong, printed after the table
+	// figures a later scenario compares with, by the scenario that
+	// measured them: "raw", "raw3", "one3", "token", "contend0"
+	baseline map[string]float64
+	rss      map[string][]float64 // VmHWM of every huddle process, MB, by scenario
+}
+
+func newSuite(b *testing.B) *suite {
 	if err := lab.Available(); err != nil {
 		b.Skip(err)
 	}
-	e := &env{parent: b, port: 7500, hwm: map[string][]float64{}}
-	b.Cleanup(e.close)
-	b.Run("raw", e.benchRaw)
-	b.Run("lossless", e.benchLossless)
-	b.Run("loss1", func(b *testing.B) { e.benchLoss(b, "loss1", 0.01, 0) })
-	b.Run("loss5", func(b *testing.B) { e.benchLoss(b, "loss5", lossRate, 0) })
-	b.Run("shared", func(b *testing.B) { e.benchShared(b, "shared", 0) })
-	b.Run("loss5paced", func(b *testing.B) { e.benchLoss(b, "loss5paced", lossRate, pacedRate) })
-	b.Run("sharedpaced", func(b *testing.B) { e.benchShared(b, "sharedpaced", pacedRate) })
-	b.Run("large", e.benchLarge)
-	e.printTable()
+	return &suite{b: b, baseline: map[string]float64{}, rss: map[string][]float64{}}
 }
 
-// env is what the sub-benchmarks of one BenchmarkLAN share: the huddle
-// binary, the LANs, the raw ceiling and the report's rows.
-type env struct {
-	parent *testing.B
-	mu     sync.Mutex
-	bin    string
-	binDir string
-	lan5   *lab.LAN // sender + 4 receivers
-	lan9   *lab.LAN // sender + 8 receivers
-	port   int
-	run    int
-
-	ceiling    float64 // raw datagrams/s at the slowest receiver, 1000 B, 0 % loss
-	ceilingRaw string
-	rows       []row
-	method     string // the lab's loss method
-	mtu        string
-	hwm        map[string][]float64 // VmHWM of every huddle process, MB, by scenario
+// scenario is one invocation of a sub-benchmark: the rows it adds to the
+// table and the metrics it reports go through it.
+type scenario struct {
+	*testing.B
+	suite *suite
+	name  string
 }
 
-func (e *env) close() {
-	for _, l := range []*lab.LAN{e.lan5, e.lan9} {
-		if l != nil {
-			if err := l.Close(); err != nil {
-				e.parent.Errorf("lab close: %v", err)
-			}
+// run runs f as the sub-benchmark name. It skips the testing package's
+// first call with b.N == 1 when -benchtime asks for more runs (that call
+// would be thrown away), and drops the rows of an earlier invocation.
+func (s *suite) run(name string, f func(sc *scenario)) {
+	s.b.Run(name, func(b *testing.B) {
+		if b.N < repeats() {
+			return
 		}
-	}
-	if e.binDir != "" {
-		os.RemoveAll(e.binDir)
-	}
-}
-
-func (e *env) nextPort() int { e.port++; return e.port }
-func (e *env) nextRun() int  { e.run++; return e.run }
-
-// huddle returns the huddle binary: $LAB_HUDDLE_BIN, or cmd/huddle built once.
-func (e *env) huddle(b *testing.B) string {
-	if e.bin != "" {
-		return e.bin
-	}
-	if bin := os.Getenv("LAB_HUDDLE_BIN"); bin != "" {
-		e.bin = bin
-		return bin
-	}
-	if _, err := exec.LookPath("go"); err != nil {
-		b.Skip("go command not found: cannot build cmd/huddle")
-	}
-	dir, err := os.MkdirTemp("", "huddle-bench-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	e.binDir = dir
-	bin := filepath.Join(dir, "huddle")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/huddle-lan/huddle/cmd/huddle").CombinedOutput()
-	if err != nil {
-		b.Fatalf("go build cmd/huddle: %v\n%s", err, out)
-	}
-	e.bin = bin
-	return bin
-}
-
-// lan returns the LAN of n hosts, built on first use and closed with the
-// benchmark.
-func (e *env) lan(b *testing.B, n int) *lab.LAN {
-	p := &e.lan5
-	if n == 9 {
-		p = &e.lan9
-	}
-	if *p == nil {
-		opts := lab.Options{Hosts: n, Logf: b.Logf, Grace: 2 * time.Second}
-		if dir := os.Getenv(logDirEnv); dir != "" {
-			opts.LogDir = filepath.Join(dir, fmt.Sprintf("lan%d", n))
-		}
-		l, err := lab.New(opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		*p = l
-		if out, err := l.Exec(1, "cat", "/sys/class/net/"+lab.Iface+"/mtu"); err == nil {
-			e.mtu = strings.TrimSpace(string(out))
-		}
-	}
-	return *p
-}
-
-func hosts(from, to int) []int {
-	var hs []int
-	for i := from; i <= to; i++ {
-		hs = append(hs, i)
-	}
-	return hs
-}
-
-// median runs f n times (at least once) and returns the run whose key is
-// the median.
-func median[T any](n int, f func() T, key func(T) float64) (T, int) {
-	var rs []T
-	for range max(n, 1) {
-		rs = append(rs, f())
-	}
-	slices.SortFunc(rs, func(a, c T) int {
-		switch ka, kc := key(a), key(c); {
-		case ka < kc:
-			return -1
-		case ka > kc:
-			return 1
-		}
-		return 0
+		s.mu.Lock()
+		s.rows = slices.DeleteFunc(s.rows, func(r row) bool { return r.scenario == name })
+		delete(s.rss, name)
+		s.mu.Unlock()
+		machine.current.Store(b)
+		defer machine.current.Store(nil)
+		f(&scenario{B: b, suite: s, name: name})
 	})
-	return rs[len(rs)/2], len(rs)
-}
-
-// ensureCeiling measures the raw ceiling if this benchmark has not yet.
-func (e *env) ensureCeiling(b *testing.B) float64 {
-	if e.ceiling == 0 {
-		e.measureCeiling(b, 1)
-	}
-	return e.ceiling
-}
-
-// benchRaw: the ceiling, 1 blaster and 4 sinks, 1000-byte datagrams.
-func (e *env) benchRaw(b *testing.B) {
-	if !e.begin(b, "raw") {
-		return
-	}
-	e.measureCeiling(b, b.N)
-	b.ReportMetric(e.ceiling, "dgram/s")
-}
-
-func (e *env) measureCeiling(b *testing.B, n int) {
-	l := e.lan(b, 5)
-	r, runs := median(n, func() *rawRun {
-		return e.runRaw(b, l, 1, hosts(2, 5), msgSize, blastFor)
-	}, func(r *rawRun) float64 { return r.rate(r.slowest()) })
-	e.ceiling = r.rate(r.slowest())
-	e.ceilingRaw = rawDetail(r, runs)
-	e.add(row{"raw", "ceiling: raw UDP 1000 B, slowest of 4 receivers", rate(e.ceiling, "dgram/s"), "-", "info", e.ceilingRaw})
-}
-
-func rawDetail(r *rawRun, runs int) string {
-	var per, drops, cpu []string
-	for i, s := range r.sinks {
-		per = append(per, fmt.Sprintf("h%d %s (%d)", r.hosts[i], rate(r.rate(i), "/s"), s.Got))
-		drops = append(drops, fmt.Sprint(s.Drops))
-		cpu = append(cpu, fmt.Sprintf("%.1f (%.2f ctxsw/dgram)", usPer(s.CPU, s.Got), float64(s.CtxSw)/float64(max(s.Got, 1))))
-	}
-	sent := float64(r.blast.Sent) / r.blast.Seconds
-	return fmt.Sprintf("median of %d; blaster sent %d in %.2fs (%s, %d errors, sendmmsg of 64); received %s; "+
-		"socket drops %s; rcvbuf %d B; lost at slowest %.1f %%; CPU µs/datagram: blaster %.1f (%.0f %% of a CPU), sinks %s; %s",
-		runs, r.blast.Sent, r.blast.Seconds, rate(sent, "dgram/s"), r.blast.Errors, strings.Join(per, ", "),
-		strings.Join(drops, "/"), r.sinks[0].RcvBuf, 100*(1-float64(r.sinks[r.slowest()].Got)/float64(max(r.blast.Sent, 1))),
-		usPer(r.blast.CPU, r.blast.Sent), 100*r.blast.CPU/r.blast.Seconds, strings.Join(cpu, "/"), r.load)
-}
-
-// countFor picks a message count that takes about d at rate.
-func countFor(rate float64, d time.Duration) int {
-	n := int(rate * d.Seconds())
-	return min(max(n, minCount), maxCount) / 1000 * 1000
-}
-
-// pairedRun is a huddle run and the raw ceiling measured just before it.
-type pairedRun struct {
-	g     *groupRun
-	raw   float64 // the slowest raw sink's datagrams/s
-	ratio float64 // huddle's rate at its slowest receiver / raw
-}
-
-// benchLossless: huddle at 0 % loss against the ceiling. Each huddle run
-// follows a raw run of its own on the same LAN, and the figure is the
-// median of the runs' ratios: the machine's load drifts over a benchmark
-// (the ceiling of one run to the next by ±15 %), and a ratio of two
-// measurements taken seconds apart drifts least.
-func (e *env) benchLossless(b *testing.B) {
-	if !e.begin(b, "lossless") {
-		return
-	}
-	ceiling := e.ensureCeiling(b)
-	l := e.lan(b, 5)
-	count := countFor(ceiling, huddleFor)
-	p, runs := median(b.N, func() pairedRun {
-		r := e.runRaw(b, l, 1, hosts(2, 5), msgSize, blastFor)
-		raw := r.rate(r.slowest())
-		g := e.runGroup(b, l, groupSpec{sender: 1, receivers: hosts(2, 5), count: count, timeout: runTimeout, countDrops: true})
-		return pairedRun{g, raw, slowestRate(g) / max(raw, 1)}
-	}, func(p pairedRun) float64 { return p.ratio })
-	g, tp, ratio := p.g, slowestRate(p.g), p.ratio
-	e.add(row{"lossless", "huddle 0 % loss: msgs/s at slowest receiver / ceiling", pct(ratio) + " (" + rate(tp, "msg/s") + ")",
-		"≥ 70 %", verdict(ratio >= 0.70), fmt.Sprintf("median of %d ratios, each to a raw run just before (this one's %s); %s",
-			runs, rate(p.raw, "dgram/s"), groupDetail(g, runs))})
-	e.addDelivery("lossless", g)
-	e.addMemory("lossless", g)
-	b.ReportMetric(tp, "msg/s")
-	b.ReportMetric(100*ratio, "%ceiling")
-}
-
-// benchLoss5: 5 % independent loss at each receiver.
-// pacedRate is the sending rate of the paced scenarios: well below what
-// this machine's CPUs sustain, so that they measure the protocol (NACKs
-// and repairs per loss, recovery latency) rather than queueing at
-// saturation, which the unpaced scenarios show.
-const pacedRate = 5000
-
-// benchLoss: independent loss on each of 4 receivers, at rate (0: as fast
-// as possible).
-func (e *env) benchLoss(b *testing.B, name string, loss float64, sendRate int) {
-	if !e.begin(b, name) {
-		return
-	}
-	ceiling := e.ensureCeiling(b)
-	l := e.lan(b, 5)
-	e.method = l.LossMethod()
-	count := countFor(ceiling, huddleFor)
-	if sendRate > 0 {
-		count = countFor(float64(sendRate), huddleFor)
-	}
-	g, runs := median(b.N, func() *groupRun {
-		for _, h := range hosts(2, 5) {
-			if err := l.SetLoss(h, loss); err != nil {
-				b.Fatal(err)
-			}
-		}
-		defer func() {
-			for _, h := range hosts(2, 5) {
-				l.SetLoss(h, 0)
-			}
-		}()
-		return e.runGroup(b, l, groupSpec{sender: 1, receivers: hosts(2, 5), count: count, timeout: runTimeout, countDrops: true, rate: sendRate})
-	}, slowestRate)
-	tp := slowestRate(g)
-	ratio := tp / ceiling
-	detail := groupDetail(g, runs)
-	switch {
-	case sendRate > 0:
-		e.add(row{name, fmt.Sprintf("paced at %d msg/s, %.0f %% loss/receiver: msgs/s", sendRate, 100*loss), rate(tp, "msg/s"), "-", "info", detail})
-	case loss == lossRate:
-		e.add(row{name, "huddle 5 % loss/receiver: msgs/s / 0 %-loss ceiling", pct(ratio) + " (" + rate(tp, "msg/s") + ")",
-			"≥ 50 %", verdict(ratio >= 0.50), detail})
-	default:
-		// The issue sets no ratio here; the peers' figure is the bar.
-		e.add(row{name, fmt.Sprintf("huddle %.0f %% loss/receiver: msgs/s (%s of the ceiling)", 100*loss, pct(ratio)), rate(tp, "msg/s"),
-			"> 9 700 (JGroups)", verdict(tp > 9700), detail})
-	}
-	e.addDelivery(name, g)
-	lost, lostDetail := receiverLosses(g)
-	nacks, repairs := sumNacks(g), sumRepairs(g)
-	nr, rr := ratioOf(nacks, lost), ratioOf(repairs, lost)
-	e.add(row{name, "NACK datagrams per lost datagram", num(nr), "≤ 1.2", verdict(lost > 0 && nr <= 1.2),
-		fmt.Sprintf("%d NACKs (%s) / %d lost (%s)", nacks, perNode(g.receivers, func(n *node) uint64 { return n.final.NacksSent }), lost, lostDetail)})
-	e.add(row{name, "repair datagrams per lost datagram", num(rr), "≤ 1.3", verdict(lost > 0 && rr <= 1.3),
-		fmt.Sprintf("%d repairs (sender %d, receivers %s; suppressed %d) / %d lost", repairs, g.sender.final.RepairsSent,
-			perNode(g.receivers, func(n *node) uint64 { return n.final.RepairsSent }), sumOf(g.nodes(), func(n *node) uint64 { return n.final.RepairsSuppressed }), lost)})
-	p99 := maxRecovery(g)
-	// Recovery latency is the protocol's when paced; at saturation it is
-	// mostly the time a repair waits in queues, reported for information.
-	target, ok := "≤ 5 ms", verdict(p99 > 0 && p99 <= 5000)
-	if sendRate == 0 {
-		target, ok = "-", "info"
-	}
-	e.add(row{name, "p99 recovery latency, max over receivers", fmt.Sprintf("%.2f ms", float64(p99)/1000), target,
-		ok, "recovery p50/p99/max µs per receiver: " + recoveryDetail(g)})
-	e.addMemory(name, g)
-	b.ReportMetric(tp, "msg/s")
-	b.ReportMetric(100*ratio, "%ceiling")
-	b.ReportMetric(nr, "nacks/loss")
-	b.ReportMetric(rr, "repairs/loss")
-	b.ReportMetric(float64(p99), "p99-µs")
-}
-
-// benchShared: 5 % loss at the sender's egress, 8 receivers, at rate (0:
-// as fast as possible).
-func (e *env) benchShared(b *testing.B, name string, sendRate int) {
-	if !e.begin(b, name) {
-		return
-	}
-	ceiling := e.ensureCeiling(b)
-	l := e.lan(b, 9)
-	count := countFor(ceiling/2, huddleFor)
-	if sendRate > 0 {
-		count = countFor(float64(sendRate), huddleFor)
-	}
-	g, runs := median(b.N, func() *groupRun {
-		m, err := egressLoss(l, 1, lossRate)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer clearEgressLoss(l, 1, m)
-		g := e.runGroup(b, l, groupSpec{sender: 1, receivers: hosts(2, 9), count: count, timeout: runTimeout, rate: sendRate})
-		g.sharedMethod = m
-		if g.sharedDrops, err = egressDrops(l, 1, m); err != nil {
-			b.Fatal(err)
-		}
-		return g
-	}, func(g *groupRun) float64 { return ratioOf(sumNacks(g), sharedLost(g)) })
-	lost := sharedLost(g)
-	nacks, repairs := sumNacks(g), sumRepairs(g)
-	nr, rr := ratioOf(nacks, lost), ratioOf(repairs, lost)
-	sock := sumOf(g.receivers, func(n *node) uint64 { return uint64(max(n.sockDrops, 0)) })
-	lostDetail := fmt.Sprintf("%d dropped at the sender's egress (%s, %.0f %%) + %d receiver socket drops", g.sharedDrops, g.sharedMethod, 100*lossRate, sock)
-	tp := slowestRate(g)
-	e.add(row{name, "8 receivers, 5 % loss at sender: msgs/s at slowest", rate(tp, "msg/s"), "-", "info", groupDetail(g, runs)})
-	e.addDelivery(name, g)
-	e.add(row{name, "NACK datagrams per lost datagram", num(nr), "≤ 2", verdict(lost > 0 && nr <= 2),
-		fmt.Sprintf("%d NACKs (%s; suppressed %d) / %d lost: %s", nacks, perNode(g.receivers, func(n *node) uint64 { return n.final.NacksSent }),
-			sumOf(g.receivers, func(n *node) uint64 { return n.final.NacksSuppressed }), lost, lostDetail)})
-	e.add(row{name, "repair datagrams per lost datagram", num(rr), "≤ 1.5", verdict(lost > 0 && rr <= 1.5),
-		fmt.Sprintf("%d repairs (sender %d, receivers %s; suppressed %d) / %d lost", repairs, g.sender.final.RepairsSent,
-			perNode(g.receivers, func(n *node) uint64 { return n.final.RepairsSent }), sumOf(g.nodes(), func(n *node) uint64 { return n.final.RepairsSuppressed }), lost)})
-	p99 := maxRecovery(g)
-	e.add(row{name, "p99 recovery latency, max over receivers", fmt.Sprintf("%.2f ms", float64(p99)/1000), "-", "info",
-		"recovery p50/p99/max µs per receiver: " + recoveryDetail(g)})
-	e.addMemory(name, g)
-	b.ReportMetric(tp, "msg/s")
-	b.ReportMetric(nr, "nacks/loss")
-	b.ReportMetric(rr, "repairs/loss")
-}
-
-// sharedLost is the loss events of a shared-loss run: the sender's egress
-// drops plus the receivers' own socket drops.
-func sharedLost(g *groupRun) uint64 {
-	return uint64(max(g.sharedDrops, 0)) + sumOf(g.receivers, func(n *node) uint64 { return uint64(max(n.sockDrops, 0)) })
-}
-
-// benchLarge: 65000-byte datagrams, raw and huddle (1000-byte messages
-// packed into them), 0 % loss.
-func (e *env) benchLarge(b *testing.B) {
-	if !e.begin(b, "large") {
-		return
-	}
-	l := e.lan(b, 5)
-	r, runs := median(b.N, func() *rawRun {
-		return e.runRaw(b, l, 1, hosts(2, 5), bigDatagram, blastFor)
-	}, func(r *rawRun) float64 { return r.rate(r.slowest()) })
-	raw := r.rate(r.slowest())
-	perDatagram := float64(bigDatagram) / msgSize
-	rawMsgs := raw * perDatagram
-	e.add(row{"large", "raw UDP 65000 B, slowest of 4 receivers", rate(raw, "dgram/s") + " = " + rate(rawMsgs, "KB/s"), "-", "info",
-		"veth MTU " + e.mtu + " (IP fragments); " + rawDetail(r, runs)})
-	count := countFor(max(rawMsgs/2, 50_000), huddleFor)
-	g, gruns := median(b.N, func() *groupRun {
-		return e.runGroup(b, l, groupSpec{sender: 1, receivers: hosts(2, 5), count: count, datagramSize: bigDatagram,
-			timeout: runTimeout, countDrops: true})
-	}, slowestRate)
-	tp := slowestRate(g)
-	ratio := tp / rawMsgs
-	e.add(row{"large", "huddle --datagram-size 65000, 1000 B msgs: msgs/s at slowest", rate(tp, "msg/s"), "≥ 93 000 (JGroups)",
-		verdict(tp >= 93_000), groupDetail(g, gruns)})
-	e.add(row{"large", "  ratio to raw 65000 B (payload bytes/s)", pct(ratio), "-", "info",
-		fmt.Sprintf("raw %s × %.0f msgs of 1000 B per datagram = %s", rate(raw, "dgram/s"), perDatagram, rate(rawMsgs, "msg/s"))})
-	e.addDelivery("large", g)
-	e.addMemory("large", g)
-	b.ReportMetric(tp, "msg/s")
-	b.ReportMetric(100*ratio, "%raw")
-}
-
-// --- figures of a run ---
-
-func slowestRate(g *groupRun) float64 {
-	r := math.Inf(1)
-	for _, n := range g.receivers {
-		r = min(r, deliveryRate(n.periodic, uint64(g.spec.count), processed, delivered).rate)
-	}
-	if math.IsInf(r, 1) {
-		return 0
-	}
-	return r
-}
-
-func sumOf(ns []*node, f func(*node) uint64) uint64 {
-	var s uint64
-	for _, n := range ns {
-		s += f(n)
-	}
-	return s
-}
-
-func perNode(ns []*node, f func(*node) uint64) string {
-	var parts []string
-	for _, n := range ns {
-		parts = append(parts, fmt.Sprint(f(n)))
-	}
-	return strings.Join(parts, "/")
-}
-
-func sumNacks(g *groupRun) uint64 {
-	return sumOf(g.receivers, func(n *node) uint64 { return n.final.NacksSent })
-}
-
-func sumRepairs(g *groupRun) uint64 {
-	return sumOf(g.nodes(), func(n *node) uint64 { return n.final.RepairsSent })
-}
-
-// receiverLosses is what the receivers lost: the lab's drops on their
-// input plus their sockets' drops.
-// receiverLosses counts the losses repair has to make good: the sender's
-// datagrams dropped at each receiver's input (data, and the sender's own
-// repairs and session messages) plus the receivers' socket drops. Drops of
-// other receivers' datagrams (their session messages, NACKs) are left out.
-func receiverLosses(g *groupRun) (uint64, string) {
-	var lost uint64
-	var parts []string
-	for _, n := range g.receivers {
-		lost += uint64(max(n.inDropsTx, 0)) + uint64(max(n.sockDrops, 0))
-		parts = append(parts, fmt.Sprintf("h%d %d of %d+%d (lab rule %d)", n.host, n.inDropsTx, n.inDrops, n.sockDrops, n.ruleDrops))
-	}
-	return lost, fmt.Sprintf("input drops of the sender's datagrams, of all input drops, + socket drops: %s", strings.Join(parts, ", "))
-}
-
-func maxRecovery(g *groupRun) int64 {
-	var m int64
-	for _, n := range g.receivers {
-		m = max(m, n.final.RecoveryP99)
-	}
-	return m
-}
-
-func recoveryDetail(g *groupRun) string {
-	var parts []string
-	for _, n := range g.receivers {
-		parts = append(parts, fmt.Sprintf("h%d %d/%d/%d", n.host, n.final.RecoveryP50, n.final.RecoveryP99, n.final.RecoveryMax))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// usPer is CPU seconds per item in microseconds.
-func usPer(sec float64, n int64) float64 {
-	if n <= 0 {
-		return 0
-	}
-	return sec * 1e6 / float64(n)
-}
-
-func ratioOf(a, b uint64) float64 {
-	if b == 0 {
-		return math.NaN()
-	}
-	return float64(a) / float64(b)
-}
-
-// groupDetail is the raw numbers behind a run's throughput.
-func groupDetail(g *groupRun, runs int) string {
-	var per []string
-	for _, n := range g.receivers {
-		tp := deliveryRate(n.periodic, uint64(g.spec.count), processed, delivered)
-		per = append(per, fmt.Sprintf("h%d %s over %.2fs", n.host, rate(tp.rate, "/s"), tp.span.Seconds()))
-	}
-	s := g.sender.final
-	stp := deliveryRate(g.sender.periodic, uint64(g.spec.count), sent, sent)
-	cpu := func(n *node) string {
-		return fmt.Sprintf("%.0f%% (%.1f µs/msg, %.2f ctxsw/msg)", 100*n.cpuSec/g.wall.Seconds(),
-			usPer(n.cpuSec, int64(g.spec.count)), float64(n.ctxsw)/float64(g.spec.count))
-	}
-	var rcpu []string
-	for _, n := range g.receivers {
-		rcpu = append(rcpu, cpu(n))
-	}
-	return fmt.Sprintf("median of %d; N=%d msgs, complete=%v; receivers %s; sender queued at %s (%d data datagrams, %.1f msgs each), "+
-		"window_full %d, send_errors %d, unstable at end %d; CPU over %.1fs: sender %s, receivers %s; "+
-		"%s; before the run %s; socket drops %s; duplicates %s; NACKs %d, repairs %d; peer.lost events %s (false suspicions: everyone runs)",
-		runs, g.spec.count, g.complete, strings.Join(per, ", "), rate(stp.rate, "msg/s"), s.DataDatagrams,
-		float64(s.MsgsSent)/float64(max(s.DataDatagrams, 1)), s.WindowFull, s.SendErrors, s.Unstable,
-		g.wall.Seconds(), cpu(g.sender), strings.Join(rcpu, "/"), g.load, g.background,
-		perNode(g.nodes(), func(n *node) uint64 { return uint64(max(n.sockDrops, 0)) }),
-		perNode(g.receivers, func(n *node) uint64 { return n.final.Duplicates }), sumNacks(g), sumRepairs(g),
-		perNode(g.nodes(), func(n *node) uint64 { return uint64(n.lost) }))
-}
-
-// addDelivery checks that every receiver delivered every message.
-func (e *env) addDelivery(scenario string, g *groupRun) {
-	ok := true
-	var parts []string
-	for _, n := range g.receivers {
-		got := appDelivered(&n.final)
-		ok = ok && n.hasFinal && got == uint64(g.spec.count) && n.final.Skipped == 0
-		parts = append(parts, fmt.Sprintf("h%d %d/%d skipped %d", n.host, got, g.spec.count, n.final.Skipped))
-	}
-	var warns []string
-	for _, n := range g.nodes() {
-		for _, w := range n.warnings {
-			warns = append(warns, fmt.Sprintf("h%d %s", n.host, w))
-		}
-	}
-	detail := strings.Join(parts, ", ")
-	if len(warns) > 0 {
-		detail += "; warnings: " + strings.Join(slices.Compact(warns), ", ")
-	}
-	val := "all"
-	if !ok {
-		val = "NOT all"
-	}
-	e.add(row{scenario, "everything delivered, nothing skipped", val, "all", verdict(ok), detail})
-}
-
-// addMemory reports the largest VmHWM of the run's huddle processes.
-func (e *env) addMemory(scenario string, g *groupRun) {
-	var m float64
-	var parts []string
-	for _, n := range g.nodes() {
-		mb := float64(n.hwmKB) / 1024
-		m = max(m, mb)
-		e.hwm[scenario] = append(e.hwm[scenario], mb)
-		parts = append(parts, fmt.Sprintf("h%d %.1f", n.host, mb))
-	}
-	e.add(row{scenario, "max RSS (VmHWM) of a huddle process", fmt.Sprintf("%.1f MB", m), "< 100 MB", verdict(m > 0 && m < 100),
-		"MB per process (sender first): " + strings.Join(parts, ", ")})
-}
-
-// --- the report ---
-
-type row struct {
-	scenario, figure, value, target, verdict, raw string
-}
-
-// begin starts an invocation of a sub-benchmark: it reports false for
-// the testing package's first call with b.N == 1 when -benchtime asks for
-// more runs (that call would be thrown away), and drops the rows and
-// memory figures of an earlier invocation of the scenario.
-func (e *env) begin(b *testing.B, scenario string) bool {
-	if b.N < repeats() {
-		return false
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.rows = slices.DeleteFunc(e.rows, func(r row) bool { return r.scenario == scenario })
-	delete(e.hwm, scenario)
-	return true
 }
 
 // repeats is n of -benchtime nx, else 1.
@@ -606,17 +136,218 @@ func repeats() int {
 	return 1
 }
 
-func (e *env) add(r row) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.rows = append(e.rows, r)
+// add adds a row of the scenario to the table.
+func (sc *scenario) add(figure, value, target, result, raw string) {
+	sc.suite.add(row{sc.name, figure, value, target, result, raw})
 }
+
+// metric reports a figure of the scenario as a benchmark metric.
+func (sc *scenario) metric(v float64, unit string) { sc.ReportMetric(v, unit) }
+
+// diagLines is how many lines of events a diagnostic keeps.
+const diagLines = 80
+
+// diag keeps a diagnostic for the report (the testing package trims a
+// benchmark's log to a few lines) and logs its first line.
+func (sc *scenario) diag(format string, args ...any) {
+	s := strings.TrimRight(fmt.Sprintf(format, args...), "\n")
+	ls := strings.Split(s, "\n")
+	if len(ls) > diagLines+1 {
+		ls = append(ls[:diagLines+1], fmt.Sprintf("    ... %d more lines (BENCH_LOGDIR keeps the logs)", len(ls)-diagLines-1))
+	}
+	sc.suite.mu.Lock()
+	sc.suite.diags = append(sc.suite.diags, sc.Name()+": "+strings.Join(ls, "\n"))
+	sc.suite.mu.Unlock()
+	sc.Log(ls[0])
+}
+
+// lan returns the LAN of n hosts, built on first use.
+func (sc *scenario) lan(n int) *lab.LAN {
+	machine.mu.Lock()
+	defer machine.mu.Unlock()
+	if l := machine.lans[n]; l != nil {
+		return l
+	}
+	opts := lab.Options{Hosts: n, Grace: 2 * time.Second, Logf: func(format string, args ...any) {
+		if b := machine.current.Load(); b != nil {
+			b.Logf(format, args...)
+		}
+	}}
+	if dir := os.Getenv(logDirEnv); dir != "" {
+		opts.LogDir = filepath.Join(dir, fmt.Sprintf("lan%d", n))
+	}
+	l, err := lab.New(opts)
+	if err != nil {
+		sc.Fatal(err)
+	}
+	if machine.lans == nil {
+		machine.lans = map[int]*lab.LAN{}
+	}
+	machine.lans[n] = l
+	return l
+}
+
+// huddle returns the huddle binary: $LAB_HUDDLE_BIN, or cmd/huddle built once.
+func (sc *scenario) huddle() string {
+	machine.mu.Lock()
+	defer machine.mu.Unlock()
+	if machine.bin != "" {
+		return machine.bin
+	}
+	dir, err := os.MkdirTemp("", "huddle-bench-")
+	if err != nil {
+		sc.Fatal(err)
+	}
+	machine.binDir = dir
+	bin, err := lab.BuildHuddle(dir)
+	if errors.Is(err, lab.ErrNoGo) {
+		sc.Skip(err)
+	} else if err != nil {
+		sc.Fatal(err)
+	}
+	machine.bin = bin
+	return bin
+}
+
+// nextPort returns a multicast port for a run; a node uses the next one too.
+func nextPort() int {
+	machine.mu.Lock()
+	defer machine.mu.Unlock()
+	if machine.port == 0 {
+		machine.port = 7500
+	}
+	machine.port += 2
+	return machine.port
+}
+
+// mtu is the LAN's veth MTU.
+func mtu(l *lab.LAN) string {
+	out, err := l.Exec(1, "cat", "/sys/class/net/"+lab.Iface+"/mtu")
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// --- repeated runs ---
+
+// repeat runs f n times (at least once), f(i) being run i (0-based).
+func repeat[T any](n int, f func(i int) T) []T {
+	var rs []T
+	for i := range max(n, 1) {
+		rs = append(rs, f(i))
+	}
+	return rs
+}
+
+// medianBy returns the run whose key is the median, and rs sorted by key.
+func medianBy[T any](rs []T, key func(T) float64) (T, []T) {
+	sorted := slices.Clone(rs)
+	slices.SortStableFunc(sorted, func(a, c T) int {
+		switch ka, kc := key(a), key(c); {
+		case ka < kc:
+			return -1
+		case ka > kc:
+			return 1
+		}
+		return 0
+	})
+	return sorted[len(sorted)/2], sorted
+}
+
+// median runs f n times and returns the run whose key is the median, and
+// how many runs there were.
+func median[T any](n int, f func() T, key func(T) float64) (T, int) {
+	rs := repeat(n, func(int) T { return f() })
+	m, _ := medianBy(rs, key)
+	return m, len(rs)
+}
+
+// --- the table ---
+
+type row struct {
+	scenario, figure, value, target, verdict, raw string
+}
+
+func (s *suite) add(r row) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rows = append(s.rows, r)
+}
+
+// value is the value of the first row of scenario, for the comparisons
+// printed after a table.
+func (s *suite) value(scenario string) string {
+	for _, r := range s.rows {
+		if r.scenario == scenario {
+			return r.value
+		}
+	}
+	return "not run"
+}
+
+// print prints the benchmark's table: the header (the title, the
+// machine, the set-up), a note when
+// BENCH_HUDDLE_ARGS changes the command lines, every row with its
+// details on a line of its own, the targets missed, then what after
+// returns and the diagnostics.
+func (s *suite) print(title, setup string, after func() string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.rows) == 0 {
+		return
+	}
+	var w strings.Builder
+	fmt.Fprintf(&w, "\n%s: %s, GOMAXPROCS %d, %d CPUs, %s\n", title, runtime.GOOS+"/"+runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU(), setup)
+	if x := os.Getenv(extraArgsEnv); x != "" {
+		fmt.Fprintf(&w, "NOTE: %s=%q: not the profile's defaults\n", extraArgsEnv, x)
+	}
+	var width [4]int
+	for _, r := range append([]row{{"scenario", "figure", "value", "target", "result", ""}}, s.rows...) {
+		for i, c := range []string{r.scenario, r.figure, r.value, r.target} {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	missed, targets := 0, 0
+	for _, r := range append([]row{{"scenario", "figure", "value", "target", "result", ""}}, s.rows...) {
+		fmt.Fprintf(&w, "%s %s %s %s %s\n", pad(r.scenario, width[0]), pad(r.figure, width[1]), pad(r.value, width[2]), pad(r.target, width[3]), r.verdict)
+		if r.raw != "" {
+			fmt.Fprintf(&w, "%*s   └ %s\n", width[0], "", r.raw)
+		}
+		if r.verdict == "FAIL" {
+			missed++
+		}
+		if r.verdict == "PASS" || r.verdict == "FAIL" {
+			targets++
+		}
+	}
+	fmt.Fprintf(&w, "%d of %d targets missed\n", missed, targets)
+	if after != nil {
+		w.WriteString(after())
+	}
+	if len(s.diags) > 0 {
+		fmt.Fprintf(&w, "\nevents around what went wrong (ms from the signal, start, cut, heal or formation):\n%s\n", strings.Join(s.diags, "\n"))
+	}
+	fmt.Print(w.String())
+}
+
+func pad(s string, n int) string { return s + strings.Repeat(" ", max(n-len([]rune(s)), 0)) }
+
+// --- formats and small helpers ---
 
 func verdict(ok bool) string {
 	if ok {
 		return "PASS"
 	}
 	return "FAIL"
+}
+
+// okWord is "all" or "NOT all".
+func okWord(ok bool) string {
+	if ok {
+		return "all"
+	}
+	return "NOT all"
 }
 
 func rate(v float64, unit string) string {
@@ -638,52 +369,137 @@ func num(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
-func (e *env) printTable() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.rows) == 0 {
+// fmtMs formats milliseconds: "never" for +Inf, "n/a" for NaN.
+func fmtMs(v float64) string {
+	if math.IsInf(v, 1) {
+		return "never"
+	}
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func fmtDur(d time.Duration) string {
+	return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond))
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func ratioOf(a, b uint64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return float64(a) / float64(b)
+}
+
+// usPer is CPU seconds per item in microseconds.
+func usPer(sec float64, n int64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return sec * 1e6 / float64(n)
+}
+
+func hosts(from, to int) []int {
+	var hs []int
+	for i := from; i <= to; i++ {
+		hs = append(hs, i)
+	}
+	return hs
+}
+
+func without(hs []int, x int) []int {
+	return slices.DeleteFunc(slices.Clone(hs), func(h int) bool { return h == x })
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// quantile is the q-quantile of ds (nearest rank); 0 for none.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(ds))
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+func joinInts(vs []int64) string {
+	var s []string
+	for _, v := range vs {
+		s = append(s, strconv.FormatInt(v, 10))
+	}
+	return strings.Join(s, ", ")
+}
+
+// medianInt is the median of vs; -1 for none.
+func medianInt(vs []int64) int64 {
+	if len(vs) == 0 {
+		return -1
+	}
+	s := slices.Sorted(slices.Values(vs))
+	return s[len(s)/2]
+}
+
+func allEqual(vs []int64, want int64) bool {
+	for _, v := range vs {
+		if v != want {
+			return false
+		}
+	}
+	return true
+}
+
+// countValues formats vs as "8×12" (value×count), most frequent first.
+func countValues(vs []int64) string {
+	c := map[int64]int{}
+	for _, v := range vs {
+		c[v]++
+	}
+	keys := slices.Sorted(func(yield func(int64) bool) {
+		for k := range c {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	slices.SortStableFunc(keys, func(a, z int64) int { return c[z] - c[a] })
+	var s []string
+	for _, k := range keys {
+		s = append(s, fmt.Sprintf("%d×%d", k, c[k]))
+	}
+	return strings.Join(s, " ")
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("... %d more", len(s)-n))
+	}
+	return s
+}
+
+// problemsRow adds the row of the runs' checks beyond the figures: PASS
+// when no run had a problem, else FAIL with every problem by run.
+func (sc *scenario) problemsRow(figure, pass string, problems [][]string) {
+	var probs []string
+	bad := 0
+	for i, ps := range problems {
+		for _, p := range ps {
+			probs = append(probs, fmt.Sprintf("run %d: %s", i+1, p))
+		}
+		if len(ps) > 0 {
+			bad++
+		}
+	}
+	if len(probs) == 0 {
+		sc.add(figure, "all", "all", "PASS", pass)
 		return
 	}
-	var all []float64
-	for _, h := range e.hwm {
-		all = append(all, h...)
-	}
-	if len(all) > 0 {
-		m := slices.Max(all)
-		e.rows = append(e.rows, row{"all", "max RSS (VmHWM) over every huddle process", fmt.Sprintf("%.1f MB", m), "< 100 MB",
-			verdict(m < 100), fmt.Sprintf("%d processes", len(all))})
-	}
-	var w strings.Builder
-	fmt.Fprintf(&w, "\nhuddle reliable multicast benchmark: %s, GOMAXPROCS %d, lab loss method %q, veth MTU %s\n",
-		runtime.GOOS+"/"+runtime.GOARCH, runtime.GOMAXPROCS(0), e.method, e.mtu)
-	fail := writeTable(&w, e.rows, 9, 58, 26, 19)
-	fmt.Fprintf(&w, "%d of %d targets missed\n", fail, countTargets(e.rows))
-	fmt.Print(w.String())
-}
-
-// writeTable writes rows as a benchmark's table, its columns (scenario,
-// figure, value, target) that wide, each row's details on a line of its
-// own, and returns the targets missed.
-func writeTable(w *strings.Builder, rows []row, scenario, figure, value, target int) (missed int) {
-	fmt.Fprintf(w, "%-*s %-*s %-*s %-*s %s\n", scenario, "scenario", figure, "figure", value, "value", target, "target", "result")
-	for _, r := range rows {
-		fmt.Fprintf(w, "%-*s %-*s %-*s %-*s %s\n", scenario, r.scenario, figure, r.figure, value, r.value, target, r.target, r.verdict)
-		if r.raw != "" {
-			fmt.Fprintf(w, "%*s   └ %s\n", scenario, "", r.raw)
-		}
-		if r.verdict == "FAIL" {
-			missed++
-		}
-	}
-	return missed
-}
-
-func countTargets(rows []row) int {
-	n := 0
-	for _, r := range rows {
-		if r.verdict != "info" {
-			n++
-		}
-	}
-	return n
+	sc.add(figure, fmt.Sprintf("%d of %d", len(problems)-bad, len(problems)), "all", "FAIL", strings.Join(probs, "; "))
 }

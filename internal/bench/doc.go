@@ -31,10 +31,23 @@
 // before it (other work on the machine makes every figure noisy), kernel
 // socket drops, window_full, and the peer.lost events each node logged.
 //
+// One harness runs them all (bench_test.go, group_test.go): the LANs, one
+// per number of hosts, and the huddle binary are made once per process and
+// closed when the benchmarks are over; each benchmark is a suite whose
+// scenarios (sub-benchmarks, skipping the testing package's warm-up call)
+// add rows to its one table and report their metrics; and every group of
+// nodes runs through the lab's runner (lab.Nodes: one `huddle run` per
+// host, node ID = host number, on a multicast port of its own), its
+// figures read off the nodes' JSON logs (internal/logs), /proc and their
+// control sockets. The lock's safety is logcheck.CheckMutex's. The raw
+// baselines are the test binary re-executed in the hosts
+// (HUDDLE_BENCH_HELPER=1): the multicast blaster and sinks, and the token
+// ring.
+//
 // Environment:
 //
-//	BENCH_HUDDLE_ARGS="--send-window 16384"  words added to every huddle command line
-//	BENCH_LOGDIR=/tmp/benchlogs              keep every process's log there
+//	BENCH_HUDDLE_ARGS="--send-window 16384"  words added to every huddle command line (the tables' headers say so)
+//	BENCH_LOGDIR=/tmp/benchlogs              keep every process's log there (in lan5, lan9, ...: one directory per LAN)
 //	LAB_HUDDLE_BIN=/path/to/huddle           a prebuilt huddle instead of building cmd/huddle
 //	BENCH_NOFALSE_DURATION=10m               how long Membership/nofalse runs (default 60s)
 //	BENCH_ORDER_PROFILE=/tmp/prof            every node of Order writes a CPU profile there
@@ -42,7 +55,7 @@
 // The scenarios (sub-benchmarks of BenchmarkLAN):
 //
 //   - raw: the ceiling. The test binary, re-executed in the host
-//     namespaces (HUDDLE_BENCH_HELPER=1), blasts 1000-byte datagrams from
+//     namespaces, blasts 1000-byte datagrams from
 //     host 1 for 2.5 s with sendmmsg batches of 64 through huddle's own
 //     socket layer (multicast.Open and its WriteBatch, the raw sendmmsg
 //     huddle makes), and 4 sinks count what arrives (multicast.Open,

@@ -1,14 +1,9 @@
 package bench
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/huddle-lan/huddle/internal/control"
 	"github.com/huddle-lan/huddle/internal/lab"
 	"github.com/huddle-lan/huddle/internal/logs"
 )
@@ -57,35 +51,26 @@ import (
 //     round was over, such as a bully ANSWER to a late ELECTION, has an
 //     election.done of its own with late: true).
 //
-// Run it with
-//
-//	go test -run '^$' -bench Election -benchtime 3x ./internal/bench
-//
-// (about 2 minutes; one scenario alone with -bench 'Election/msgsbully5').
-// BENCH_LOGDIR keeps the logs, LAB_HUDDLE_BIN names a prebuilt huddle, and
-// BENCH_HUDDLE_ARGS adds words to every huddle command line.
+// The package documentation says how to run it.
 func BenchmarkElection(b *testing.B) {
-	if err := lab.Available(); err != nil {
-		b.Skip(err)
-	}
-	dir, err := os.MkdirTemp("", "huddle-elect-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	e := &eenv{menv: &menv{env: &env{parent: b, hwm: map[string][]float64{}}, port: 7800}, socks: dir}
-	b.Cleanup(func() { e.close(); os.RemoveAll(dir) })
-	for _, alg := range elAlgorithms {
-		b.Run("fail"+alg, func(b *testing.B) { e.benchFailover(b, alg) })
+	s := newSuite(b)
+	for _, alg := range algorithms {
+		s.run("fail"+alg, func(sc *scenario) { benchFailover(sc, alg) })
 	}
 	for _, n := range []int{3, 5, 8} {
-		for _, alg := range elAlgorithms {
-			b.Run(fmt.Sprintf("msgs%s%d", alg, n), func(b *testing.B) { e.benchMessages(b, alg, n) })
+		for _, alg := range algorithms {
+			s.run(fmt.Sprintf("msgs%s%d", alg, n), func(sc *scenario) { benchMessages(sc, alg, n) })
 		}
 	}
-	e.printElectionTable()
+	s.print("huddle election benchmark", fmt.Sprintf("virtual LAN, --profile lan (heartbeat 50ms, suspect_timeout 400ms); "+
+		"failover: %d nodes at --send-rate %d --send-size 1000; messages: quiet groups of n, the figure is Σ election.done's sent", elFailN, memRate),
+		func() string {
+			return "(messages: every run equal to the formula; failover: the right leader, kept)\n" +
+				"reproduce: go test -run '^$' -bench Election -benchtime 3x ./internal/bench\n"
+		})
 }
 
-var elAlgorithms = []string{"ring", "bully"}
+var algorithms = []string{"ring", "bully"}
 
 const (
 	elHosts  = 8                      // the largest group
@@ -95,102 +80,52 @@ const (
 	elKept   = time.Second            // the new leader must stay this long
 )
 
-// eenv is what the sub-benchmarks of BenchmarkElection share: the
-// membership benchmark's environment (binary, LAN, report), on a LAN of 8
-// hosts, and the directory of the nodes' control sockets.
-type eenv struct {
-	*menv
-	socks string
+// electionGroup is a group whose nodes run the election algorithm alg.
+type electionGroup struct {
+	*group
+	alg string
 }
 
-// lan8 returns the LAN of 8 hosts, built on first use (menv closes it).
-func (e *eenv) lan8(b *testing.B) *lab.LAN {
-	if e.menv.lan == nil {
-		opts := lab.Options{Hosts: elHosts, Logf: b.Logf, Grace: 2 * time.Second}
-		if dir := os.Getenv(logDirEnv); dir != "" {
-			opts.LogDir = filepath.Join(dir, "election")
-		}
-		l, err := lab.New(opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		e.menv.lan = l
-	}
-	return e.menv.lan
-}
-
-// --- a group of electing nodes ---
-
-// egroup is an mgroup (logs, views, signals, stop) whose nodes run the
-// election algorithm alg, with their control sockets when sockets.
-type egroup struct {
-	*mgroup
-	alg   string
-	socks map[int]string // by host; none without sockets
-}
-
-// electGroup starts nodes 1..n and waits until they installed one view
-// of all of them and agree on leader n, and the group is quiet; g.err says
-// why not.
-func (e *eenv) electGroup(b *testing.B, scenario, alg string, n, rate int, sockets bool) *egroup {
-	b.Helper()
-	e.runs++
-	e.port += 2 // the node uses port and port+1
-	g := &egroup{mgroup: &mgroup{e: e.menv, b: b, l: e.lan8(b), name: fmt.Sprintf("%s%d", scenario, e.runs),
-		addr: "239.192.72.70:" + strconv.Itoa(e.port), rate: rate, nodes: map[int]*mnode{}}, alg: alg, socks: map[int]string{}}
+// electGroup starts nodes 1..n, each sending rate messages/s (none: 0),
+// with control sockets when sockets, and waits until they share a view,
+// agree on leader n and the group is quiet; g.err says why not.
+func electGroup(sc *scenario, alg string, n, rate int, sockets bool) *electionGroup {
+	g := &electionGroup{group: sc.newGroup(elHosts, sockets, "--profile", "lan", "--election", alg), alg: alg}
 	hs := hosts(1, n)
-	for _, h := range hs {
-		sock := "off"
-		if sockets {
-			sock = filepath.Join(e.socks, fmt.Sprintf("%s-h%d.sock", g.name, h))
-			g.socks[h] = sock
-		}
-		g.startNode(h, sock)
-	}
 	t0 := time.Now()
-	formed, err := g.waitViews(hs, time.Time{}, memFormWait, func(h int, v viewEv) bool {
-		return sameIDs(v.members, hs) && g.latestIs(h, v)
+	g.form(hs, func(int) []string {
+		if rate > 0 {
+			return memberLoad(rate)
+		}
+		return nil
 	})
-	if err == nil {
-		g.view = formed[1]
-		_, err = g.waitLeader(hs, uint64(n), 0, memWait)
+	if g.err != nil {
+		return g
 	}
+	_, err := g.waitLeader(hs, uint64(n), 0, memWait)
 	if err == nil {
 		err = g.waitQuiet(hs, elQuiet, memWait)
 	}
 	if err != nil {
 		g.err = fmt.Errorf("group %s did not form with leader %d: %v", g.name, n, err)
-		e.diag(b, "%v; events since the start:\n%s", g.err, g.electExcerpt(t0.Add(-time.Second), t0))
+		sc.diag("%v; events since the start:\n%s", g.err, g.excerpt(t0.Add(-time.Second), t0))
 	}
 	return g
 }
 
-// startNode starts host's node with control socket sock (or "off").
-func (g *egroup) startNode(host int, sock string) {
-	g.b.Helper()
-	extra := []string{"--election", g.alg}
-	if g.rate > 0 {
-		extra = append(extra, "--send-rate", strconv.Itoa(g.rate), "--send-size", "1000")
-	}
-	g.startWith(host, sock, "lan", extra...)
-}
-
-// elEvent is one election event of a node's log (election.started,
+// electionEvent is one election event of a node's log (election.started,
 // election.won, leader.changed, election.done).
-type elEvent struct {
+type electionEvent struct {
 	at                  time.Time
 	name                string
 	round, leader, sent uint64
 }
 
 // elections returns host's election events.
-func (g *egroup) elections(host int) []elEvent {
-	var out []elEvent
-	for _, ev := range g.events(host) {
-		if ev.Name != logs.LeaderChanged && !strings.HasPrefix(ev.Name, "election.") {
-			continue
-		}
-		x := elEvent{at: ev.Time, name: ev.Name}
+func (g *electionGroup) elections(host int) []electionEvent {
+	var out []electionEvent
+	for _, ev := range g.events(host, logs.ElectionStarted, logs.ElectionWon, logs.LeaderChanged, logs.ElectionDone) {
+		x := electionEvent{at: ev.Time, name: ev.Name}
 		x.round, _ = ev.Uint(logs.RoundKey)
 		x.leader, _ = ev.Uint(logs.LeaderKey)
 		x.sent, _ = ev.Uint(logs.SentKey)
@@ -200,20 +135,20 @@ func (g *egroup) elections(host int) []elEvent {
 }
 
 // lastLeader returns host's last leader.changed.
-func (g *egroup) lastLeader(host int) (elEvent, bool) {
+func (g *electionGroup) lastLeader(host int) (electionEvent, bool) {
 	evs := g.elections(host)
 	for i := len(evs) - 1; i >= 0; i-- {
 		if evs[i].name == logs.LeaderChanged {
 			return evs[i], true
 		}
 	}
-	return elEvent{}, false
+	return electionEvent{}, false
 }
 
 // leaderAgreed returns each host's last leader.changed if they all name
 // want, in one round above after; else an error saying where they stand.
-func (g *egroup) leaderAgreed(hs []int, want, after uint64) (map[int]elEvent, error) {
-	got := map[int]elEvent{}
+func (g *electionGroup) leaderAgreed(hs []int, want, after uint64) (map[int]electionEvent, error) {
+	got := map[int]electionEvent{}
 	ok := true
 	var desc []string
 	for _, h := range hs {
@@ -234,7 +169,7 @@ func (g *egroup) leaderAgreed(hs []int, want, after uint64) (map[int]elEvent, er
 }
 
 // waitLeader waits until hs agree on leader want in a round above after.
-func (g *egroup) waitLeader(hs []int, want, after uint64, timeout time.Duration) (map[int]elEvent, error) {
+func (g *electionGroup) waitLeader(hs []int, want, after uint64, timeout time.Duration) (map[int]electionEvent, error) {
 	end := time.Now().Add(timeout)
 	for {
 		got, err := g.leaderAgreed(hs, want, after)
@@ -249,7 +184,7 @@ func (g *egroup) waitLeader(hs []int, want, after uint64, timeout time.Duration)
 }
 
 // waitQuiet waits until no node of hs logged an election event for d.
-func (g *egroup) waitQuiet(hs []int, d, timeout time.Duration) error {
+func (g *electionGroup) waitQuiet(hs []int, d, timeout time.Duration) error {
 	end := time.Now().Add(timeout)
 	for {
 		var newest time.Time
@@ -271,17 +206,17 @@ func (g *egroup) waitQuiet(hs []int, d, timeout time.Duration) error {
 	}
 }
 
-func (g *egroup) exited(hs []int) error {
+func (g *electionGroup) exited(hs []int) error {
 	for _, h := range hs {
-		if n := g.nodes[h]; n.proc.Exited() {
-			return fmt.Errorf("h%d exited (code %d):\n%s", h, n.proc.ExitCode(), tail(n.proc.LogPath()))
+		if m := g.members[h]; m.Exited() {
+			return fmt.Errorf("h%d exited (code %d):\n%s", h, m.Proc.ExitCode(), m.Proc.Output(2000))
 		}
 	}
 	return nil
 }
 
-// elRound is what the logs say of one election round.
-type elRound struct {
+// electionRound is what the logs say of one election round.
+type electionRound struct {
 	round      uint64
 	initiators []int
 	winners    []int
@@ -293,8 +228,8 @@ type elRound struct {
 
 // rounds returns the rounds that hs logged events of at or after since,
 // in order.
-func (g *egroup) rounds(hs []int, since time.Time) []*elRound {
-	by := map[uint64]*elRound{}
+func (g *electionGroup) rounds(hs []int, since time.Time) []*electionRound {
+	by := map[uint64]*electionRound{}
 	for _, h := range hs {
 		for _, ev := range g.elections(h) {
 			if ev.at.Before(since) {
@@ -302,7 +237,7 @@ func (g *egroup) rounds(hs []int, since time.Time) []*elRound {
 			}
 			r := by[ev.round]
 			if r == nil {
-				r = &elRound{round: ev.round, leaders: map[int]uint64{}, sent: map[int]uint64{}, first: ev.at}
+				r = &electionRound{round: ev.round, leaders: map[int]uint64{}, sent: map[int]uint64{}, first: ev.at}
 				by[ev.round] = r
 			}
 			if ev.at.Before(r.first) {
@@ -321,15 +256,15 @@ func (g *egroup) rounds(hs []int, since time.Time) []*elRound {
 			}
 		}
 	}
-	var out []*elRound
+	var out []*electionRound
 	for _, r := range by {
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, c *elRound) int { return int(a.round) - int(c.round) })
+	slices.SortFunc(out, func(a, c *electionRound) int { return int(a.round) - int(c.round) })
 	return out
 }
 
-func (r *elRound) messages() uint64 {
+func (r *electionRound) messages() uint64 {
 	var n uint64
 	for _, s := range r.sent {
 		n += s
@@ -337,7 +272,7 @@ func (r *elRound) messages() uint64 {
 	return n
 }
 
-func (r *elRound) String() string {
+func (r *electionRound) String() string {
 	var per []string
 	for _, h := range slices.Sorted(func(yield func(int) bool) {
 		for h := range r.sent {
@@ -352,7 +287,7 @@ func (r *elRound) String() string {
 }
 
 // sumMessages adds up the messages of rs.
-func sumMessages(rs []*elRound) uint64 {
+func sumMessages(rs []*electionRound) uint64 {
 	var n uint64
 	for _, r := range rs {
 		n += r.messages()
@@ -360,7 +295,7 @@ func sumMessages(rs []*elRound) uint64 {
 	return n
 }
 
-func describeRounds(rs []*elRound) string {
+func describeRounds(rs []*electionRound) string {
 	var s []string
 	for _, r := range rs {
 		s = append(s, r.String())
@@ -368,33 +303,9 @@ func describeRounds(rs []*elRound) string {
 	return strings.Join(s, "; ")
 }
 
-// msgsSent reads the msgs_sent counter of every node of hs by its control
-// socket.
-func (g *egroup) msgsSent(hs []int) (map[int]uint64, error) {
-	out := map[int]uint64{}
-	for _, h := range hs {
-		res, err := control.Call(context.Background(), g.socks[h], 2*time.Second, "status", nil)
-		if err != nil {
-			return nil, fmt.Errorf("status of h%d: %w", h, err)
-		}
-		var st struct {
-			Counters map[string]json.Number `json:"counters"`
-		}
-		if err := json.Unmarshal(res, &st); err != nil {
-			return nil, fmt.Errorf("status of h%d: %w", h, err)
-		}
-		n, err := strconv.ParseUint(st.Counters["msgs_sent"].String(), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("status of h%d: msgs_sent: %w", h, err)
-		}
-		out[h] = n
-	}
-	return out, nil
-}
-
 // elect runs `huddle elect` at host's node and returns what it printed.
-func (g *egroup) elect(host int) (string, error) {
-	cmd := exec.Command(g.e.huddle(g.b), "elect", "--control-socket", g.socks[host], "--timeout", "5s", "--json")
+func (g *electionGroup) elect(host int) (string, error) {
+	cmd := exec.Command(g.sc.huddle(), "elect", "--control-socket", g.members[host].Socket, "--timeout", "5s", "--json")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("huddle elect at h%d: %v: %s", host, err, strings.TrimSpace(string(out)))
@@ -402,51 +313,10 @@ func (g *egroup) elect(host int) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// electExcerpt formats the view and election events of every node at or
-// after since, in time order, as offsets from origin.
-func (g *egroup) electExcerpt(since, origin time.Time) string {
-	type line struct {
-		at time.Time
-		s  string
-	}
-	var ls []line
-	for h := range g.nodes {
-		for _, ev := range g.events(h) {
-			if ev.Time.Before(since) {
-				continue
-			}
-			var s string
-			switch {
-			case ev.Name == logs.ViewInstalled:
-				v := toView(h, ev)
-				s = fmt.Sprintf("%s members %v crashed %v", v.id, v.members, v.crashed)
-			case ev.Name == logs.LeaderChanged || strings.HasPrefix(ev.Name, "election."):
-				r, _ := ev.Uint(logs.RoundKey)
-				l, _ := ev.Uint(logs.LeaderKey)
-				n, _ := ev.Uint(logs.SentKey)
-				v, _ := ev.Str(logs.ViewKey)
-				s = fmt.Sprintf("round %d view %s leader %d sent %d", r, v, l, n)
-			case ev.Name == logs.MemberSuspected:
-				m, _ := ev.Uint(logs.MemberKey)
-				s = fmt.Sprintf("member %d", m)
-			default:
-				continue
-			}
-			ls = append(ls, line{ev.Time, fmt.Sprintf("%+7.1fms h%d %-18s %s", ms(ev.Time.Sub(origin)), h, ev.Name, s)})
-		}
-	}
-	slices.SortStableFunc(ls, func(a, b line) int { return a.at.Compare(b.at) })
-	var b strings.Builder
-	for _, l := range ls {
-		b.WriteString("    " + l.s + "\n")
-	}
-	return b.String()
-}
-
 // --- failover ---
 
-// fres is one failover run.
-type fres struct {
+// failoverRun is one failover run.
+type failoverRun struct {
 	run      int
 	total    float64 // ms: the kill → the last survivor's leader.changed; +Inf: none
 	view     float64 // ms: the kill → the last survivor's view without the leader
@@ -456,27 +326,22 @@ type fres struct {
 	detail   string
 }
 
-func (e *eenv) benchFailover(b *testing.B, alg string) {
-	name := "fail" + alg
-	if !e.begin(b, name) {
-		return
-	}
-	var rs []fres
-	for i := range b.N {
-		r := e.failover(b, alg, i)
+func benchFailover(sc *scenario, alg string) {
+	rs := repeat(sc.N, func(i int) failoverRun {
+		r := failover(sc, alg, i)
 		r.run = i + 1
-		b.Logf("run %d: %s ms; %s", r.run, fmtMs(r.total), r.detail)
-		rs = append(rs, r)
-	}
-	e.reportFailover(b, name, rs)
+		sc.Logf("run %d: %s ms; %s", r.run, fmtMs(r.total), r.detail)
+		return r
+	})
+	reportFailover(sc, rs)
 }
 
 // failover runs one failover iteration.
-func (e *eenv) failover(b *testing.B, alg string, i int) fres {
-	bad := fres{total: math.Inf(1), view: math.NaN(), elect: math.NaN()}
+func failover(sc *scenario, alg string, i int) failoverRun {
+	bad := failoverRun{total: math.Inf(1), view: math.NaN(), elect: math.NaN()}
 	all := hosts(1, elFailN)
-	g := e.electGroup(b, "fail"+alg, alg, elFailN, memRate, false)
-	defer g.stop()
+	g := electGroup(sc, alg, elFailN, memRate, false)
+	defer g.stop(3 * time.Second)
 	if g.err != nil {
 		bad.problems, bad.detail = []string{g.err.Error()}, g.err.Error()
 		return bad
@@ -489,23 +354,23 @@ func (e *eenv) failover(b *testing.B, alg string, i int) fres {
 	g.signal(victim, syscall.SIGKILL)
 	got, err := g.waitLeader(survivors, next, before.round, memWait)
 	if err != nil {
-		e.diag(b, "%s run %d: no leader %d after the kill: %v; events:\n%s", g.name, i+1, next, err, g.electExcerpt(t0.Add(-200*time.Millisecond), t0))
+		sc.diag("%s run %d: no leader %d after the kill: %v; events:\n%s", g.name, i+1, next, err, g.excerpt(t0.Add(-200*time.Millisecond), t0))
 		bad.problems, bad.detail = []string{err.Error()}, err.Error()
 		return bad
 	}
-	views, err := g.waitViews(survivors, t0, memWait, func(_ int, v viewEv) bool { return !slices.Contains(v.members, uint64(victim)) })
+	views, err := g.WaitViews(survivors, t0, memWait, func(_ int, v lab.View) bool { return !slices.Contains(v.Members, uint64(victim)) })
 	if err != nil {
 		bad.problems, bad.detail = []string{err.Error()}, err.Error()
 		return bad
 	}
-	r := fres{}
+	r := failoverRun{}
 	var lastLeader, lastView time.Time
 	var per []string
 	for _, h := range survivors {
 		lc, v := got[h], views[h]
-		lastLeader, lastView = later(lastLeader, lc.at), later(lastView, v.at)
-		r.elect = math.Max(r.elect, ms(lc.at.Sub(v.at)))
-		per = append(per, fmt.Sprintf("h%d %.0f (view %.0f, +%.1f)", h, ms(lc.at.Sub(t0)), ms(v.at.Sub(t0)), ms(lc.at.Sub(v.at))))
+		lastLeader, lastView = later(lastLeader, lc.at), later(lastView, v.At)
+		r.elect = math.Max(r.elect, ms(lc.at.Sub(v.At)))
+		per = append(per, fmt.Sprintf("h%d %.0f (view %.0f, +%.1f)", h, ms(lc.at.Sub(t0)), ms(v.At.Sub(t0)), ms(lc.at.Sub(v.At))))
 	}
 	r.total, r.view = ms(lastLeader.Sub(t0)), ms(lastView.Sub(t0))
 	rs := g.rounds(survivors, t0)
@@ -520,7 +385,7 @@ func (e *eenv) failover(b *testing.B, alg string, i int) fres {
 		r.problems = append(r.problems, fmt.Sprintf("%d rounds after the kill: %s", len(rs), describeRounds(rs)))
 	}
 	if len(r.problems) > 0 {
-		e.diag(b, "%s run %d: %s; events:\n%s", g.name, i+1, strings.Join(r.problems, "; "), g.electExcerpt(t0.Add(-200*time.Millisecond), t0))
+		sc.diag("%s run %d: %s; events:\n%s", g.name, i+1, strings.Join(r.problems, "; "), g.excerpt(t0.Add(-200*time.Millisecond), t0))
 	}
 	r.detail = fmt.Sprintf("SIGKILL to leader %d (round %d); leader.changed to %d at ms after it (view.installed, +election): %s; %s",
 		victim, before.round, next, strings.Join(per, ", "), describeRounds(rs))
@@ -528,8 +393,8 @@ func (e *eenv) failover(b *testing.B, alg string, i int) fres {
 }
 
 // reportFailover adds a failover scenario's rows: medians over its runs.
-func (e *eenv) reportFailover(b *testing.B, name string, rs []fres) {
-	med := func(f func(fres) float64) (float64, string) {
+func reportFailover(sc *scenario, rs []failoverRun) {
+	med := func(f func(failoverRun) float64) (float64, string) {
 		var vs []float64
 		var s []string
 		for _, r := range rs {
@@ -540,10 +405,10 @@ func (e *eenv) reportFailover(b *testing.B, name string, rs []fres) {
 		slices.Sort(sorted)
 		return sorted[len(sorted)/2], strings.Join(s, ", ")
 	}
-	total, totals := med(func(r fres) float64 { return r.total })
-	view, viewsMs := med(func(r fres) float64 { return r.view })
-	el, els := med(func(r fres) float64 { return r.elect })
-	msgs, _ := med(func(r fres) float64 { return float64(r.msgs) })
+	total, totals := med(func(r failoverRun) float64 { return r.total })
+	view, viewsMs := med(func(r failoverRun) float64 { return r.view })
+	el, els := med(func(r failoverRun) float64 { return r.elect })
+	msgs, _ := med(func(r failoverRun) float64 { return float64(r.msgs) })
 	var counts []int64
 	for _, r := range rs {
 		counts = append(counts, int64(r.msgs))
@@ -554,42 +419,27 @@ func (e *eenv) reportFailover(b *testing.B, name string, rs []fres) {
 			mid = r
 		}
 	}
-	e.add(row{name, fmt.Sprintf("SIGKILL leader %d → leader.changed (%d) at every survivor", elFailN, elFailN-1), fmtMs(total) + " ms", "-", "info",
-		fmt.Sprintf("median of %d (runs in order, ms: %s); median run (%d): %s", len(rs), totals, mid.run, mid.detail)})
-	e.add(row{name, "  of which detection: SIGKILL → view without it at every survivor", fmtMs(view) + " ms", "-", "info", "runs in order, ms: " + viewsMs})
-	e.add(row{name, "  of which the election: view.installed → leader.changed", fmt.Sprintf("%.1f ms", el), "-", "info",
-		"the largest over the survivors; runs in order, ms: " + els})
-	e.add(row{name, "  messages of the election after the kill", fmt.Sprintf("%.0f", msgs), "-", "info", "runs in order: " + joinInts(counts)})
-	var probs []string
+	sc.add(fmt.Sprintf("SIGKILL leader %d → leader.changed (%d) at every survivor", elFailN, elFailN-1), fmtMs(total)+" ms", "-", "info",
+		fmt.Sprintf("median of %d (runs in order, ms: %s); median run (%d): %s", len(rs), totals, mid.run, mid.detail))
+	sc.add("  of which detection: SIGKILL → view without it at every survivor", fmtMs(view)+" ms", "-", "info", "runs in order, ms: "+viewsMs)
+	sc.add("  of which the election: view.installed → leader.changed", fmt.Sprintf("%.1f ms", el), "-", "info",
+		"the largest over the survivors; runs in order, ms: "+els)
+	sc.add("  messages of the election after the kill", fmt.Sprintf("%.0f", msgs), "-", "info", "runs in order: "+joinInts(counts))
+	var probs [][]string
 	for _, r := range rs {
-		for _, p := range r.problems {
-			probs = append(probs, fmt.Sprintf("run %d: %s", r.run, p))
-		}
+		probs = append(probs, r.problems)
 	}
-	val, res, detail := "all", "PASS", fmt.Sprintf("every run: one round after the kill, node %d the leader of every survivor and kept for %v", elFailN-1, elKept)
-	if len(probs) > 0 {
-		val, res, detail = fmt.Sprintf("%d of %d", len(rs)-countFres(rs), len(rs)), "FAIL", strings.Join(probs, "; ")
-	}
-	e.add(row{name, fmt.Sprintf("  runs that end with leader %d, in one round, kept", elFailN-1), val, "all", res, detail})
-	b.ReportMetric(total, "ms")
-	b.ReportMetric(el, "ms-election")
-}
-
-func countFres(rs []fres) int {
-	n := 0
-	for _, r := range rs {
-		if len(r.problems) > 0 {
-			n++
-		}
-	}
-	return n
+	sc.problemsRow(fmt.Sprintf("  runs that end with leader %d, in one round, kept", elFailN-1),
+		fmt.Sprintf("every run: one round after the kill, node %d the leader of every survivor and kept for %v", elFailN-1, elKept), probs)
+	sc.metric(total, "ms")
+	sc.metric(el, "ms-election")
 }
 
 // --- messages per election ---
 
-// ecase is one election of a messages scenario: started by `huddle elect`
+// electionCase is one election of a messages scenario: started by `huddle elect`
 // at a node, or by the group after its leader's SIGKILL (from == 0).
-type ecase struct {
+type electionCase struct {
 	what    string
 	from    func(n int) int
 	formula string
@@ -603,7 +453,7 @@ func byCrash(int) int       { return 0 }
 // linear returns n ↦ k·n + d.
 func linear(k, d int) func(int) int { return func(n int) int { return k*n + d } }
 
-var elCases = map[string][]ecase{
+var electionCases = map[string][]electionCase{
 	"ring": {
 		{"huddle elect at the highest", highestNode, "2n", linear(2, 0)},
 		{"huddle elect at the lowest (follows the highest)", lowestNode, "3n−1", linear(3, -1)},
@@ -616,8 +466,8 @@ var elCases = map[string][]ecase{
 	},
 }
 
-// mcount is one election's count.
-type mcount struct {
+// electionCount is one election's count.
+type electionCount struct {
 	msgs     uint64 // the sum of election.done's sent over the nodes and the election's rounds
 	sentDiff int64  // the growth of msgs_sent over the nodes; -1: not measured
 	rounds   int
@@ -626,54 +476,50 @@ type mcount struct {
 	detail   string
 }
 
-func (e *eenv) benchMessages(b *testing.B, alg string, n int) {
-	name := fmt.Sprintf("msgs%s%d", alg, n)
-	if !e.begin(b, name) {
-		return
-	}
-	cases := elCases[alg]
-	res := make([][]mcount, len(cases))
-	for i := range b.N {
-		for k, c := range e.messages(b, alg, n, i) {
+func benchMessages(sc *scenario, alg string, n int) {
+	cases := electionCases[alg]
+	res := make([][]electionCount, len(cases))
+	for i := range sc.N {
+		for k, c := range messages(sc, alg, n, i) {
 			res[k] = append(res[k], c)
 		}
 	}
 	for k, c := range cases {
-		e.reportCount(b, name, n, c, res[k])
+		reportCount(sc, n, c, res[k])
 	}
 }
 
 // messages runs one iteration: a group of n, then each case in turn.
-func (e *eenv) messages(b *testing.B, alg string, n, i int) []mcount {
-	cases := elCases[alg]
-	out := make([]mcount, len(cases))
-	g := e.electGroup(b, fmt.Sprintf("msgs%s%d-", alg, n), alg, n, 0, true)
-	defer g.stop()
+func messages(sc *scenario, alg string, n, i int) []electionCount {
+	cases := electionCases[alg]
+	out := make([]electionCount, len(cases))
+	g := electGroup(sc, alg, n, 0, true)
+	defer g.stop(3 * time.Second)
 	for k := range out {
-		out[k] = mcount{sentDiff: -1, ms: math.NaN()}
+		out[k] = electionCount{sentDiff: -1, ms: math.NaN()}
 		if g.err != nil {
 			out[k].problems = []string{g.err.Error()}
 			continue
 		}
 		out[k] = g.count(cases[k], n)
 		if len(out[k].problems) > 0 {
-			e.diag(b, "%s run %d, %s: %s", g.name, i+1, cases[k].what, strings.Join(out[k].problems, "; "))
+			sc.diag("%s run %d, %s: %s", g.name, i+1, cases[k].what, strings.Join(out[k].problems, "; "))
 		}
-		b.Logf("run %d, %s: %d messages (%d formula); %s", i+1, cases[k].what, out[k].msgs, cases[k].want(n), out[k].detail)
+		sc.Logf("run %d, %s: %d messages (%d formula); %s", i+1, cases[k].what, out[k].msgs, cases[k].want(n), out[k].detail)
 	}
 	return out
 }
 
 // count runs one case in the quiet group of n, and counts its messages.
-func (g *egroup) count(c ecase, n int) mcount {
-	r := mcount{sentDiff: -1, ms: math.NaN()}
+func (g *electionGroup) count(c electionCase, n int) electionCount {
+	r := electionCount{sentDiff: -1, ms: math.NaN()}
 	hs := hosts(1, n)
 	from := c.from(n)
 	before, _ := g.lastLeader(1)
-	var sent0 map[int]uint64
+	var sent0 counterSnap
 	if from != 0 {
 		var err error
-		if sent0, err = g.msgsSent(hs); err != nil {
+		if sent0, err = g.snapshot(hs); err != nil {
 			r.problems = append(r.problems, err.Error())
 			return r
 		}
@@ -707,12 +553,9 @@ func (g *egroup) count(c ecase, n int) mcount {
 		}
 		r.ms = ms(last.Sub(rs[0].first))
 	}
-	if sent0 != nil {
-		if sent1, err := g.msgsSent(hs); err == nil {
-			r.sentDiff = 0
-			for _, h := range hs {
-				r.sentDiff += int64(sent1[h] - sent0[h])
-			}
+	if sent0.c != nil {
+		if sent1, err := g.snapshot(hs); err == nil {
+			r.sentDiff = grown(sent0, sent1, "msgs_sent")
 		}
 	}
 	if len(rs) != 1 {
@@ -731,7 +574,7 @@ func (g *egroup) count(c ecase, n int) mcount {
 // of election.done's sent, and for an election started by `huddle elect`
 // in the quiet group the growth of msgs_sent, which counts every message
 // the nodes sent: the two must agree.
-func (e *eenv) reportCount(b *testing.B, name string, n int, c ecase, rs []mcount) {
+func reportCount(sc *scenario, n int, c electionCase, rs []electionCount) {
 	want := c.want(n)
 	var done, grown []int64
 	var durs, probs []string
@@ -749,9 +592,9 @@ func (e *eenv) reportCount(b *testing.B, name string, n int, c ecase, rs []mcoun
 		raw += "; PROBLEMS: " + strings.Join(probs, "; ")
 	}
 	med := medianInt(done)
-	e.add(row{name, c.what + ": Σ election.done's sent", strconv.FormatInt(med, 10), target, verdict(len(probs) == 0 && allEqual(done, int64(want))), raw})
+	sc.add(c.what+": Σ election.done's sent", strconv.FormatInt(med, 10), target, verdict(len(probs) == 0 && allEqual(done, int64(want))), raw)
 	if c.from(n) == 1 {
-		b.ReportMetric(float64(med), "msgs-from-lowest")
+		sc.metric(float64(med), "msgs-from-lowest")
 	}
 	if c.from(n) == 0 {
 		return
@@ -764,53 +607,6 @@ func (e *eenv) reportCount(b *testing.B, name string, n int, c ecase, rs []mcoun
 	if slices.Max(more) > 0 {
 		raw += fmt.Sprintf("; more than election.done's sent by %s", joinInts(more))
 	}
-	e.add(row{name, "  the same counted by the nodes' msgs_sent (every message sent)", strconv.FormatInt(medianInt(grown), 10), target,
-		verdict(len(probs) == 0 && allEqual(grown, int64(want))), raw})
-}
-
-func joinInts(vs []int64) string {
-	var s []string
-	for _, v := range vs {
-		s = append(s, strconv.FormatInt(v, 10))
-	}
-	return strings.Join(s, ", ")
-}
-
-func medianInt(vs []int64) int64 {
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func allEqual(vs []int64, want int64) bool {
-	for _, v := range vs {
-		if v != want {
-			return false
-		}
-	}
-	return true
-}
-
-// --- the report ---
-
-func (e *eenv) printElectionTable() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.rows) == 0 {
-		return
-	}
-	var w strings.Builder
-	fmt.Fprintf(&w, "\nhuddle election benchmark: %s, GOMAXPROCS %d, virtual LAN, --profile lan (heartbeat 50ms, suspect_timeout 400ms); "+
-		"failover: %d nodes at --send-rate %d --send-size 1000; messages: quiet groups of n, the figure is Σ election.done's sent\n",
-		runtime.GOOS+"/"+runtime.GOARCH, runtime.GOMAXPROCS(0), elFailN, memRate)
-	if x := os.Getenv(extraArgsEnv); x != "" {
-		fmt.Fprintf(&w, "NOTE: %s=%q: not the LAN profile's defaults\n", extraArgsEnv, x)
-	}
-	fail := writeTable(&w, e.rows, 12, 66, 9, 11)
-	fmt.Fprintf(&w, "%d of %d checks missed (messages: every run equal to the formula; failover: the right leader, kept)\n", fail, countTargets(e.rows))
-	fmt.Fprintf(&w, "reproduce: go test -run '^$' -bench Election -benchtime 3x ./internal/bench\n")
-	if len(e.diags) > 0 {
-		fmt.Fprintf(&w, "\nevents around what went wrong:\n%s\n", strings.Join(e.diags, "\n"))
-	}
-	fmt.Print(w.String())
+	sc.add("  the same counted by the nodes' msgs_sent (every message sent)", strconv.FormatInt(medianInt(grown), 10), target,
+		verdict(len(probs) == 0 && allEqual(grown, int64(want))), raw)
 }

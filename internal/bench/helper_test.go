@@ -1,8 +1,9 @@
 package bench
 
 // The test binary doubles as the raw UDP multicast blaster and its sinks
-// inside the lab's hosts: run with HUDDLE_BENCH_HELPER=1 it blasts or
-// counts datagrams instead of benchmarking (see TestMain).
+// inside the lab's hosts, and as a node of the raw token ring: run with
+// HUDDLE_BENCH_HELPER=1 it blasts, counts or passes the token on instead
+// of benchmarking (see TestMain).
 
 import (
 	"encoding/binary"
@@ -69,6 +70,8 @@ func helperMain(args []string) error {
 			return err
 		}
 		return sink(args[1], args[2], rcvbuf, idle, total)
+	case "token": // token LISTEN NEXT RUN IDLE TOTAL INJECT
+		return tokenMain(args)
 	}
 	return fmt.Errorf("unknown mode %q", args[0])
 }

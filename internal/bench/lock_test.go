@@ -2,17 +2,14 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"os"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/huddle-lan/huddle/internal/lab"
 	"github.com/huddle-lan/huddle/internal/logcheck"
 	"github.com/huddle-lan/huddle/internal/logs"
 )
@@ -65,31 +62,24 @@ import (
 //     multicast) and datagrams_out (with the session messages), summed
 //     over the nodes, per entry, and the wait when nobody contends.
 //
-// Run it with
-//
-//	go test -run '^$' -bench Lock -benchtime 3x ./internal/bench
-//
-// as root (about 70 s). One scenario alone with -bench
-// 'Lock/contend5' (it measures what it is compared with first, once).
-// BENCH_LOGDIR keeps the logs, LAB_HUDDLE_BIN names a prebuilt huddle,
-// BENCH_HUDDLE_ARGS adds words to every huddle command line.
+// The package documentation says how to run it; one scenario alone
+// measures what it is compared with first, once.
 func BenchmarkLock(b *testing.B) {
-	if err := lab.Available(); err != nil {
-		b.Skip(err)
-	}
-	dir, err := os.MkdirTemp("", "huddle-lock-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	e := &lenv{menv: &menv{env: &env{parent: b, hwm: map[string][]float64{}}, port: 7900}, socks: dir, tokenPort: 8000}
-	b.Cleanup(func() { e.close(); os.RemoveAll(dir) })
-	b.Run("token", e.benchToken)
-	b.Run("contend0", func(b *testing.B) { e.benchContend(b, "contend0", 0) })
-	b.Run("contend5", func(b *testing.B) { e.benchContend(b, "contend5", lockLoss) })
+	s := newSuite(b)
+	s.run("token", func(sc *scenario) { sc.metric(s.token(sc, sc.N), "handoffs/s") })
+	s.run("contend0", func(sc *scenario) { s.benchContend(sc, 0) })
+	s.run("contend5", func(sc *scenario) { s.benchContend(sc, lockLoss) })
 	for _, n := range []int{3, 5, 8} {
-		b.Run(fmt.Sprintf("msgs%d", n), func(b *testing.B) { e.benchMsgs(b, n) })
+		s.run(fmt.Sprintf("msgs%d", n), func(sc *scenario) { benchMsgs(sc, n) })
 	}
-	e.printLockTable()
+	method := ""
+	if lan := machine.lans[lockHosts]; lan != nil {
+		method = lan.LossMethod()
+	}
+	s.print("huddle lock benchmark", fmt.Sprintf("virtual LAN of %d hosts (loss by %s), --profile local --loopback=false; "+
+		"contention: %d nodes --lock-think 0s --lock-hold 0s, %v window; messages: node 1 --lock-think %v, the others idle",
+		lockHosts, method, lockContenders, lockWindow, lockIdleThink),
+		func() string { return "reproduce: go test -run '^$' -bench Lock -benchtime 3x ./internal/bench\n" })
 }
 
 const (
@@ -110,79 +100,53 @@ const (
 	lockGap        = 5 * time.Millisecond   // a longer gap between two entries of the group is a stall
 )
 
-// lenv is what the sub-benchmarks of BenchmarkLock share: the membership
-// benchmark's environment (binary, LAN, report), on a LAN of 8 hosts, the
-// directory of the nodes' control sockets and the baselines.
-type lenv struct {
-	*menv
-	socks     string
-	tokenPort int
-	token     float64 // raw hand-offs/s over hosts 1..5
-	zero      float64 // huddle's entries/s at 0 % loss
-}
-
-// lan8 returns the LAN of 8 hosts, built on first use (menv closes it).
-func (e *lenv) lan8(b *testing.B) *lab.LAN {
-	if e.menv.lan == nil {
-		opts := lab.Options{Hosts: lockHosts, Logf: b.Logf, Grace: 2 * time.Second}
-		if dir := os.Getenv(logDirEnv); dir != "" {
-			opts.LogDir = filepath.Join(dir, "lock")
-		}
-		l, err := lab.New(opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		e.menv.lan = l
-		e.method = l.LossMethod()
-	}
-	return e.menv.lan
+// lockGroup starts nodes on hs, host h with the extra flags args(h), each
+// with a control socket when sockets, and waits until they share a view;
+// g.err says why not, g.formed is when the last of them installed it.
+func lockGroup(sc *scenario, hs []int, args func(int) []string, sockets bool) *group {
+	g := sc.newGroup(lockHosts, sockets, "--profile", "local", "--stats-interval", lockStatsEvery.String())
+	g.form(hs, args)
+	return g
 }
 
 // --- the token ring ---
 
-func (e *lenv) benchToken(b *testing.B) {
-	if !e.begin(b, "token") {
-		return
-	}
-	e.measureToken(b, b.N)
-	b.ReportMetric(e.token, "handoffs/s")
-}
-
-func (e *lenv) measureToken(b *testing.B, n int) {
-	l := e.lan8(b)
+// token measures the raw token ring runs times and adds its row.
+func (s *suite) token(sc *scenario, runs int) float64 {
 	var all []string
-	t, runs := median(n, func() *tokenRun {
-		t := e.runToken(b, l, hosts(1, lockContenders), tokenFor)
+	t, k := median(runs, func() *tokenRun {
+		t := runToken(sc, sc.lan(lockHosts), hosts(1, lockContenders), tokenFor)
 		all = append(all, rate(t.rate(), "/s"))
 		return t
 	}, (*tokenRun).rate)
-	e.token = t.rate()
+	s.baseline["token"] = t.rate()
 	// A lost token (re-injected) or a send error shows in the detail.
-	e.add(row{"token", "raw UDP token ring over hosts 1..5: hand-offs/s", rate(e.token, "/s"), "-", "info",
-		fmt.Sprintf("median of %d (runs in order: %s); median run: %s", runs, strings.Join(all, ", "), t.detail())})
+	s.add(row{"token", "raw UDP token ring over hosts 1..5: hand-offs/s", rate(t.rate(), "/s"), "-", "info",
+		fmt.Sprintf("median of %d (runs in order: %s); median run: %s", k, strings.Join(all, ", "), t.detail())})
+	return t.rate()
 }
 
-func (e *lenv) ensureToken(b *testing.B) float64 {
-	if e.token == 0 {
-		e.measureToken(b, 1)
+func (s *suite) ensureToken(sc *scenario) float64 {
+	if s.baseline["token"] == 0 {
+		s.token(sc, 1)
 	}
-	return e.token
+	return s.baseline["token"]
 }
 
 // --- contention ---
 
-// cres is one contention run.
-type cres struct {
+// contention is one contention run.
+type contention struct {
 	run        int
 	rate       float64     // entries/s in the window; NaN: no group
 	entries    map[int]int // by host
 	waits      []time.Duration
-	msgs       []int64 // messages of the entries
-	dgField    []int64 // datagrams of the entries
-	dgrams     float64 // data_datagrams per entry; NaN: unknown
-	sent       float64 // msgs_sent per entry
-	safe       safety
-	lc         *logcheck.MutexResult // CheckMutex over the whole logs; nil: not run
+	msgs       []int64               // messages of the entries
+	dgField    []int64               // datagrams of the entries
+	dgrams     float64               // data_datagrams per entry; NaN: unknown
+	sent       float64               // msgs_sent per entry
+	safe       safety                // the stays from the group's formation to the window's end
+	lock       *logcheck.MutexResult // CheckMutex over the whole logs; nil: not run
 	fairness   float64               // the fewest entries of a node / the mean
 	maxGap     time.Duration
 	stalls     int           // gaps of more than lockGap between two entries of the group
@@ -194,74 +158,45 @@ type cres struct {
 	load, form string
 }
 
-func (e *lenv) benchContend(b *testing.B, name string, loss float64) {
-	if !e.begin(b, name) {
-		return
-	}
+func (s *suite) benchContend(sc *scenario, loss float64) {
 	base := 0.0
 	if loss == 0 {
-		base = e.ensureToken(b)
-	} else if base = e.zero; base == 0 {
-		r := e.contend(b, "contend0", 0)
+		base = s.ensureToken(sc)
+	} else if base = s.baseline["contend0"]; base == 0 {
+		r := contend(sc, 0)
 		r.run = 1
-		base, e.zero = r.rate, r.rate
-		e.add(row{"contend0", "5 nodes contending, 0 % loss (contend5's base, one run): entries/s", rate(base, "entries/s"), "-", "info", r.detail()})
+		base, s.baseline["contend0"] = r.rate, r.rate
+		s.add(row{"contend0", "5 nodes contending, 0 % loss (contend5's base, one run): entries/s", rate(base, "entries/s"), "-", "info", r.detail()})
 	}
-	var rs []cres
-	for i := range b.N {
-		r := e.contend(b, name, loss)
+	rs := repeat(sc.N, func(i int) contention {
+		r := contend(sc, loss)
 		r.run = i + 1
-		b.Log(r.detail())
-		rs = append(rs, r)
-	}
-	med := medianCres(rs)
-	if loss == 0 {
-		e.zero = med.rate
-	}
-	e.reportContend(b, name, loss, base, rs, med)
-}
-
-// medianCres is the run with the median rate (a run without a group
-// counts as the slowest).
-func medianCres(rs []cres) cres {
-	key := func(r cres) float64 {
+		sc.Log(r.detail())
+		return r
+	})
+	// The run with the median rate (a run without a group counts as the slowest).
+	med, _ := medianBy(rs, func(r contention) float64 {
 		if math.IsNaN(r.rate) {
 			return -1
 		}
 		return r.rate
-	}
-	s := slices.SortedFunc(slices.Values(rs), func(a, c cres) int {
-		switch ka, kc := key(a), key(c); {
-		case ka < kc:
-			return -1
-		case ka > kc:
-			return 1
-		}
-		return 0
 	})
-	return s[len(s)/2]
+	if loss == 0 {
+		s.baseline["contend0"] = med.rate
+	}
+	reportContend(sc, loss, base, rs, med)
 }
 
 // contend runs one contention run: 5 nodes, think 0, hold 0.
-func (e *lenv) contend(b *testing.B, name string, loss float64) cres {
-	l := e.lan8(b)
+func contend(sc *scenario, loss float64) contention {
 	all := hosts(1, lockContenders)
 	if loss > 0 {
-		for _, h := range all {
-			if err := l.SetLoss(h, loss); err != nil {
-				b.Fatal(err)
-			}
-		}
-		defer func() {
-			for _, h := range all {
-				l.SetLoss(h, 0)
-			}
-		}()
+		defer setLoss(sc, sc.lan(lockHosts), all, loss)()
 	}
-	g := e.lockGroup(b, name, all, func(int) []string { return []string{"--lock-think", "0s", "--lock-hold", "0s"} }, false)
-	defer g.stop()
+	g := lockGroup(sc, all, func(int) []string { return []string{"--lock-think", "0s", "--lock-hold", "0s"} }, false)
+	defer g.stop(3 * time.Second)
 	if g.err != nil {
-		return cres{rate: math.NaN(), dgrams: math.NaN(), sent: math.NaN(), problems: []string{g.err.Error()}}
+		return contention{rate: math.NaN(), dgrams: math.NaN(), sent: math.NaN(), problems: []string{g.err.Error()}}
 	}
 	from := g.formed.Add(lockSkip)
 	to := from.Add(lockWindow)
@@ -271,26 +206,23 @@ func (e *lenv) contend(b *testing.B, name string, loss float64) cres {
 	load := machineLoad(c0, readCPU())
 	var exited []string
 	for _, h := range all {
-		if n := g.nodes[h]; n.proc.Exited() {
-			exited = append(exited, fmt.Sprintf("h%d exited (code %d) during the run:\n%s", h, n.proc.ExitCode(), tail(n.proc.LogPath())))
+		if m := g.members[h]; m.Exited() {
+			exited = append(exited, fmt.Sprintf("h%d exited (code %d) during the run:\n%s", h, m.Proc.ExitCode(), m.Proc.Output(2000)))
 		}
 	}
-	g.stop()
+	g.stop(3 * time.Second)
 	r := g.contendFigures(all, from, to)
 	r.problems = append(r.problems, exited...)
-	var paths []string
-	for _, h := range all {
-		paths = append(paths, g.nodes[h].log)
-	}
-	if m, err := logcheck.Load(paths...); err != nil {
+	if run, err := g.readLives(slices.Collect(maps.Values(g.members))); err != nil {
 		r.problems = append(r.problems, err.Error())
 	} else {
-		r.lc = m.CheckMutex(logcheck.MutexOptions{Slack: lockSkewTol, MaxViolations: 5})
+		r.lock = run.CheckMutex(logcheck.MutexOptions{Slack: lockSkewTol, EndAtHeld: true, MaxViolations: 5})
+		r.safe = safetyIn(r.lock, g.formed, to)
 	}
 	r.load = load
-	r.form = fmt.Sprintf("view %s of all 5 installed %.0f ms after the first start", g.view, ms(g.formed.Sub(g.nodes[1].start)))
+	r.form = fmt.Sprintf("view %s of all 5 installed %.0f ms after the first start", g.view, ms(g.formed.Sub(g.members[1].Started)))
 	if len(r.problems) > 0 || len(r.safe.violations) > 0 {
-		e.diag(b, "%s: %s; events around the window's start:\n%s", g.name, strings.Join(append(slices.Clone(r.safe.violations), r.problems...), "; "),
+		sc.diag("%s: %s; events around the window's start:\n%s", g.name, strings.Join(append(slices.Clone(r.safe.violations), r.problems...), "; "),
 			g.excerpt(g.formed.Add(-100*time.Millisecond), g.formed))
 	}
 	return r
@@ -298,9 +230,8 @@ func (e *lenv) contend(b *testing.B, name string, loss float64) cres {
 
 // contendFigures reads a contention run's figures off the logs: the
 // entries in [from, to], the stays from the group's formation to to.
-func (g *lgroup) contendFigures(all []int, from, to time.Time) cres {
-	r := cres{entries: map[int]int{}, dgrams: math.NaN(), sent: math.NaN()}
-	var stays []lockHold
+func (g *group) contendFigures(all []int, from, to time.Time) contention {
+	r := contention{entries: map[int]int{}, dgrams: math.NaN(), sent: math.NaN()}
 	var acquired []time.Time
 	var views, susp, lost, withdrawn int
 	warns := map[string]int{}
@@ -346,11 +277,6 @@ func (g *lgroup) contendFigures(all []int, from, to time.Time) cres {
 				r.problems = append(r.problems, fmt.Sprintf("h%d's request of %s not granted after %.1f s", h, asked.Format("15:04:05.000"), w.Seconds()))
 			}
 		}
-		for _, s := range holds(les) {
-			if !s.from.Before(g.formed) && s.from.Before(to) {
-				stays = append(stays, s)
-			}
-		}
 		for _, ev := range evs {
 			if ev.Time.Before(g.formed) || ev.Time.After(to) {
 				continue
@@ -364,12 +290,13 @@ func (g *lgroup) contendFigures(all []int, from, to time.Time) cres {
 				warns[ev.Name]++
 			}
 		}
-		ss := statsLines(g.nodes[h].log)
+		g.members[h].readStats()
+		ss := g.members[h].periodic
 		if last := lastBefore(ss, to); last != nil {
-			rec = append(rec, fmt.Sprintf("h%d %d/%d", h, last.RecoveryP50, last.RecoveryP99))
+			rec = append(rec, fmt.Sprintf("h%d %d/%d", h, last.get("recovery_p50_us"), last.get("recovery_p99_us")))
 		}
-		d, ok1 := statRate(ss, from, to, func(s *stat) uint64 { return s.DataDatagrams })
-		m, ok2 := statRate(ss, from, to, func(s *stat) uint64 { return s.MsgsSent })
+		d, ok1 := statRate(ss, from, to, "data_datagrams")
+		m, ok2 := statRate(ss, from, to, "msgs_sent")
 		dgRate, sentRate, statsOK = dgRate+d, sentRate+m, statsOK && ok1 && ok2
 	}
 	n := 0
@@ -398,7 +325,6 @@ func (g *lgroup) contendFigures(all []int, from, to time.Time) cres {
 		}
 		prev = at
 	}
-	r.safe = checkHolds(stays, lockSkewTol, to)
 	r.recovery = strings.Join(rec, ", ")
 	if views > 0 {
 		r.odd = append(r.odd, fmt.Sprintf("%d view.installed after the group formed", views))
@@ -425,7 +351,7 @@ func (g *lgroup) contendFigures(all []int, from, to time.Time) cres {
 }
 
 // detail is a run's raw numbers.
-func (r cres) detail() string {
+func (r contention) detail() string {
 	if math.IsNaN(r.rate) {
 		return strings.Join(r.problems, "; ")
 	}
@@ -447,15 +373,8 @@ func (r cres) detail() string {
 		num(r.dgrams), num(r.sent), r.recovery, r.safe.stays, r.form, r.load)
 }
 
-func medianOr(vs []int64) int64 {
-	if len(vs) == 0 {
-		return -1
-	}
-	return medianInt(vs)
-}
-
 // reportContend adds a contention scenario's rows.
-func (e *lenv) reportContend(b *testing.B, name string, loss, base float64, rs []cres, med cres) {
+func reportContend(sc *scenario, loss, base float64, rs []contention, med contention) {
 	var rates, waits, fair []string
 	var probs, odd, viol []string
 	worst := math.Inf(1)
@@ -484,33 +403,33 @@ func (e *lenv) reportContend(b *testing.B, name string, loss, base float64, rs [
 		strings.Join(rates, ", "), lockWindow, lockSkip, med.detail())
 	ratio := med.rate / base
 	if loss == 0 {
-		e.add(row{name, "5 nodes, think 0, hold 0, 0 % loss: entries/s / token hand-offs/s", pct(ratio) + " (" + rate(med.rate, "entries/s") + ")",
-			"-", "info", fmt.Sprintf("token ring %s; %s", rate(base, "hand-offs/s"), runsLine)})
+		sc.add("5 nodes, think 0, hold 0, 0 % loss: entries/s / token hand-offs/s", pct(ratio)+" ("+rate(med.rate, "entries/s")+")",
+			"-", "info", fmt.Sprintf("token ring %s; %s", rate(base, "hand-offs/s"), runsLine))
 	} else {
-		e.add(row{name, fmt.Sprintf("the same at %.0f %% loss on every host: entries/s / 0 %%-loss", 100*loss), pct(ratio) + " (" + rate(med.rate, "entries/s") + ")",
-			"-", "info", fmt.Sprintf("loss by %s; 0 %% loss %s; %s", e.method, rate(base, "entries/s"), runsLine)})
+		sc.add(fmt.Sprintf("the same at %.0f %% loss on every host: entries/s / 0 %%-loss", 100*loss), pct(ratio)+" ("+rate(med.rate, "entries/s")+")",
+			"-", "info", fmt.Sprintf("loss by %s; 0 %% loss %s; %s", sc.lan(lockHosts).LossMethod(), rate(base, "entries/s"), runsLine))
 	}
 	wTarget, wVerdict := "-", "info"
 	if loss > 0 {
 		wTarget, wVerdict = "p99 ≤ 10 ms", verdict(quantile(med.waits, 0.99) <= lockWaitP99)
 	}
-	e.add(row{name, "  wait p50 / p99 (wait_ms of the window's entries)", fmtDur(quantile(med.waits, 0.5)) + " / " + fmtDur(quantile(med.waits, 0.99)),
-		wTarget, wVerdict, "median run; p50/p99 by run: " + strings.Join(waits, ", ")})
-	e.add(row{name, "  per entry: messages / datagrams / data_datagrams / msgs_sent",
-		fmt.Sprintf("%d / %d / %s / %s", medianOr(med.msgs), medianOr(med.dgField), num(med.dgrams), num(med.sent)), "-", "info",
-		"median run; messages and datagrams: mutex.acquired's (2(n−1) = 8 and n = 5 in a stable view); data datagrams and msgs_sent: " +
-			"the growth of the nodes' data_datagrams and msgs_sent in node.stats over the window, per entry (everything the nodes sent, batched)"})
+	sc.add("  wait p50 / p99 (wait_ms of the window's entries)", fmtDur(quantile(med.waits, 0.5))+" / "+fmtDur(quantile(med.waits, 0.99)),
+		wTarget, wVerdict, "median run; p50/p99 by run: "+strings.Join(waits, ", "))
+	sc.add("  per entry: messages / datagrams / data_datagrams / msgs_sent",
+		fmt.Sprintf("%d / %d / %s / %s", medianInt(med.msgs), medianInt(med.dgField), num(med.dgrams), num(med.sent)), "-", "info",
+		"median run; messages and datagrams: mutex.acquired's (2(n−1) = 8 and n = 5 in a stable view); data datagrams and msgs_sent: "+
+			"the growth of the nodes' data_datagrams and msgs_sent in node.stats over the window, per entry (everything the nodes sent, batched)")
 	fTarget, fVerdict := fmt.Sprintf("≥ %.0f %%", 100*lockFairness), verdict(worst >= lockFairness)
 	if loss > 0 {
 		fTarget, fVerdict = "-", "info"
 	}
-	e.add(row{name, "  fairness: fewest entries of a node / the mean (worst run)", pct(worst), fTarget, fVerdict, "by run: " + strings.Join(fair, ", ")})
+	sc.add("  fairness: fewest entries of a node / the mean (worst run)", pct(worst), fTarget, fVerdict, "by run: "+strings.Join(fair, ", "))
 	sdetail := fmt.Sprintf("%d stays checked over %d runs; %d overlaps within %v (logging skew), deepest overlap %.3f ms", stays, len(rs), skewed, lockSkewTol, ms(deepest))
 	if len(viol) > 0 {
 		sdetail += "; VIOLATIONS: " + strings.Join(firstN(viol, 10), "; ")
 	}
-	e.add(row{name, "  safety: stays (acquired…released) overlapping by more than 1 ms", strconv.Itoa(len(viol)), "0", verdict(len(viol) == 0 && stays > 0), sdetail})
-	e.addLogcheck(name, rs)
+	sc.add("  safety: stays (acquired…released) overlapping by more than 1 ms", strconv.Itoa(len(viol)), "0", verdict(len(viol) == 0 && stays > 0), sdetail)
+	addLogcheck(sc, rs)
 	val, res := "none", "PASS"
 	if all := append(slices.Clone(probs), odd...); len(all) > 0 {
 		val, res = strconv.Itoa(len(all)), "info"
@@ -518,45 +437,62 @@ func (e *lenv) reportContend(b *testing.B, name string, loss, base float64, rs [
 			res = "FAIL"
 		}
 	}
-	e.add(row{name, "  anomalies (stalls, exits, views, suspicions, warnings)", val, "none", res, strings.Join(append(probs, odd...), "; ")})
-	b.ReportMetric(med.rate, "entries/s")
-	b.ReportMetric(float64(quantile(med.waits, 0.5).Microseconds()), "p50-µs")
-	b.ReportMetric(float64(quantile(med.waits, 0.99).Microseconds()), "p99-µs")
+	sc.add("  anomalies (stalls, exits, views, suspicions, warnings)", val, "none", res, strings.Join(append(probs, odd...), "; "))
+	sc.metric(med.rate, "entries/s")
+	sc.metric(float64(quantile(med.waits, 0.5).Microseconds()), "p50-µs")
+	sc.metric(float64(quantile(med.waits, 0.99).Microseconds()), "p99-µs")
 }
 
 // addLogcheck adds the row of logcheck.CheckMutex over the runs' whole
 // logs: the lock's events in order, and every request granted, or pending
-// at the end for less than its MaxPending. Its overlaps (a stay ending at
-// the mutex.released line, forgiven up to the same 1 ms) are given for
-// information: the safety row judges overlaps with held_ms, which the
-// logging skew does not stretch.
-func (e *lenv) addLogcheck(name string, rs []cres) {
-	bad, overlaps, forgiven := 0, 0, 0
-	var longest time.Duration
+// at the end for less than its MaxPending. (Its overlaps are the safety
+// row's.)
+func addLogcheck(sc *scenario, rs []contention) {
+	bad := 0
 	var parts []string
 	for _, r := range rs {
-		if r.lc == nil {
+		if r.lock == nil {
 			continue
 		}
-		n := r.lc.ByKind[logcheck.MutexSequence] + r.lc.ByKind[logcheck.MutexPending]
+		n := r.lock.ByKind[logcheck.MutexSequence] + r.lock.ByKind[logcheck.MutexPending]
 		bad += n
-		overlaps += r.lc.ByKind[logcheck.MutexOverlap]
-		forgiven, longest = forgiven+r.lc.Forgiven, max(longest, r.lc.MaxForgiven)
-		line, _, _ := strings.Cut(r.lc.String(), "\n")
-		if n > 0 || r.lc.ByKind[logcheck.MutexOverlap] > 0 {
-			line = strings.ReplaceAll(r.lc.String(), "\n", " ")
+		line, _, _ := strings.Cut(r.lock.String(), "\n")
+		if n > 0 {
+			line = strings.ReplaceAll(r.lock.String(), "\n", " ")
 		}
 		parts = append(parts, fmt.Sprintf("run %d: %s", r.run, line))
 	}
-	detail := fmt.Sprintf("its overlaps, a stay ending at the mutex.released line: %d beyond 1 ms, %d within (longest %v); %s",
-		overlaps, forgiven, longest, strings.Join(parts, "; "))
-	e.add(row{name, "  logcheck.CheckMutex: events out of turn, requests never granted", strconv.Itoa(bad), "0",
-		verdict(bad == 0 && len(parts) == len(rs)), detail})
+	sc.add("  logcheck.CheckMutex: events out of turn, requests never granted", strconv.Itoa(bad), "0",
+		verdict(bad == 0 && len(parts) == len(rs)), strings.Join(parts, "; "))
 }
 
-func firstN(s []string, n int) []string {
-	if len(s) > n {
-		return append(s[:n:n], fmt.Sprintf("... %d more", len(s)-n))
+// safety is what logcheck.CheckMutex found of the stays in the critical
+// section that began in a window: a node's mutex.acquired to its
+// mutex.released, ending at the earlier of the release's line and the
+// grant's plus its held_ms (logcheck.MutexOptions.EndAtHeld).
+type safety struct {
+	stays      int           // stays checked
+	violations []string      // overlaps by more than the slack
+	skewed     int           // overlaps within it (over the whole logs)
+	deepest    time.Duration // the largest overlap
+}
+
+// safetyIn is what res says of the stays that began in [from, to): the
+// group's own, once it formed.
+func safetyIn(res *logcheck.MutexResult, from, to time.Time) safety {
+	in := func(t time.Time) bool { return !t.Before(from) && t.Before(to) }
+	s := safety{skewed: res.Forgiven, deepest: res.MaxForgiven}
+	for _, iv := range res.Intervals {
+		if in(iv.Start) {
+			s.stays++
+		}
+	}
+	for _, o := range res.Overlaps {
+		if in(o.B.Start) {
+			s.deepest = max(s.deepest, o.Length)
+			s.violations = append(s.violations, fmt.Sprintf("h%d acquired at %s (view %s) while h%d held it since %s (view %s), %.3f ms before its release",
+				o.B.Node, o.B.Start.Format("15:04:05.000000"), o.B.View, o.A.Node, o.A.Start.Format("15:04:05.000000"), o.A.View, ms(o.Length)))
+		}
 	}
 	return s
 }
@@ -609,8 +545,8 @@ func straddles(es []lockEntry, from, to time.Time) bool {
 	return false
 }
 
-// lres is one run of a messages scenario.
-type lres struct {
+// lockMessages is one run of a messages scenario.
+type lockMessages struct {
 	run               int
 	msgs              []int64 // of node 1's entries between the readings
 	dgField           []int64 // their datagrams
@@ -623,27 +559,22 @@ type lres struct {
 	span              time.Duration // from the first reading's end to the second's start
 }
 
-func (e *lenv) benchMsgs(b *testing.B, n int) {
-	name := fmt.Sprintf("msgs%d", n)
-	if !e.begin(b, name) {
-		return
-	}
-	var rs []lres
-	for i := range b.N {
-		r := e.msgs(b, name, n)
+func benchMsgs(sc *scenario, n int) {
+	rs := repeat(sc.N, func(i int) lockMessages {
+		r := msgs(sc, n)
 		r.run = i + 1
-		b.Logf("run %d: %d entries, messages %s, datagrams %s; lock_msgs_sent +%d, msgs_sent +%d, data_datagrams +%d; %s",
+		sc.Logf("run %d: %d entries, messages %s, datagrams %s; lock_msgs_sent +%d, msgs_sent +%d, data_datagrams +%d; %s",
 			r.run, len(r.msgs), countValues(r.msgs), countValues(r.dgField), r.lockSent, r.sent, r.dgrams, strings.Join(r.problems, "; "))
-		rs = append(rs, r)
-	}
-	e.reportMsgs(b, name, n, rs)
+		return r
+	})
+	reportMsgs(sc, n, rs)
 }
 
 // snapQuiet reads the counters at a moment when node 1 has no entry in
 // progress (it retries a few times).
-func (g *lgroup) snapQuiet(hs []int) (counterSnap, error) {
+func (g *group) snapQuiet(hs []int) (counterSnap, error) {
 	for range 10 {
-		s, err := g.snapCounters(hs)
+		s, err := g.snapshot(hs)
 		if err != nil {
 			return s, err
 		}
@@ -656,22 +587,22 @@ func (g *lgroup) snapQuiet(hs []int) (counterSnap, error) {
 }
 
 // msgs runs one run of a messages scenario.
-func (e *lenv) msgs(b *testing.B, name string, n int) lres {
+func msgs(sc *scenario, n int) lockMessages {
 	hs := hosts(1, n)
-	var r lres
-	g := e.lockGroup(b, name, hs, func(h int) []string {
+	var r lockMessages
+	g := lockGroup(sc, hs, func(h int) []string {
 		if h == 1 {
 			return []string{"--lock-think", lockIdleThink.String(), "--lock-hold", "0s"}
 		}
 		return nil
 	}, true)
-	defer g.stop()
+	defer g.stop(3 * time.Second)
 	if g.err != nil {
 		r.problems = append(r.problems, g.err.Error())
 		return r
 	}
 	r.view = g.view.String()
-	eg := &egroup{mgroup: g.mgroup}
+	eg := &electionGroup{group: g}
 	if err := eg.waitQuiet(hs, elQuiet, memWait); err != nil {
 		r.problems = append(r.problems, "elections: "+err.Error())
 	}
@@ -695,7 +626,7 @@ func (e *lenv) msgs(b *testing.B, name string, n int) lres {
 			}
 			for _, h := range hs {
 				for _, v := range g.views(h) {
-					if v.at.After(s1.from) && v.at.Before(s2.to) {
+					if v.At.After(s1.from) && v.At.Before(s2.to) {
 						r.problems = append(r.problems, fmt.Sprintf("h%d installed view %s between the readings", h, v))
 					}
 				}
@@ -709,13 +640,13 @@ func (e *lenv) msgs(b *testing.B, name string, n int) lres {
 		r.problems = append(r.problems, "no entry between the readings")
 	}
 	if len(r.problems) > 0 {
-		e.diag(b, "%s: %s; events:\n%s", g.name, strings.Join(r.problems, "; "), g.excerpt(g.formed.Add(-100*time.Millisecond), g.formed))
+		sc.diag("%s: %s; events:\n%s", g.name, strings.Join(r.problems, "; "), g.excerpt(g.formed.Add(-100*time.Millisecond), g.formed))
 	}
 	return r
 }
 
 // perEntry is x per entry of r; NaN without entries.
-func (r lres) perEntry(x int64) float64 {
+func (r lockMessages) perEntry(x int64) float64 {
 	if len(r.msgs) == 0 {
 		return math.NaN()
 	}
@@ -723,7 +654,7 @@ func (r lres) perEntry(x int64) float64 {
 }
 
 // reportMsgs adds a messages scenario's rows.
-func (e *lenv) reportMsgs(b *testing.B, name string, n int, rs []lres) {
+func reportMsgs(sc *scenario, n int, rs []lockMessages) {
 	want := int64(2 * (n - 1))
 	var meds, dgs []int64
 	var probs, runs, counted []string
@@ -751,63 +682,92 @@ func (e *lenv) reportMsgs(b *testing.B, name string, n int, rs []lres) {
 	if len(probs) > 0 {
 		detail += "; PROBLEMS: " + strings.Join(probs, "; ")
 	}
-	e.add(row{name, fmt.Sprintf("n = %d, one node using the lock: messages per entry (median)", n), val,
-		fmt.Sprintf("2(n−1) = %d", want), verdict(ok), detail})
+	sc.add(fmt.Sprintf("n = %d, one node using the lock: messages per entry (median)", n), val,
+		fmt.Sprintf("2(n−1) = %d", want), verdict(ok), detail)
 	mid := rs[len(rs)/2]
-	e.add(row{name, "  per entry: datagrams / lock_msgs_sent / msgs_sent / data_datagrams",
+	sc.add("  per entry: datagrams / lock_msgs_sent / msgs_sent / data_datagrams",
 		fmt.Sprintf("%s / %s / %s / %s", dval, num(mid.perEntry(mid.lockSent)), num(mid.perEntry(mid.sent)), num(mid.perEntry(mid.dgrams))), "-", "info",
 		fmt.Sprintf("datagrams: mutex.acquired's (n = %d: the request is one multicast); the others: the growth of the nodes' counters between the readings "+
-			"(huddle status), summed over the nodes, per entry (run %d); by run: %s", n, mid.run, strings.Join(counted, "; "))})
-	e.add(row{name, "  uncontended wait p50 / p99", fmtDur(quantile(waits, 0.5)) + " / " + fmtDur(quantile(waits, 0.99)), "-", "info",
-		fmt.Sprintf("%d entries, all runs", len(waits))})
+			"(huddle status), summed over the nodes, per entry (run %d); by run: %s", n, mid.run, strings.Join(counted, "; ")))
+	sc.add("  uncontended wait p50 / p99", fmtDur(quantile(waits, 0.5))+" / "+fmtDur(quantile(waits, 0.99)), "-", "info",
+		fmt.Sprintf("%d entries, all runs", len(waits)))
 	if len(meds) > 0 {
-		b.ReportMetric(float64(medianInt(meds)), "msgs/entry")
+		sc.metric(float64(medianInt(meds)), "msgs/entry")
 	}
 }
 
-// countValues formats vs as "8×12" (value×count), most frequent first.
-func countValues(vs []int64) string {
-	c := map[int64]int{}
-	for _, v := range vs {
-		c[v]++
-	}
-	keys := slices.Sorted(func(yield func(int64) bool) {
-		for k := range c {
-			if !yield(k) {
-				return
-			}
+// --- the lock's events ---
+
+// lockEv is one mutex.* event of a node's log.
+type lockEv struct {
+	host     int
+	at       time.Time
+	name     string // requested, acquired, released, withdrawn
+	clock    uint64
+	view     string
+	wait     time.Duration // acquired, withdrawn
+	held     time.Duration // released
+	messages int64         // acquired: requests sent and replies received, 2(n−1)
+	dgrams   int64         // acquired: the same, a multicast request counted once, n
+	lost     bool          // released: taken away
+}
+
+// lockEvents returns the mutex events among evs, logged by host.
+func lockEvents(host int, evs []logs.Event) []lockEv {
+	var out []lockEv
+	for _, ev := range evs {
+		name, ok := strings.CutPrefix(ev.Name, "mutex.")
+		if !ok {
+			continue
 		}
-	})
-	slices.SortStableFunc(keys, func(a, z int64) int { return c[z] - c[a] })
-	var s []string
-	for _, k := range keys {
-		s = append(s, fmt.Sprintf("%d×%d", k, c[k]))
+		x := lockEv{host: host, at: ev.Time, name: name}
+		x.clock, _ = ev.Uint(logs.ClockKey)
+		x.view, _ = ev.Str(logs.ViewKey)
+		x.wait = msField(ev, logs.WaitMsKey)
+		x.held = msField(ev, logs.HeldMsKey)
+		if m, ok := ev.Uint(logs.MessagesKey); ok {
+			x.messages = int64(m)
+		}
+		if d, ok := ev.Uint(logs.DatagramsKey); ok {
+			x.dgrams = int64(d)
+		}
+		x.lost, _ = ev.Bool(logs.LostKey)
+		out = append(out, x)
 	}
-	return strings.Join(s, " ")
+	return out
 }
 
-// --- the report ---
+// msField is a field in milliseconds (a JSON number with decimals).
+func msField(ev logs.Event, key string) time.Duration {
+	f, _ := ev.Float(key)
+	return time.Duration(f * float64(time.Millisecond))
+}
 
-func (e *lenv) printLockTable() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.rows) == 0 {
-		return
+// statRate is the growth per second of counter k over the periodic
+// samples of ss within [from, to]; ok is false with fewer than two.
+func statRate(ss []stats, from, to time.Time, k string) (float64, bool) {
+	var in []stats
+	for _, s := range ss {
+		if s.why == "periodic" && !s.time.Before(from) && !s.time.After(to) {
+			in = append(in, s)
+		}
 	}
-	var w strings.Builder
-	fmt.Fprintf(&w, "\nhuddle lock benchmark: %s, GOMAXPROCS %d, %d CPUs, virtual LAN of %d hosts (loss by %s), --profile local --loopback=false; "+
-		"contention: %d nodes --lock-think 0s --lock-hold 0s, %v window; messages: node 1 --lock-think %v, the others idle\n",
-		runtime.GOOS+"/"+runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU(), lockHosts, e.method, lockContenders, lockWindow, lockIdleThink)
-	if x := os.Getenv(extraArgsEnv); x != "" {
-		fmt.Fprintf(&w, "NOTE: %s=%q\n", extraArgsEnv, x)
+	if len(in) < 2 {
+		return 0, false
 	}
-	fail := writeTable(&w, e.rows, 9, 70, 26, 12)
-	fmt.Fprintf(&w, "%d of %d targets missed\n", fail, countTargets(e.rows))
-	fmt.Fprintf(&w, "reproduce: go test -run '^$' -bench Lock -benchtime 3x ./internal/bench\n")
-	if len(e.diags) > 0 {
-		fmt.Fprintf(&w, "\nevents around what went wrong:\n%s\n", strings.Join(e.diags, "\n"))
+	a, z := in[0], in[len(in)-1]
+	return float64(z.get(k)-a.get(k)) / z.time.Sub(a.time).Seconds(), true
+}
+
+// lastBefore is the last sample of ss at or before t; nil for none.
+func lastBefore(ss []stats, t time.Time) *stats {
+	var last *stats
+	for i := range ss {
+		if !ss[i].time.After(t) {
+			last = &ss[i]
+		}
 	}
-	fmt.Print(w.String())
+	return last
 }
 
 // TestLockFigures checks the reading of the lock's events and the
@@ -830,24 +790,32 @@ func TestLockFigures(t *testing.T) {
 	n2 := parse(2, line(2, "091200000", "requested", ""),
 		line(2, "091264524", "acquired", `"wait_ms":1.897,"messages":8,"datagrams":5,`),
 		line(2, "093553532", "released", `"held_ms":0.017,`))
-	n1 := parse(1, line(1, "091300000", "requested", ""),
-		line(1, "091458628", "acquired", `"wait_ms":0.2,"messages":8,"datagrams":5,`),
-		line(1, "093458628", "released", `"held_ms":2.000,`))
 	n3 := parse(3, line(3, "091400000", "requested", ""), line(3, "092000000", "acquired", `"wait_ms":0.6,"messages":6,"datagrams":4,`))
 	if len(n2) != 3 || n2[1].wait != 1897*time.Microsecond || n2[1].messages != 8 || n2[1].dgrams != 5 || n2[2].held != 17*time.Microsecond {
 		t.Fatalf("events %+v", n2)
 	}
-	h2, h1, h3 := holds(n2), holds(n1), holds(n3)
-	if len(h2) != 1 || h2[0].to.Sub(h2[0].from) != 17*time.Microsecond || h2[0].open || !h3[0].open {
-		t.Fatalf("holds %+v %+v", h2, h3)
+	// The same through logcheck, as the contention runs check safety.
+	var run logcheck.Run
+	for node, ls := range map[int][]string{
+		1: {line(1, "091300000", "requested", ""), line(1, "091458628", "acquired", `"wait_ms":0.2,"messages":8,`), line(1, "093458628", "released", `"held_ms":2.000,`)},
+		2: {line(2, "091200000", "requested", ""), line(2, "091264524", "acquired", `"wait_ms":1.897,"messages":8,`), line(2, "093553532", "released", `"held_ms":0.017,`)},
+		3: {line(3, "091400000", "requested", ""), line(3, "092000000", "acquired", `"wait_ms":0.6,"messages":6,`), line(3, "094000000", "released", `"held_ms":2.000,`)},
+	} {
+		started := fmt.Sprintf(`{"level":"info","node":%d,"incarnation":7,"event":"node.started","time":"2026-11-22T16:55:51.000000000Z"}`, node)
+		if err := run.Read(fmt.Sprintf("h%d.json", node), strings.NewReader(strings.Join(append([]string{started}, ls...), "\n"))); err != nil {
+			t.Fatal(err)
+		}
 	}
-	end := h1[0].to.Add(time.Second)
-	if s := checkHolds(append(h2, h1...), lockSkewTol, end); len(s.violations) != 0 || s.skewed != 0 || s.stays != 2 {
-		t.Errorf("skew taken for an overlap: %+v", s)
+	res := run.CheckMutex(logcheck.MutexOptions{Slack: lockSkewTol, EndAtHeld: true})
+	from := time.Date(2026, 11, 22, 16, 55, 51, 0, time.UTC)
+	end := from.Add(time.Second)
+	sf := safetyIn(res, from, end)
+	if sf.stays != 3 || len(sf.violations) != 1 || !strings.HasPrefix(sf.violations[0], "h3 acquired") || sf.skewed != 0 ||
+		sf.deepest != 1458628*time.Nanosecond {
+		t.Errorf("safety %+v", sf)
 	}
-	s := checkHolds(slices.Concat(h2, h1, h3), lockSkewTol, end)
-	if len(s.violations) != 1 || !strings.HasPrefix(s.violations[0], "h3 acquired") || s.deepest != h1[0].to.Sub(h3[0].from) {
-		t.Errorf("overlap: %+v", s)
+	if sf := safetyIn(res, from.Add(93*time.Millisecond), end); sf.stays != 0 || len(sf.violations) != 0 {
+		t.Errorf("safety after the window's start: %+v", sf)
 	}
 	es := entries(slices.Concat(n3, parse(3, line(3, "095000000", "requested", ""), line(3, "095100000", "withdrawn", `"wait_ms":0.1,`))))
 	if len(es) != 1 || es[0].messages != 6 || es[0].dgrams != 4 || es[0].acq.IsZero() {
@@ -865,12 +833,14 @@ func TestLockFigures(t *testing.T) {
 		t.Errorf("countValues %q", got)
 	}
 	t0 := time.Unix(100, 0)
-	ss := []stat{{Time: t0, Why: "periodic", DataDatagrams: 10}, {Time: t0.Add(time.Second), Why: "periodic", DataDatagrams: 30},
-		{Time: t0.Add(2 * time.Second), Why: "periodic", DataDatagrams: 70}, {Time: t0.Add(2 * time.Second), Why: "exit", DataDatagrams: 99}}
-	if r, ok := statRate(ss, t0.Add(time.Millisecond), t0.Add(3*time.Second), func(s *stat) uint64 { return s.DataDatagrams }); !ok || r != 40 {
+	dg := func(at time.Duration, why string, n int64) stats {
+		return stats{time: t0.Add(at), why: why, c: map[string]int64{"data_datagrams": n}}
+	}
+	ss := []stats{dg(0, "periodic", 10), dg(time.Second, "periodic", 30), dg(2*time.Second, "periodic", 70), dg(2*time.Second, "exit", 99)}
+	if r, ok := statRate(ss, t0.Add(time.Millisecond), t0.Add(3*time.Second), "data_datagrams"); !ok || r != 40 {
 		t.Errorf("statRate %v %v", r, ok)
 	}
-	if l := lastBefore(ss, t0.Add(1500*time.Millisecond)); l == nil || l.DataDatagrams != 30 {
+	if l := lastBefore(ss, t0.Add(1500*time.Millisecond)); l == nil || l.get("data_datagrams") != 30 {
 		t.Errorf("lastBefore %+v", l)
 	}
 }

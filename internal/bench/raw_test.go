@@ -44,43 +44,42 @@ func (r *rawRun) slowest() int {
 }
 
 // runRaw blasts size-byte datagrams from sender to receivers for d.
-func (e *env) runRaw(b *testing.B, l *lab.LAN, sender int, receivers []int, size int, d time.Duration) *rawRun {
-	b.Helper()
-	port := e.nextPort()
-	group := "239.192.72.68:" + strconv.Itoa(port)
-	run := e.nextRun()
+func runRaw(sc *scenario, l *lab.LAN, sender int, receivers []int, size int, d time.Duration) *rawRun {
+	sc.Helper()
+	group := groupAddr + ":" + strconv.Itoa(nextPort())
+	runSeq++
 	var procs []*lab.Proc
 	for _, h := range receivers {
-		name := fmt.Sprintf("run%d-sink%d", run, h)
-		p, err := l.Start(h, name, helperArgv(b, "sink", group, lab.Iface, strconv.Itoa(8<<20), "500ms", (d+10*time.Second).String()))
+		name := fmt.Sprintf("raw%d-sink%d", runSeq, h)
+		p, err := l.Start(h, name, helperArgv(sc, "sink", group, lab.Iface, strconv.Itoa(8<<20), "500ms", (d+10*time.Second).String()))
 		if err != nil {
-			b.Fatal(err)
+			sc.Fatal(err)
 		}
 		procs = append(procs, p)
 	}
 	for _, p := range procs {
 		if err := waitLine(p, "ready", 5*time.Second); err != nil {
-			b.Fatal(err)
+			sc.Fatal(err)
 		}
 	}
 	r := &rawRun{size: size, hosts: receivers}
 	c0 := readCPU()
-	out, err := l.Exec(sender, helperArgv(b, "blast", group, lab.Iface, strconv.Itoa(size), d.String(), "64")...)
+	out, err := l.Exec(sender, helperArgv(sc, "blast", group, lab.Iface, strconv.Itoa(size), d.String(), "64")...)
 	if err != nil {
-		b.Fatalf("blaster: %v", err)
+		sc.Fatalf("blaster: %v", err)
 	}
 	r.load = machineLoad(c0, readCPU())
 	if err := lastJSON(out, &r.blast); err != nil {
-		b.Fatalf("blaster: %v:\n%s", err, out)
+		sc.Fatalf("blaster: %v:\n%s", err, out)
 	}
 	for _, p := range procs {
 		if err := p.WaitTimeout(15 * time.Second); err != nil {
-			b.Fatalf("%s: %v", p.Name, err)
+			sc.Fatalf("%s: %v", p.Name, err)
 		}
 		data, _ := os.ReadFile(p.LogPath())
 		var s sinkResult
 		if err := lastJSON(data, &s); err != nil {
-			b.Fatalf("%s: %v:\n%s", p.Name, err, data)
+			sc.Fatalf("%s: %v:\n%s", p.Name, err, data)
 		}
 		r.sinks = append(r.sinks, s)
 	}
@@ -120,4 +119,18 @@ func lastJSON(out []byte, v any) error {
 		}
 	}
 	return fmt.Errorf("no JSON result")
+}
+func rawDetail(r *rawRun, runs int) string {
+	var per, drops, cpu []string
+	for i, s := range r.sinks {
+		per = append(per, fmt.Sprintf("h%d %s (%d)", r.hosts[i], rate(r.rate(i), "/s"), s.Got))
+		drops = append(drops, fmt.Sprint(s.Drops))
+		cpu = append(cpu, fmt.Sprintf("%.1f (%.2f ctxsw/dgram)", usPer(s.CPU, s.Got), float64(s.CtxSw)/float64(max(s.Got, 1))))
+	}
+	sent := float64(r.blast.Sent) / r.blast.Seconds
+	return fmt.Sprintf("median of %d; blaster sent %d in %.2fs (%s, %d errors, sendmmsg of 64); received %s; "+
+		"socket drops %s; rcvbuf %d B; lost at slowest %.1f %%; CPU µs/datagram: blaster %.1f (%.0f %% of a CPU), sinks %s; %s",
+		runs, r.blast.Sent, r.blast.Seconds, rate(sent, "dgram/s"), r.blast.Errors, strings.Join(per, ", "),
+		strings.Join(drops, "/"), r.sinks[0].RcvBuf, 100*(1-float64(r.sinks[r.slowest()].Got)/float64(max(r.blast.Sent, 1))),
+		usPer(r.blast.CPU, r.blast.Sent), 100*r.blast.CPU/r.blast.Seconds, strings.Join(cpu, "/"), r.load)
 }

@@ -13,10 +13,10 @@ func TestDeliveryRate(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	// 0 until 100 ms, then 1000 per 100 ms; 3500 reached between 400 and 500 ms.
-	ss := []stat{
-		{Time: at(0)}, {Time: at(100), MsgsDelivered: 1000}, {Time: at(200), MsgsDelivered: 2000},
-		{Time: at(300), MsgsDelivered: 3000}, {Time: at(400), MsgsDelivered: 3400}, {Time: at(500), MsgsDelivered: 3500},
+	st := func(ms int, delivered int64) stats {
+		return stats{time: at(ms), c: map[string]int64{"msgs_delivered": delivered}}
 	}
+	ss := []stats{st(0, 0), st(100, 1000), st(200, 2000), st(300, 3000), st(400, 3400), st(500, 3500)}
 	tp := deliveryRate(ss, 3500, processed, delivered)
 	if !tp.complete || tp.msgs != 2500 {
 		t.Fatalf("got %+v", tp)
@@ -31,7 +31,7 @@ func TestDeliveryRate(t *testing.T) {
 	}
 
 	// Skipped messages end the run but do not count as delivered.
-	ss[5].MsgsDelivered, ss[5].Skipped = 3450, 50
+	ss[5].c["msgs_delivered"], ss[5].c["skipped"] = 3450, 50
 	if tp := deliveryRate(ss, 3500, processed, delivered); !tp.complete || tp.msgs != 2450 {
 		t.Errorf("with skips: %+v", tp)
 	}
@@ -45,7 +45,7 @@ func TestDeliveryRate(t *testing.T) {
 		t.Errorf("empty: %+v", tp)
 	}
 	// All within one interval: a lower bound over that interval.
-	one := []stat{{Time: at(0)}, {Time: at(100), MsgsDelivered: 500}}
+	one := []stats{st(0, 0), st(100, 500)}
 	if tp := deliveryRate(one, 500, processed, delivered); !tp.complete || tp.rate != 5000 {
 		t.Errorf("one interval: %+v", tp)
 	}

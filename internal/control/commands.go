@@ -22,6 +22,7 @@ type Node interface {
 	Lock(ctx context.Context) error
 	Unlock(ctx context.Context) error
 	SetDrop(ctx context.Context, d node.Drop) (node.Drop, error)
+	ReloadKeys(ctx context.Context) error
 }
 
 var _ Node = groupNode{}
@@ -35,6 +36,7 @@ func Commands(n Node) map[string]Handler {
 		"elect":  electCommand(n),
 		"lock":   lockCommand(n),
 		"drop":   dropCommand(n),
+		"key":    keyCommand(n),
 	}
 }
 
@@ -255,6 +257,43 @@ func (a DropArgs) check() error {
 		}
 	}
 	return nil
+}
+
+// KeyArgs are the arguments of key: Reload reads the group keys again from
+// the node's configuration (security.key_file, as a rollover changes it);
+// without it the command reports the keys in use.
+type KeyArgs struct {
+	Reload bool `json:"reload,omitempty"`
+}
+
+// KeyResult is key's result: the fingerprints of the keys in use, the
+// sealing one first (none: the node runs in the clear).
+type KeyResult struct {
+	Fingerprints []string `json:"fingerprints"`
+}
+
+// keyCommand reports, or reloads, the node's group keys.
+func keyCommand(n Node) Handler {
+	return func(ctx context.Context, args json.RawMessage) (any, error) {
+		var a KeyArgs
+		if err := decodeArgs(args, &a); err != nil {
+			return nil, err
+		}
+		if a.Reload {
+			if err := n.ReloadKeys(ctx); err != nil {
+				return nil, nodeError(err, "reloading the keys", "the key file could not be used; the keys in use stay")
+			}
+		}
+		st, err := n.Status(ctx)
+		if err != nil {
+			return nil, nodeError(err, "reading the node's status", "its loop did not answer")
+		}
+		res := KeyResult{Fingerprints: st.Keys}
+		if res.Fingerprints == nil {
+			res.Fingerprints = []string{}
+		}
+		return res, nil
+	}
 }
 
 // decodeArgs decodes a command's arguments strictly into v; no arguments

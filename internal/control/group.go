@@ -29,3 +29,5 @@ func (n groupNode) Unlock(context.Context) error { return n.g.Unlock() }
 func (n groupNode) SetDrop(ctx context.Context, d huddle.Drop) (huddle.Drop, error) {
 	return n.g.SetDrop(ctx, d)
 }
+
+func (n groupNode) ReloadKeys(ctx context.Context) error { return n.g.ReloadKeys(ctx) }

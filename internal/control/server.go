@@ -247,7 +247,9 @@ func readLine(r *bufio.Reader, max int, what string) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > max+1 { // +1: the newline
+		// max+1 bytes are a line of max and its newline; without the
+		// newline, max+1 bytes are too many, whatever follows.
+		if n := len(line) + len(chunk); n > max+1 || n == max+1 && chunk[len(chunk)-1] != '\n' {
 			return nil, errorf(ErrTooLarge, fmt.Sprintf("%s longer than %d bytes", what, max))
 		}
 		line = append(line, chunk...)

@@ -70,6 +70,8 @@ func (f *fakeNode) Lock(ctx context.Context) error {
 	return nil
 }
 
+func (f *fakeNode) ReloadKeys(context.Context) error { return nil }
+
 func (f *fakeNode) Unlock(ctx context.Context) error { return nil }
 
 func (f *fakeNode) SetDrop(ctx context.Context, d node.Drop) (node.Drop, error) {
@@ -198,6 +200,9 @@ func TestRequests(t *testing.T) {
 		{name: "elect on a stopping node", stopped: true, raw: `{"cmd":"elect"}` + "\n", code: "stopped"},
 		{name: "lock", raw: `{"cmd":"lock","args":{"hold_ms":1}}` + "\n", want: `"held_ms":`},
 		{name: "lock with a negative hold", raw: `{"cmd":"lock","args":{"hold_ms":-1}}` + "\n", code: "bad_request", want: "negative"},
+		{name: "key report", raw: `{"cmd":"key"}` + "\n", want: `{"fingerprints":[]}`},
+		{name: "key reload", raw: `{"cmd":"key","args":{"reload":true}}` + "\n", want: `{"fingerprints":[]}`},
+		{name: "key bad args", raw: `{"cmd":"key","args":{"reload":1}}` + "\n", code: "bad_request"},
 		{name: "drop report", raw: `{"cmd":"drop"}` + "\n", want: `{"drop":{"rate":0},"injected_drops":0}`},
 		{name: "drop set", raw: `{"cmd":"drop","args":{"rate":0.25,"from":[3,4],"seed":9}}` + "\n", want: `{"drop":{"rate":0.25,"from":[3,4],"seed":9},"before":{"rate":0},"injected_drops":7}`},
 		{name: "drop off", raw: `{"cmd":"drop","args":{"rate":0}}` + "\n", want: `{"drop":{"rate":0},"before":{"rate":0},"injected_drops":0}`},
@@ -205,7 +210,7 @@ func TestRequests(t *testing.T) {
 		{name: "drop from without rate", raw: `{"cmd":"drop","args":{"from":[3]}}` + "\n", code: "bad_request", want: "go with a rate"},
 		{name: "drop from ID 0", raw: `{"cmd":"drop","args":{"rate":1,"from":[0]}}` + "\n", code: "bad_request", want: "sender ID 0 is out of range"},
 		{name: "drop on a stopping node", stopped: true, raw: `{"cmd":"drop","args":{"rate":1}}` + "\n", code: "stopped"},
-		{name: "unknown command", raw: `{"cmd":"unlock"}` + "\n", code: "unknown_command", want: `unknown command \"unlock\" (this node knows: drop, elect, lock, panic, send, status)`},
+		{name: "unknown command", raw: `{"cmd":"unlock"}` + "\n", code: "unknown_command", want: `unknown command \"unlock\" (this node knows: drop, elect, key, lock, panic, send, status)`},
 		{name: "panicking command", raw: `{"cmd":"panic"}` + "\n", code: "failed", want: "internal error: boom"},
 		{name: "not JSON", raw: "status\n", code: "bad_request", want: "malformed request"},
 		{name: "no cmd", raw: "{}\n", code: "bad_request", want: `no \"cmd\"`},

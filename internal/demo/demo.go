@@ -209,11 +209,13 @@ func (d *demo) order(id uint64) string {
 	return "total"
 }
 
-// flags are the `huddle run` flags of node id on a LAN.
+// flags are the `huddle run` flags of node id on a LAN, besides those
+// the lab's runner gives every node (--id, --iface, --addr, no control
+// socket, the JSON log).
 func (d *demo) flags(id uint64) []string {
-	return []string{"--profile", "local", "--id", strconv.FormatUint(id, 10),
+	return []string{"--profile", "local",
 		"--trace-deliveries", "--send-rate", strconv.Itoa(d.o.Rate), "--send-size", strconv.Itoa(sendSize),
-		"--send-order", d.order(id), "--stats-interval", "1s", "--control-socket", "off",
+		"--send-order", d.order(id), "--stats-interval", "1s",
 		"--lock-think", lockThink, "--lock-hold", lockHold.String(),
 		// A safety net: the nodes stop by themselves should the demo vanish.
 		"--duration", (d.o.Duration + 30*time.Second).String()}

@@ -1,13 +1,11 @@
 package demo
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/lab"
@@ -41,14 +39,13 @@ type cluster interface {
 // the demo's own LAN.
 const groupAddr = "239.192.72.68:7468"
 
-// lanCluster runs `huddle run` processes, one per host of a lab.LAN.
+// lanCluster runs `huddle run` processes, one per host of a lab.LAN,
+// through the lab's runner of nodes.
 type lanCluster struct {
 	lan   *lab.LAN
-	bin   string
-	dir   string
+	nodes *lab.Nodes
 	args  func(id uint64) []string // the node's flags after "run"
-	procs map[uint64]*lab.Proc
-	told  map[*lab.Proc]bool // exited, and said so (or killed)
+	told  map[*lab.Node]bool       // exited, and said so (or killed)
 }
 
 var _ cluster = (*lanCluster)(nil)
@@ -71,7 +68,8 @@ func newLAN(n int, loss float64, bin, dir string, args func(uint64) []string) (*
 			}
 		}
 	}
-	return &lanCluster{lan: l, bin: bin, dir: dir, args: args, procs: map[uint64]*lab.Proc{}, told: map[*lab.Proc]bool{}}, nil
+	nodes := lab.NewNodes(l, lab.NodesOptions{Bin: bin, Addr: groupAddr, Args: []string{"--loopback=false"}})
+	return &lanCluster{lan: l, nodes: nodes, args: args, told: map[*lab.Node]bool{}}, nil
 }
 
 // describe says what the LAN is made of, for the console.
@@ -89,35 +87,23 @@ func (c *lanCluster) describe(loss float64) string {
 
 func (c *lanCluster) mode() string { return c.lan.Mode() }
 
+// logPath is node id's JSON log, where the runner puts it.
 func (c *lanCluster) logPath(id uint64) string {
-	return filepath.Join(c.dir, fmt.Sprintf("node%d.json", id))
+	return filepath.Join(c.lan.LogDir(), fmt.Sprintf("node%d.json", id))
 }
 
 func (c *lanCluster) start(id uint64) error {
-	argv := append([]string{c.bin, "run"}, c.args(id)...)
-	argv = append(argv, "--iface", lab.Iface, "--addr", groupAddr, "--loopback=false",
-		"--log-format", "json", "--log-file", c.logPath(id))
-	p, err := c.lan.StartNode(int(id), "node"+strconv.FormatUint(id, 10), argv)
-	if err != nil {
-		return err
-	}
-	c.procs[id] = p
-	return nil
+	_, err := c.nodes.Start(int(id), c.args(id)...)
+	return err
 }
 
 func (c *lanCluster) kill(id uint64) error {
-	p := c.procs[id]
-	if p == nil || p.Exited() {
+	n := c.nodes.Node(int(id))
+	if n == nil || n.Exited() {
 		return fmt.Errorf("node %d is not running", id)
 	}
-	c.told[p] = true
-	if err := signalPID(nodePID(p, c.bin), syscall.SIGKILL); err != nil {
-		return fmt.Errorf("SIGKILL node %d: %w", id, err)
-	}
-	if err := p.WaitTimeout(5 * time.Second); err == nil || !p.Exited() {
-		return fmt.Errorf("node %d did not die of SIGKILL: %v", id, err)
-	}
-	return nil
+	c.told[n] = true
+	return n.Kill()
 }
 
 // settle is how long stop waits, after an interrupt, for nodes stopping
@@ -128,35 +114,18 @@ func (c *lanCluster) stop(grace time.Duration, interrupted bool) error {
 	if interrupted {
 		c.waitExits(settle)
 	}
-	var running []*lab.Proc
-	for _, p := range c.procs {
-		c.told[p] = true
-		if !p.Exited() {
-			signalPID(nodePID(p, c.bin), syscall.SIGTERM)
-			running = append(running, p)
-		}
+	for _, n := range c.nodes.All() {
+		c.told[n] = true
 	}
-	var errs []error
-	deadline := time.Now().Add(grace)
-	for _, p := range running {
-		err := p.WaitTimeout(max(time.Until(deadline), 0))
-		if !p.Exited() {
-			p.Kill()
-			p.Wait()
-			errs = append(errs, fmt.Errorf("%s did not stop within %v of SIGTERM and was killed", p.Name, grace))
-		} else if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %v (see %s)", p.Name, err, p.LogPath()))
-		}
-	}
-	return errors.Join(errs...)
+	return c.nodes.Stop(grace)
 }
 
 // waitExits waits until every node has exited, or for d.
 func (c *lanCluster) waitExits(d time.Duration) {
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		done := true
-		for _, p := range c.procs {
-			done = done && p.Exited()
+		for _, n := range c.nodes.All() {
+			done = done && n.Exited()
 		}
 		if done {
 			return
@@ -166,10 +135,10 @@ func (c *lanCluster) waitExits(d time.Duration) {
 
 func (c *lanCluster) exits() []string {
 	var out []string
-	for id, p := range c.procs {
-		if p.Exited() && !c.told[p] {
-			c.told[p] = true
-			out = append(out, fmt.Sprintf("node %d exited by itself (exit code %d)%s", id, p.ExitCode(), lastLine(p.LogPath())))
+	for _, n := range c.nodes.All() {
+		if n.Exited() && !c.told[n] {
+			c.told[n] = true
+			out = append(out, fmt.Sprintf("node %d exited by itself (exit code %d)%s", n.ID, n.Proc.ExitCode(), lastLine(n.Proc.LogPath())))
 		}
 	}
 	return out
@@ -186,41 +155,6 @@ func lastLine(path string) string {
 }
 
 func (c *lanCluster) close() error { return c.lan.Close() }
-
-// nodePID returns the PID of the huddle process p runs: p's own when
-// `ip netns exec` (and nsenter) exec'd it in place, else p's only child
-// running bin. Signals must reach the node, not a wrapper.
-func nodePID(p *lab.Proc, bin string) int {
-	pid := p.PID()
-	want, err := os.Stat(bin)
-	if err != nil {
-		return pid
-	}
-	cur := pid
-	for range 3 {
-		if exe, err := os.Stat(fmt.Sprintf("/proc/%d/exe", cur)); err == nil && os.SameFile(exe, want) {
-			return cur
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cur, cur))
-		f := strings.Fields(string(b))
-		if err != nil || len(f) != 1 {
-			return pid
-		}
-		cur, _ = strconv.Atoi(f[0])
-	}
-	return pid
-}
-
-// signalPID sends sig to the process with this PID. (os.Process, unlike
-// syscall.Kill, builds on every system; a LAN runs only on Linux.)
-func signalPID(pid int, sig os.Signal) error {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return err
-	}
-	defer p.Release()
-	return p.Signal(sig)
-}
 
 // pct formats a probability as a percentage: "2%", "0.5%".
 func pct(p float64) string {

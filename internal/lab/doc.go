@@ -21,6 +21,29 @@
 // namespace (LossMethod). Cut and Heal partition hosts with rules dropping
 // by source address.
 //
+// Nodes is the one way to run huddle nodes on a LAN, for the benchmarks,
+// the demo and the tests: BuildHuddle gives the binary ($LAB_HUDDLE_BIN or
+// cmd/huddle built), and NewNodes a runner that starts `huddle run` on a
+// host with the flags common to its nodes plus the node's own (through
+// StartNode, so that the built-in drop reaches it), node ID = host number,
+// a JSON log beside its output and, if asked, a control socket. A Node
+// knows its huddle process (PID: not a wrapper's), dies of Kill (SIGKILL),
+// reads its events and views (internal/logs) and its peak RSS; Start on
+// its host again restarts it with the same ID, appending to the same
+// logs. Nodes.Stop stops them all (SIGTERM, SIGKILL after a grace
+// period), WaitView waits until nodes share a view, WaitViews until each
+// installed a view a test accepts.
+//
+//	nodes := lab.NewNodes(l, lab.NodesOptions{Bin: bin, Addr: "239.192.72.68:7500",
+//		Args: []string{"--profile", "local", "--loopback=false"}})
+//	for h := 1; h <= 3; h++ {
+//		nodes.Start(h, "--send-rate", "100")
+//	}
+//	views, err := nodes.WaitView([]int{1, 2, 3}, 10*time.Second)
+//	nodes.Node(2).Kill()
+//	evs := nodes.Node(1).Events(logs.ViewInstalled)
+//	err = nodes.Stop(3 * time.Second)
+//
 // Usage in a test:
 //
 //	func TestSomething(t *testing.T) {

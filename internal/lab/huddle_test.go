@@ -1,11 +1,10 @@
 package lab_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -19,15 +18,14 @@ import (
 func TestHuddleThreeNodes(t *testing.T) {
 	l := newLAN(t, lab.Options{Hosts: 3})
 	bin := buildHuddle(t)
+	nodes := lab.NewNodes(l, lab.NodesOptions{Bin: bin, Addr: group, Args: []string{"--profile", "local"}})
 	var procs []*lab.Proc
 	for i := 1; i <= l.Hosts(); i++ {
-		argv := []string{bin, "run", "--control-socket", "off", "--profile", "local", "--id", strconv.Itoa(i),
-			"--iface", lab.Iface, "--addr", group, "--log-format", "json", "--log-file", nodeLog(l, i)}
-		p, err := l.StartNode(i, fmt.Sprintf("huddle%d", i), argv)
+		n, err := nodes.Start(i)
 		if err != nil {
 			t.Fatal(err)
 		}
-		procs = append(procs, p)
+		procs = append(procs, n.Proc)
 	}
 	for i := 1; i <= l.Hosts(); i++ {
 		waitPeers(t, l, i, procs[i-1], 10*time.Second, l.Hosts())
@@ -53,19 +51,15 @@ func TestHuddleThreeNodes(t *testing.T) {
 }
 
 // buildHuddle builds cmd/huddle into a temporary directory, or returns
-// $LAB_HUDDLE_BIN when set (a prebuilt binary, e.g. for a run as another user).
+// $LAB_HUDDLE_BIN when set (lab.BuildHuddle).
 func buildHuddle(t *testing.T) string {
 	t.Helper()
-	if bin := os.Getenv("LAB_HUDDLE_BIN"); bin != "" {
-		return bin
+	bin, err := lab.BuildHuddle(t.TempDir())
+	if errors.Is(err, lab.ErrNoGo) {
+		t.Skip(err)
 	}
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go command not found: cannot build cmd/huddle")
-	}
-	bin := filepath.Join(t.TempDir(), "huddle")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/huddle-lan/huddle/cmd/huddle").CombinedOutput()
 	if err != nil {
-		t.Fatalf("go build cmd/huddle: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return bin
 }

@@ -51,19 +51,30 @@ func (l *LAN) nodeArgs(h Host, argv []string) ([]string, error) {
 		"--drop-seed", strconv.FormatUint(l.opts.Seed*1000+uint64(h.Index), 10)}
 	sock := flagValue(argv, "control-socket")
 	if sock == "" || sock == "off" {
-		if l.sockDir == "" {
-			// Short: a socket's path must fit in 108 bytes.
-			dir, err := os.MkdirTemp("", "hudlab")
-			if err != nil {
-				return nil, fmt.Errorf("lab: socket directory: %w", err)
-			}
-			l.sockDir = dir
+		dir, err := l.socketDir()
+		if err != nil {
+			return nil, err
 		}
-		sock = filepath.Join(l.sockDir, h.Name+".sock")
+		sock = filepath.Join(dir, h.Name+".sock")
 		extra = append(extra, "--control-socket", sock)
 	}
 	l.sockets[h.Index] = sock
 	return extra, nil
+}
+
+// socketDir returns the directory of the nodes' control sockets that the
+// LAN chooses, made on first use and removed by Close; the caller holds
+// l.mu.
+func (l *LAN) socketDir() (string, error) {
+	if l.sockDir == "" {
+		// Short: a socket's path must fit in 108 bytes.
+		dir, err := os.MkdirTemp("", "hudlab")
+		if err != nil {
+			return "", fmt.Errorf("lab: socket directory: %w", err)
+		}
+		l.sockDir = dir
+	}
+	return l.sockDir, nil
 }
 
 // flagValue returns the last value argv gives the flag name ("--name V",

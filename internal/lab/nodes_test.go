@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,17 +29,16 @@ func keepLogs(t *testing.T, opts lab.Options) lab.Options {
 }
 
 // startNode starts huddle on host (node ID = host number) with the local
-// profile, a JSON log in nodeLog(l, host), and extra flags.
+// profile, a JSON log in nodeLog(l, host), and extra flags, through the
+// lab's runner.
 func startNode(t *testing.T, l *lab.LAN, bin string, host int, extra ...string) *lab.Proc {
 	t.Helper()
-	argv := []string{bin, "run", "--control-socket", "off", "--profile", "local", "--id", strconv.Itoa(host),
-		"--iface", lab.Iface, "--addr", group, "--log-format", "json", "--log-file", nodeLog(l, host),
-		"--loopback=false"}
-	p, err := l.StartNode(host, fmt.Sprintf("huddle%d", host), append(argv, extra...))
+	nodes := lab.NewNodes(l, lab.NodesOptions{Bin: bin, Addr: group, Args: []string{"--profile", "local", "--loopback=false"}})
+	n, err := nodes.Start(host, extra...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return n.Proc
 }
 
 // countEvents counts the lines of the log at path holding event name,
@@ -146,28 +144,12 @@ func statsLine(s logcheck.Stats, names ...string) string {
 	return b.String()
 }
 
-// huddlePID returns the PID of the huddle process p runs: p.PID() itself
-// when `ip netns exec` (and nsenter) exec'd it in place, as iproute2 does
-// outside batch mode; else p's only child, if it runs bin. Signals and
-// /proc reads must go to that process, not to a wrapper.
+// huddlePID returns the PID of the huddle process p runs (lab.HuddlePID).
 func huddlePID(t *testing.T, p *lab.Proc, bin string) int {
 	t.Helper()
-	want, err := os.Stat(bin)
+	pid, err := lab.HuddlePID(p, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := p.PID()
-	for range 2 {
-		if exe, err := os.Stat(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && os.SameFile(exe, want) {
-			return pid
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-		f := strings.Fields(string(b))
-		if err != nil || len(f) != 1 {
-			break
-		}
-		pid, _ = strconv.Atoi(f[0])
-	}
-	t.Fatalf("%s: PID %d is not huddle and has no single huddle child", p.Name, p.PID())
-	return 0
+	return pid
 }

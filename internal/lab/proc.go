@@ -67,6 +67,15 @@ func (p *Proc) PID() int { return p.cmd.Process.Pid }
 // LogPath is the file holding the process's stdout and stderr.
 func (p *Proc) LogPath() string { return p.logPath }
 
+// Output returns the last max bytes of what the process wrote so far.
+func (p *Proc) Output(max int) string {
+	b, _ := os.ReadFile(p.logPath)
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b)
+}
+
 // Signal sends sig; it returns os.ErrProcessDone once the process exited.
 func (p *Proc) Signal(sig os.Signal) error {
 	if p.Exited() {

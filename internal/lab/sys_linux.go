@@ -2,8 +2,12 @@ package lab
 
 import (
 	"errors"
+	"os"
 	"syscall"
 )
+
+// sigCont resumes a stopped process before it is asked to stop.
+var sigCont os.Signal = syscall.SIGCONT
 
 // osReason says why this system cannot host a virtual LAN at all: nil, as
 // Linux has network namespaces.

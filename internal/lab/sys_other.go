@@ -4,6 +4,7 @@ package lab
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"syscall"
 )
@@ -21,3 +22,6 @@ func childAttr(bool) *syscall.SysProcAttr { return nil }
 func pidAlive(int) bool { return false }
 
 func killPID(int) {}
+
+// sigCont is nil: no process here is ever stopped by the lab.
+var sigCont os.Signal

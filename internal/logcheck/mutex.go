@@ -87,6 +87,12 @@ type MutexOptions struct {
 	// nothing the dead node sent lets another in. 0 forgives none;
 	// forgiven overlaps are counted in MutexResult.Forgiven.
 	Slack time.Duration
+	// EndAtHeld ends a hold that a mutex.released ended at the earlier of
+	// the release's line and the grant's line plus the release's held_ms,
+	// which the node measures from its grant to its release: the release's
+	// line comes after the node wrote the replies the release sends, which
+	// on a busy machine can be milliseconds later.
+	EndAtHeld bool
 	// MaxPending is how long a request may stay pending, neither granted
 	// nor withdrawn, when its life's log ends (its node died or exited
 	// while it waited): longer is a MutexPending violation, for the node
@@ -291,7 +297,11 @@ func (c *lockCheck) released(s *lifeLock, e *LockEvent) {
 	if e.Lost {
 		how = "lost"
 	}
-	c.closeHold(s, e.Time, how)
+	end := e.Time
+	if c.o.EndAtHeld {
+		end = earlier(end, s.held.Time.Add(e.Held))
+	}
+	c.closeHold(s, end, how)
 }
 
 func (c *lockCheck) withdrawn(s *lifeLock, e *LockEvent) {

@@ -189,6 +189,12 @@ func TestCheckMutex(t *testing.T) {
 			n3.req(215, 9).acq(230, 9, 15, 4).rel(235, 9, 5)
 			return finish(300, n1, n2, n3)
 		}, want: map[logcheck.Kind]int{logcheck.MutexOverlap: 1}},
+		{name: "release logged late, held_ms ends the hold", o: logcheck.MutexOptions{Slack: 4 * time.Millisecond, EndAtHeld: true}, build: func() []*logw {
+			n1, n2, n3 := lockBase()
+			n2.req(210, 8).acq(212, 8, 2, 4).rel(240, 8, 15) // released at 227, logged at 240
+			n3.req(215, 9).acq(230, 9, 15, 4).rel(235, 9, 5)
+			return finish(300, n1, n2, n3)
+		}},
 		{name: "three holders at once", build: func() []*logw {
 			n1, n2, n3 := lockBase()
 			n1.req(205, 8).acq(210, 8, 5, 4).rel(250, 8, 40)

@@ -16,6 +16,10 @@ const (
 	NodeFailed         = "node.failed"
 	SocketRcvbufCapped = "socket.rcvbuf_capped"
 
+	// The group key.
+	SealRejected = "seal.rejected"
+	KeyReloaded  = "key.reloaded"
+
 	// The control socket.
 	ControlRequest = "control.request"
 	ControlError   = "control.error"

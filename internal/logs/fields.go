@@ -49,8 +49,12 @@ const (
 	MembersKey = "members"
 
 	// node.warning, node.stopped
-	WhatKey   = "what"
-	ReasonKey = "reason"
+	WhatKey = "what"
+	// seal.rejected, key.reloaded, node.started.
+	FingerprintKey  = "fingerprint"  // a key's fingerprint
+	OursKeyFP       = "ours"         // this node's sealing key's fingerprint ("none" without a key)
+	FingerprintsKey = "fingerprints" // the keys in use, the sealing one first
+	ReasonKey       = "reason"
 
 	// socket.rcvbuf_capped
 	RequestedKey = "requested"

@@ -108,6 +108,10 @@ func (s *Sealer) SetKeys(keys []Key) error {
 // Keys returns the keys: the first seals.
 func (s *Sealer) Keys() []Key { return s.keys }
 
+// Own reports whether a sealed header is of this node's own start: a
+// datagram of its own, looped back.
+func (s *Sealer) Own(h Header) bool { return h.From == s.self && h.Inc == s.inc && h.Salt == s.salt }
+
 // Stats returns the counters.
 func (s *Sealer) Stats() Stats { return s.stats }
 
