@@ -409,3 +409,47 @@ func TestCloneCutsKeepsTheIncarnation(t *testing.T) {
 		t.Fatal("the copy shares its cuts")
 	}
 }
+
+// TestForgedJoinsKeepStateBounded: join requests from 1,000 forged IDs
+// leave at most maxJoiners (64) pending at the coordinator, the rest
+// counted; refusals of 1,000 forged joiners with other settings are
+// handed out as events (and sent) at most limitBurst (16) per suspect
+// timeout, the rest counted; hold-offs of 2,000 nodes keep at most
+// maxOffs (1024). Before, every forged join was kept until a view change
+// settled it, every refusal was an event and a datagram, and every node
+// held off stayed in mergeOff.
+func TestForgedJoinsKeepStateBounded(t *testing.T) {
+	l := formed(t)
+	m := l.ms[3]
+	for i := range 1000 {
+		l.forge(uint64(1000+i), 1, wire.ViewID{}, joinRequest(), 3)
+	}
+	if len(m.joiners) != maxJoiners || m.Stats().JoinsHeldOff != 1000-maxJoiners {
+		t.Fatalf("%d joiners pending, %d held off; want %d and %d", len(m.joiners), m.Stats().JoinsHeldOff, maxJoiners, 1000-maxJoiners)
+	}
+	l.run(time.Second) // the admissions fail; the coordinator holds off
+	odd := joinRequest()
+	odd.Join.Settings[0].Value = []byte("1s")
+	before := m.Stats()
+	for i := range 1000 {
+		l.forge(uint64(5000+i), 1, wire.ViewID{}, odd, 3)
+	}
+	l.run(time.Millisecond)
+	refused := 0
+	for _, ev := range l.evs[3] {
+		if ev.Kind == Refused && ev.Member >= 5000 {
+			refused++
+		}
+	}
+	after := m.Stats()
+	if refused > limitBurst || after.JoinsRefused-before.JoinsRefused > limitBurst || after.EventsSuppressed-before.EventsSuppressed < 1000-limitBurst {
+		t.Fatalf("%d refusal events, %d refusals sent, %d suppressed; want at most %d, %d, at least %d",
+			refused, after.JoinsRefused-before.JoinsRefused, after.EventsSuppressed-before.EventsSuppressed, limitBurst, limitBurst, 1000-limitBurst)
+	}
+	for i := range 2000 {
+		m.hold(l.now, uint64(9000+i), 1, time.Second, true)
+	}
+	if len(m.offs) > maxOffs {
+		t.Fatalf("%d nodes held off, want at most %d", len(m.offs), maxOffs)
+	}
+}
