@@ -40,6 +40,9 @@ const (
 	// admission the coordinator then admits nobody: the hold doubles with
 	// each failure in a row from the second on, up to this.
 	admitHoldMax = 16
+	// mergeHoldMax bounds, in suspect timeouts, how long a node takes no
+	// flush led from outside its view after such flushes failed in a row.
+	mergeHoldMax = 16
 	// limitBurst is how many events about nodes outside the view (joiners
 	// refused, peers seen or lost) are handed out per suspect timeout; the
 	// rest are counted (EventsSuppressed).
@@ -187,7 +190,9 @@ func (m *Machine) tickPrune(now time.Time) {
 		}
 	}
 	for id, o := range m.offs {
-		if !now.Before(o.until) {
+		// A node that did not answer is remembered past its hold, so
+		// that the next hold doubles; the others go when it ends.
+		if end := o.until; o.fails == 0 && !now.Before(end) || now.Sub(end) > maxHoldOff*st {
 			delete(m.offs, id)
 		}
 	}
@@ -199,6 +204,9 @@ func (m *Machine) tickPrune(now time.Time) {
 	m.compactStrangers()
 	if m.admitFails > 0 && now.Sub(m.admitFailAt) > maxHoldOff*st {
 		m.admitFails = 0 // long quiet: start counting afresh
+	}
+	if m.mergeFails > 0 && now.Sub(m.mergeFailAt) > maxHoldOff*st {
+		m.mergeFails = 0
 	}
 }
 
@@ -271,6 +279,30 @@ func (m *Machine) admitFailed(now time.Time) {
 	}
 	f := time.Duration(min(1<<min(m.admitFails-2, 30), admitHoldMax))
 	m.admitHold = maxTime(m.admitHold, now.Add(blocked*f))
+}
+
+// mergeFailed notes that this node's part in flush p ended without a
+// view. When p was led by a node outside this node's view (a merge, or a
+// forgery: any ID may claim to lead one) and had no commit yet, it
+// counts: from the second such failure in a row, this node takes no flush
+// led from outside its view for as long as p held its sends (at least a
+// flush timeout), doubled for each further failure up to admitHoldMax
+// times, and at most mergeHoldMax suspect timeouts. Fresh forged IDs
+// that propose merges and never commit then hold sends a bounded share
+// of the time; this node's own coordinator still leads merges.
+func (m *Machine) mergeFailed(now time.Time, p *participation) {
+	if !p.outsider || p.commit != nil {
+		return
+	}
+	m.mergeFails++
+	m.mergeFailAt = now
+	if m.mergeFails < 2 {
+		return
+	}
+	blocked := max(now.Sub(p.since), m.flushTimeout())
+	f := time.Duration(min(1<<min(m.mergeFails-2, 30), admitHoldMax))
+	d := min(blocked*f, mergeHoldMax*m.opt.Engine.SuspectTimeout)
+	m.mergeHold = maxTime(m.mergeHold, now.Add(d))
 }
 
 // admitted notes a view change that took in nodes from outside the view,

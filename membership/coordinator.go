@@ -97,7 +97,11 @@ func (m *Machine) proposal(now time.Time) (members []wire.Member, left []uint64,
 		}
 	}
 	priors := map[wire.ViewID]bool{m.view.ID: true}
-	for _, id := range m.mergeable(now) {
+	var merge []uint64
+	if !now.Before(m.admitHold) {
+		merge = m.mergeable(now) // admissions failed in a row: nobody is merged for a while
+	}
+	for _, id := range merge {
 		h := m.heard[id]
 		x := wire.Member{ID: id, Inc: h.inc}
 		was := priors[h.view]
@@ -112,7 +116,7 @@ func (m *Machine) proposal(now time.Time) (members []wire.Member, left []uint64,
 		changed = true
 	}
 	if now.Before(m.admitHold) {
-		return members, left, changed // admissions failed in a row: no joiner comes in for a while
+		return members, left, changed // nor does a joiner come in
 	}
 	for _, id := range sortedKeys(m.joiners) {
 		m.tickWork++

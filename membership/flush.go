@@ -23,6 +23,7 @@ type participation struct {
 	heardAt  time.Time // last message of the initiator
 	resendAt time.Time // when done, the next reminder (the commit may be lost)
 	since    time.Time // when this node joined this attempt
+	outsider bool      // led by a node outside this node's view (a merge)
 }
 
 // initiation is a flush this node runs as its initiator.
@@ -88,10 +89,8 @@ func (m *Machine) restart(now time.Time, silent []uint64) {
 			// A node to merge or admit that does not answer: leave it
 			// alone for a while rather than fail every flush on it, the
 			// longer the more often it does not answer.
-			if _, ok := m.joiners[x.ID]; ok {
-				failed = true // a joiner: forged join requests cost every member a flush
-				delete(m.joiners, x.ID)
-			}
+			failed = true // forged join requests and views cost every member a flush
+			delete(m.joiners, x.ID)
 			m.hold(now, x.ID, x.Inc, 2*m.opt.Engine.SuspectTimeout, true)
 		}
 	}
@@ -184,13 +183,21 @@ func (m *Machine) onFlush(now time.Time, from, fromInc uint64, fromView wire.Vie
 		m.stats.BadFlushes++
 		return
 	}
+	outsider := from != m.self && m.state != joining && !m.view.HasInc(from, fromInc)
+	if outsider && now.Before(m.mergeHold) {
+		m.stats.RoleRefused++ // merges led from outside failed in a row: none for a while
+		return
+	}
+	if p != nil {
+		m.mergeFailed(now, p) // superseded
+	}
 	if r := m.initiation; r != nil && r.id != id {
 		m.initiation = nil // a higher flush that includes this node wins
 	}
 	if m.changeFrom.IsZero() {
 		m.changeFrom = now
 	}
-	m.participation = &participation{id: id, members: slices.Clone(f.Members), prior: m.view.ID, priorInc: m.coordInc(), heardAt: now, since: now}
+	m.participation = &participation{id: id, members: slices.Clone(f.Members), prior: m.view.ID, priorInc: m.coordInc(), heardAt: now, since: now, outsider: outsider}
 	m.sendReport()
 	if f.Phase == wire.FlushCut {
 		m.takeCut(now, f.Cuts)
@@ -507,6 +514,9 @@ func cloneCuts(cs []wire.ViewCut) []wire.ViewCut {
 // installs the committed view.
 func (m *Machine) install(now time.Time, c *wire.ViewCommit, coord uint64) {
 	prior := m.view
+	if p := m.participation; p != nil && p.outsider {
+		m.mergeFails = 0 // a merge led from outside went through
+	}
 	m.dropBeyondCut()
 	next := View{ID: wire.ViewID{Epoch: c.Epoch, Coord: coord}}
 	for _, x := range c.Members {
@@ -649,6 +659,7 @@ func (m *Machine) abandon() {
 	p := m.participation
 	m.participation = nil
 	m.stats.FlushesAbandoned++
+	m.mergeFailed(m.now, p)
 	if m.state != joining {
 		m.dropped = &p.id
 	}

@@ -209,6 +209,12 @@ type Machine struct {
 	admitFails  int       // in a row
 	admitFailAt time.Time // the last
 	admitHold   time.Time // no node is admitted or merged before then
+
+	// Merges led from outside this node's view (it took part) that ended
+	// without a view: abandoned, or superseded before their commit.
+	mergeFails  int       // in a row
+	mergeFailAt time.Time // the last
+	mergeHold   time.Time // no flush led from outside the view is taken before then
 	changeFails bool      // the view change under way had one
 
 	quietFrom time.Time // the installed view's start, moved on by this node's pauses: members unheard since are suspected
