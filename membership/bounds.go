@@ -78,10 +78,13 @@ func (m *Machine) hear(now time.Time, src netip.AddrPort, h *wire.Header) bool {
 		return true
 	}
 	p, ok := m.heard[h.From]
-	if ok && h.Inc < p.inc && now.Sub(p.at) < m.opt.Engine.SuspectTimeout {
-		// An older incarnation while the newer one is alive: a stale
-		// datagram, or a second node with the same ID (the newer is
-		// refused, and its silence then lets the older one back in).
+	if ok && h.Inc < p.inc && p.view != (wire.ViewID{}) && now.Sub(p.at) < m.opt.Engine.SuspectTimeout {
+		// An older incarnation while the newer one is alive in a view: a
+		// stale datagram, or a second node with the same ID. A newer one
+		// that is only joining does not silence the older: it may be a
+		// second node with the ID, which stops only once it has heard the
+		// older for a suspect timeout (onConflict), or a forgery, and the
+		// older may be a coordinator others need to hear (its refusal).
 		m.stats.StaleMembership++
 		return false
 	}
