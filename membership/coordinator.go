@@ -81,7 +81,7 @@ func (m *Machine) proposal(now time.Time) (members []wire.Member, left []uint64,
 	for _, x := range m.view.Members {
 		suspect := m.suspects[x.ID] == x.Inc
 		_, excl := m.excluded[x.ID]
-		if inc, replaced := m.joiners[x.ID]; replaced && inc != x.Inc {
+		if j, replaced := m.joiners[x.ID]; replaced && j.inc != x.Inc {
 			excl = true // restarted: its new incarnation joins below
 		}
 		switch {
@@ -97,7 +97,11 @@ func (m *Machine) proposal(now time.Time) (members []wire.Member, left []uint64,
 		}
 	}
 	priors := map[wire.ViewID]bool{m.view.ID: true}
-	for _, id := range m.mergeable(now) {
+	var merge []uint64
+	if !now.Before(m.admitHold) {
+		merge = m.mergeable(now) // admissions failed in a row: nobody is merged for a while
+	}
+	for _, id := range merge {
 		h := m.heard[id]
 		x := wire.Member{ID: id, Inc: h.inc}
 		was := priors[h.view]
@@ -111,8 +115,17 @@ func (m *Machine) proposal(now time.Time) (members []wire.Member, left []uint64,
 		members = append(members, x)
 		changed = true
 	}
+	if now.Before(m.admitHold) {
+		return members, left, changed // nor does a joiner come in
+	}
 	for _, id := range sortedKeys(m.joiners) {
-		x := wire.Member{ID: id, Inc: m.joiners[id]}
+		m.tickWork++
+		j := m.joiners[id]
+		x := wire.Member{ID: id, Inc: j.inc}
+		if now.Sub(j.at) > m.opt.Engine.SuspectTimeout {
+			delete(m.joiners, id) // it stopped asking
+			continue
+		}
 		if containsMember(members, id) {
 			continue
 		}
@@ -141,20 +154,26 @@ func (m *Machine) mergeable(now time.Time) []uint64 {
 	fresh := func(h heard) bool {
 		return h.view != (wire.ViewID{}) && now.Sub(h.at) <= m.opt.Engine.SuspectTimeout && h.at.After(m.viewAt)
 	}
-	for _, h := range m.heard {
-		if fresh(h) {
-			claims[h.view]++
-		}
-	}
-	var ids []uint64
-	for _, id := range sortedKeys(m.heard) {
-		h := m.heard[id]
-		// A node that is not a member but claims this view's ID is in
-		// another view of the same ID: a restarted coordinator's.
-		if m.view.HasInc(id, h.inc) || !fresh(h) || now.Before(m.mergeOff[id]) {
+	var cands []uint64
+	for id, h := range m.heard {
+		m.tickWork++
+		if !fresh(h) {
 			delete(m.foreign, id)
 			continue
 		}
+		claims[h.view]++
+		// A node that is not a member but claims this view's ID is in
+		// another view of the same ID: a restarted coordinator's.
+		if m.view.HasInc(id, h.inc) || m.heldOff(now, id) {
+			delete(m.foreign, id)
+			continue
+		}
+		cands = append(cands, id)
+	}
+	slices.Sort(cands)
+	var ids []uint64
+	for _, id := range cands {
+		h := m.heard[id]
 		if _, ok := m.foreign[id]; !ok {
 			m.foreign[id] = now
 		}
@@ -192,9 +211,14 @@ func (m *Machine) tickStale(now time.Time) {
 
 // forgetSettled drops the pending changes a new view has made.
 func (m *Machine) forgetSettled() {
-	for id, inc := range m.joiners {
-		if m.view.HasInc(id, inc) {
+	for id, j := range m.joiners {
+		if m.view.HasInc(id, j.inc) {
 			delete(m.joiners, id)
+		}
+	}
+	for id, o := range m.offs {
+		if m.view.HasInc(id, o.inc) {
+			delete(m.offs, id) // it is in: it answered
 		}
 	}
 	for id := range m.excluded {
@@ -212,18 +236,33 @@ func (m *Machine) forgetSettled() {
 // onJoin takes a join request. The acting coordinator checks the joiner's
 // settings and admits it with the next view change; a joiner whose
 // settings differ, or that would not fit, is refused.
+//
+// A join request of a member's newer incarnation says the member
+// restarted, and its old incarnation is suspected at once, unless that
+// one spoke within half a heartbeat: a restarted node listens a heartbeat
+// before it asks, so the request is forged (or the old one lives on) and
+// waits. A node that did not answer its last admission is held off
+// (hold), and at most maxJoiners requests wait at once.
 func (m *Machine) onJoin(now time.Time, env *wire.Envelope) {
 	if old := m.view.Inc(env.From); old != 0 && old < env.Inc {
+		if h := m.heard[env.From]; h.inc == old && now.Sub(h.at) < m.opt.Engine.Heartbeat/2 {
+			m.stats.JoinsHeldOff++
+			return
+		}
 		m.suspect(now, env.From, old, 0) // it restarted: the old incarnation is gone
 	}
 	if !m.acting() || m.view.HasInc(env.From, env.Inc) {
+		return
+	}
+	if _, pending := m.joiners[env.From]; m.joinHeldOff(now, env.From, env.Inc) || !pending && len(m.joiners) >= maxJoiners {
+		m.stats.JoinsHeldOff++
 		return
 	}
 	if name, ours, theirs, differ := m.compare(env.Join.Settings); differ {
 		m.refuse(env.From, env.Inc, name, ours, theirs)
 		return
 	}
-	m.joiners[env.From] = env.Inc // proposal refuses it if the view would not fit a datagram
+	m.joiners[env.From] = joiner{inc: env.Inc, at: now} // proposal refuses it if the view would not fit a datagram
 }
 
 // compare returns the first protocol setting in which a joiner differs.
@@ -248,17 +287,29 @@ func (m *Machine) compare(theirs []wire.Setting) (name, ours, their string, diff
 	return "", "", "", false
 }
 
+// refuse refuses a joiner, at most limitBurst joiners per suspect timeout
+// (a refused joiner asks again and is refused then).
 func (m *Machine) refuse(id, inc uint64, setting, ours, theirs string) {
+	if !m.mayReport(m.now, id) {
+		return
+	}
 	m.stats.JoinsRefused++
 	m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindRefuse}, Refuse: wire.Refuse{
 		Target: id, TargetInc: inc, Setting: []byte(setting), Ours: []byte(ours), Theirs: []byte(theirs)}})
 	m.emit(Event{Kind: Refused, Member: id, Setting: setting, Ours: ours, Theirs: theirs})
 }
 
-// onRefuse takes a coordinator's refusal of this node: it stops.
+// onRefuse takes a coordinator's refusal of this node: it stops. Only a
+// joiner that asked is refused, only by the coordinator of a view (the
+// node that refuses is the view's first), and only for a setting this
+// joiner has as the refusal says (or for a full group).
 func (m *Machine) onRefuse(now time.Time, env *wire.Envelope) {
 	r := &env.Refuse
 	if r.Target != m.self || r.TargetInc != m.inc || m.state != joining {
+		return
+	}
+	if !m.asked || env.View == (wire.ViewID{}) || env.View.Coord != env.From || !m.refusalFits(r) {
+		m.stats.RoleRefused++
 		return
 	}
 	m.state = gone
@@ -266,17 +317,34 @@ func (m *Machine) onRefuse(now time.Time, env *wire.Envelope) {
 		Theirs: string(r.Ours), Addr: m.heard[env.From].addr})
 }
 
+// refusalFits reports whether a refusal names a setting this node has, with
+// the value it has (the coordinator quotes the joiner's), or a full group.
+func (m *Machine) refusalFits(r *wire.Refuse) bool {
+	if string(r.Setting) == "members" {
+		return true
+	}
+	mine, has := "", false
+	for _, s := range m.opt.Settings {
+		if s.Name == string(r.Setting) {
+			mine, has = s.Value, true
+		}
+	}
+	return has && mine == string(r.Theirs) && mine != string(r.Ours)
+}
+
 // onLeave takes a member's leave request, or a member's report that it
-// suspects another.
+// suspects another. A leave speaks for its sender only; a suspicion
+// counts only from a member of this node's view.
 func (m *Machine) onLeave(now time.Time, env *wire.Envelope) {
 	l := &env.Leave
 	if !m.view.HasInc(l.Member, l.MemberInc) || l.Member == m.self {
 		return
 	}
+	if !m.view.HasInc(env.From, env.Inc) || l.Reason == wire.LeaveGraceful && (l.Member != env.From || l.MemberInc != env.Inc) {
+		m.stats.RoleRefused++
+		return
+	}
 	if l.Reason == wire.LeaveGraceful {
-		if l.Member != env.From {
-			return
-		}
 		m.leavers[l.Member] = l.MemberInc
 		m.suspects[l.Member] = l.MemberInc // gone at once: no timeout to wait for
 		return
@@ -339,15 +407,17 @@ func (m *Machine) tickJoin(now time.Time) {
 		m.joinAt = time.Time{}
 		return
 	}
-	if m.participation != nil {
-		m.joinAt = now.Add(2 * m.retry()) // a flush is taking this node in
+	if m.participation != nil || m.conflicted(now) {
+		// A flush is taking this node in; or another node seems to use
+		// its ID (onConflict decides), and asking could displace it.
+		m.joinAt = now.Add(2 * m.retry())
 		return
 	}
 	if waited := now.Sub(m.startedAt); waited >= m.opt.JoinTimeout && (waited >= 3*m.opt.JoinTimeout || !m.deferFounding(now)) {
 		m.joinAt = time.Time{}
 		m.changeFrom = time.Time{}
 		self := []wire.ViewMember{{ID: m.self, Inc: m.inc, Next: m.engine.Received(m.self, m.inc) + 1}}
-		v := View{ID: wire.ViewID{Epoch: m.maxEpoch + 1, Coord: m.self}, Members: []wire.Member{{ID: m.self, Inc: m.inc}}}
+		v := View{ID: wire.ViewID{Epoch: m.nextEpoch(), Coord: m.self}, Members: []wire.Member{{ID: m.self, Inc: m.inc}}}
 		m.setView(now, v, self, View{})
 		m.emit(Event{Kind: ViewInstalled, View: v.clone(), Joined: []uint64{m.self}})
 		m.releaseFuture()
@@ -359,6 +429,7 @@ func (m *Machine) tickJoin(now time.Time) {
 			j.Settings = append(j.Settings, wire.Setting{Name: []byte(s.Name), Value: []byte(s.Value)})
 		}
 		m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindJoin}, Join: j})
+		m.asked = true
 		m.joinAt = now.Add(2 * m.retry())
 	}
 }
@@ -382,15 +453,19 @@ func (m *Machine) deferFounding(now time.Time) bool {
 
 // onEngineEvent turns what the multicast layer noticed into membership:
 // a member silent for the suspect timeout, or holding the send window
-// full as long, is suspected; another live node with this node's ID is a
-// conflict, which the later of the two loses.
+// full as long, is suspected. (Another live node with this node's ID is
+// a conflict, which the later of the two loses: onConflict weighs the
+// evidence.) The engine's events about nodes outside the view are handed
+// out at most limitBurst per suspect timeout.
 func (m *Machine) onEngineEvent(now time.Time, ev multicast.Event) {
 	// Messages of a member lost for good within the view: the member went
 	// on without this node. (Losses before the member's start in the view
 	// are not the view's: a joiner hears of what was sent before it came.)
 	start, ok := m.starts[ev.Peer]
 	inView := ev.Kind == multicast.StreamSkipped && ok && m.view.HasInc(ev.Peer, ev.Inc) && ev.From+ev.Skipped > start
-	m.emit(Event{Kind: Engine, Multicast: ev, InView: inView})
+	if ev.Peer == m.self || m.mayReport(now, ev.Peer) {
+		m.emit(Event{Kind: Engine, Multicast: ev, InView: inView})
+	}
 	switch ev.Kind {
 	case multicast.PeerLost, multicast.PeerLagging:
 		m.suspect(now, ev.Peer, ev.Inc, ev.Silent)
@@ -405,11 +480,6 @@ func (m *Machine) onEngineEvent(now time.Time, ev multicast.Event) {
 				m.emit(Event{Kind: Excluded, Member: ev.Peer, View: m.view.clone()})
 				m.secede(now)
 			}
-		}
-	case multicast.PeerConflict:
-		if ev.Inc < m.inc && m.state != gone {
-			m.state = gone
-			m.emit(Event{Kind: Refused, Member: m.self, Setting: "id", Ours: itoa(m.inc), Theirs: itoa(ev.Inc), Addr: ev.Addr})
 		}
 	}
 }

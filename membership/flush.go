@@ -22,6 +22,8 @@ type participation struct {
 	commit   *wire.ViewCommit
 	heardAt  time.Time // last message of the initiator
 	resendAt time.Time // when done, the next reminder (the commit may be lost)
+	since    time.Time // when this node joined this attempt
+	outsider bool      // led by a node outside this node's view (a merge)
 }
 
 // initiation is a flush this node runs as its initiator.
@@ -73,7 +75,7 @@ func (m *Machine) flushDeadline() time.Time {
 
 // startFlush begins a view change as its initiator.
 func (m *Machine) startFlush(now time.Time, members []wire.Member, left []uint64) {
-	epoch := max(m.maxEpoch, m.view.ID.Epoch) + 1
+	epoch := m.nextEpoch()
 	m.initiation = &initiation{id: flushID{Epoch: epoch, Attempt: 1, Initiator: m.self}, members: members, left: left, cutFails: map[uint64]int{}}
 	m.beginAttempt(now)
 }
@@ -81,13 +83,28 @@ func (m *Machine) startFlush(now time.Time, members []wire.Member, left []uint64
 // restart runs the flush again without the members that did not answer.
 func (m *Machine) restart(now time.Time, silent []uint64) {
 	r := m.initiation
-	for _, id := range silent {
-		if !m.view.Has(id) {
+	failed := false
+	for _, x := range r.members {
+		if !m.view.Has(x.ID) && slices.Contains(silent, x.ID) {
 			// A node to merge or admit that does not answer: leave it
-			// alone for a while rather than fail every flush on it.
-			delete(m.joiners, id)
-			m.mergeOff[id] = now.Add(2 * m.opt.Engine.SuspectTimeout)
+			// alone for a while rather than fail every flush on it, the
+			// longer the more often it does not answer.
+			failed = true // forged join requests and views cost every member a flush
+			delete(m.joiners, x.ID)
+			m.hold(now, x.ID, x.Inc, 2*m.opt.Engine.SuspectTimeout, true)
 		}
+	}
+	if failed {
+		m.admitFailed(now)
+	}
+	if r.id.Attempt >= wire.MaxAttempt {
+		// Attempts are bounded (a participant takes no more): give the
+		// flush up; the next one starts at a new epoch.
+		if p := m.participation; p != nil && p.id == r.id {
+			m.abandon()
+		}
+		m.initiation = nil
+		return
 	}
 	r.members = slices.DeleteFunc(r.members, func(x wire.Member) bool { return x.ID != m.self && slices.Contains(silent, x.ID) })
 	r.id.Attempt++
@@ -123,11 +140,21 @@ func (m *Machine) sendFlush(now time.Time) {
 }
 
 // onFlush takes an initiator's flush message: a proposal (stop sending,
-// report) or the cut (fetch up to it, confirm).
-func (m *Machine) onFlush(now time.Time, from uint64, fromView wire.ViewID, f *wire.Flush) {
+// report) or the cut (fetch up to it, confirm). The initiator must be one
+// that may lead a flush here (mayInitiate), the epoch within the bound,
+// and a cut one this node can take (cutFits).
+func (m *Machine) onFlush(now time.Time, from, fromInc uint64, fromView wire.ViewID, f *wire.Flush) {
 	id := flushID{Epoch: f.Epoch, Attempt: f.Attempt, Initiator: from}
 	if !m.proposed(f.Members) || !m.view.ID.Less(wire.ViewID{Epoch: f.Epoch, Coord: from}) {
 		return // not for this node, or for a view no newer than its own
+	}
+	if f.Epoch > m.timeLimit(now) || f.Attempt == 0 || f.Attempt > wire.MaxAttempt {
+		m.stats.EpochRefused++
+		return
+	}
+	if from != m.self && !m.mayInitiate(from, fromInc, fromView, f.Members) {
+		m.stats.RoleRefused++
+		return
 	}
 	if fromView.Less(m.view.ID) && m.view.Has(from) {
 		// A member of this node's view that is behind it (it was cut off
@@ -145,9 +172,24 @@ func (m *Machine) onFlush(now time.Time, from uint64, fromView wire.ViewID, f *w
 		m.stats.StaleMembership++
 		return
 	case p != nil && id == p.id:
+		if f.Phase == wire.FlushCut && !p.hasCut && !m.cutFits(f.Cuts, p.prior, p.priorInc) {
+			m.stats.BadFlushes++
+			return
+		}
 		p.heardAt = now
 		m.again(now, f)
 		return
+	case f.Phase == wire.FlushCut && !m.cutFits(f.Cuts, m.view.ID, m.coordInc()):
+		m.stats.BadFlushes++
+		return
+	}
+	outsider := from != m.self && m.state != joining && !m.view.HasInc(from, fromInc)
+	if outsider && now.Before(m.mergeHold) {
+		m.stats.RoleRefused++ // merges led from outside failed in a row: none for a while
+		return
+	}
+	if p != nil {
+		m.mergeFailed(now, p) // superseded
 	}
 	if r := m.initiation; r != nil && r.id != id {
 		m.initiation = nil // a higher flush that includes this node wins
@@ -155,7 +197,7 @@ func (m *Machine) onFlush(now time.Time, from uint64, fromView wire.ViewID, f *w
 	if m.changeFrom.IsZero() {
 		m.changeFrom = now
 	}
-	m.participation = &participation{id: id, members: slices.Clone(f.Members), prior: m.view.ID, priorInc: m.coordInc(), heardAt: now}
+	m.participation = &participation{id: id, members: slices.Clone(f.Members), prior: m.view.ID, priorInc: m.coordInc(), heardAt: now, since: now, outsider: outsider}
 	m.engine.Expect(now, f.Members) // the multicast layer keeps state for the proposed nodes until the view
 	m.sendReport()
 	if f.Phase == wire.FlushCut {
@@ -302,8 +344,10 @@ func (m *Machine) fixCut(now time.Time) {
 	for id, s := range r.states {
 		if s.Settings != m.settings {
 			odd = append(odd, id)
-			m.mergeOff[id] = now.Add(mergeBackoff * m.opt.Engine.SuspectTimeout)
-			m.emit(Event{Kind: Refused, Member: id, Setting: "settings"})
+			m.hold(now, id, incOf(r.members, id), mergeBackoff*m.opt.Engine.SuspectTimeout, false)
+			if m.mayReport(now, id) {
+				m.emit(Event{Kind: Refused, Member: id, Setting: "settings"})
+			}
 		}
 	}
 	if len(odd) > 0 {
@@ -373,15 +417,25 @@ func (m *Machine) commit() {
 	m.initiation = nil
 }
 
-// onCommit takes the initiator's commit of the flush this node is in.
-func (m *Machine) onCommit(now time.Time, from uint64, c *wire.ViewCommit) {
+// onCommit takes the initiator's commit of the flush this node is in: it
+// must list the members proposed, each of this node's view or heard
+// lately, and a cut this node can take (commitFits).
+func (m *Machine) onCommit(now time.Time, from, fromInc uint64, c *wire.ViewCommit) {
 	id := flushID{Epoch: c.Epoch, Attempt: c.Attempt, Initiator: from}
+	if c.Epoch > m.timeLimit(now) {
+		m.stats.EpochRefused++
+		return
+	}
 	if !m.committed(c) {
-		m.excludedBy(now, from, c)
+		m.excludedBy(now, from, fromInc, c)
 		return
 	}
 	p := m.participation
 	if p == nil || p.id != id || p.commit != nil {
+		return
+	}
+	if !m.commitFits(now, p, c) {
+		m.stats.BadFlushes++ // a resent commit is looked at again
 		return
 	}
 	p.commit = &wire.ViewCommit{Epoch: c.Epoch, Attempt: c.Attempt,
@@ -403,8 +457,14 @@ func (m *Machine) committed(c *wire.ViewCommit) bool {
 
 // excludedBy notices a view of this node's group that goes on without
 // it: it left (done), or it was excluded (it secedes, and is merged back).
-func (m *Machine) excludedBy(now time.Time, from uint64, c *wire.ViewCommit) {
-	if (m.state != member && m.state != leaving) || !m.view.Has(from) || !m.view.ID.Less(wire.ViewID{Epoch: c.Epoch, Coord: from}) {
+func (m *Machine) excludedBy(now time.Time, from, fromInc uint64, c *wire.ViewCommit) {
+	if (m.state != member && m.state != leaving) || !m.view.ID.Less(wire.ViewID{Epoch: c.Epoch, Coord: from}) {
+		return
+	}
+	if !m.view.HasInc(from, fromInc) {
+		if m.view.Has(from) {
+			m.stats.RoleRefused++ // another incarnation of a member speaks for the view
+		}
 		return
 	}
 	if m.state == leaving {
@@ -431,7 +491,7 @@ func (m *Machine) secede(now time.Time) {
 	}
 	m.initiation = nil
 	prior := m.view
-	v := View{ID: wire.ViewID{Epoch: max(m.maxEpoch, prior.ID.Epoch) + 1, Coord: m.self}, Members: []wire.Member{{ID: m.self, Inc: m.inc}}}
+	v := View{ID: wire.ViewID{Epoch: m.nextEpoch(), Coord: m.self}, Members: []wire.Member{{ID: m.self, Inc: m.inc}}}
 	ev := Event{Kind: ViewInstalled, View: v.clone(), Prior: prior.ID}
 	for _, x := range prior.Members {
 		if x.ID != m.self {
@@ -446,7 +506,7 @@ func (m *Machine) secede(now time.Time) {
 func cloneCuts(cs []wire.ViewCut) []wire.ViewCut {
 	out := make([]wire.ViewCut, len(cs))
 	for i, c := range cs {
-		out[i] = wire.ViewCut{View: c.View, Cuts: slices.Clone(c.Cuts)}
+		out[i] = wire.ViewCut{View: c.View, Inc: c.Inc, Cuts: slices.Clone(c.Cuts)}
 	}
 	return out
 }
@@ -455,6 +515,9 @@ func cloneCuts(cs []wire.ViewCut) []wire.ViewCut {
 // installs the committed view.
 func (m *Machine) install(now time.Time, c *wire.ViewCommit, coord uint64) {
 	prior := m.view
+	if p := m.participation; p != nil && p.outsider {
+		m.mergeFails = 0 // a merge led from outside went through
+	}
 	m.dropBeyondCut()
 	next := View{ID: wire.ViewID{Epoch: c.Epoch, Coord: coord}}
 	for _, x := range c.Members {
@@ -472,12 +535,16 @@ func (m *Machine) install(now time.Time, c *wire.ViewCommit, coord uint64) {
 		}
 		if slices.Contains(c.Left, x.ID) {
 			ev.Left = append(ev.Left, x.ID)
-			m.mergeOff[x.ID] = now.Add(2 * m.opt.Engine.SuspectTimeout) // it is on its way out
+			m.hold(now, x.ID, x.Inc, 2*m.opt.Engine.SuspectTimeout, false) // it is on its way out
 		} else {
 			ev.Crashed = append(ev.Crashed, x.ID)
 		}
 	}
 	m.setView(now, next, c.Members, prior)
+	if coord == m.self && len(ev.Joined) > 0 {
+		m.admitted()
+	}
+	m.changeFails = false
 	if !m.changeFrom.IsZero() {
 		ev.Flush = now.Sub(m.changeFrom)
 	}
@@ -490,7 +557,7 @@ func (m *Machine) install(now time.Time, c *wire.ViewCommit, coord uint64) {
 // setView makes v this node's view, here and in the engine.
 func (m *Machine) setView(now time.Time, v View, starts []wire.ViewMember, prior View) {
 	m.endOrder() // the old view ends here
-	m.view, m.viewAt = v, now
+	m.view, m.viewAt, m.quietFrom = v, now, now
 	m.maxEpoch = max(m.maxEpoch, v.ID.Epoch)
 	if m.state == joining {
 		m.state = member
@@ -522,6 +589,7 @@ func (m *Machine) setView(now time.Time, v View, starts []wire.ViewMember, prior
 			delete(m.suspects, id) // settled, or suspected of an incarnation the view replaced
 		}
 	}
+	m.strangersAfterView(prior)
 	m.forgetSettled()
 }
 
@@ -555,7 +623,11 @@ func (m *Machine) tickFlush(now time.Time) {
 	if p == nil {
 		return
 	}
-	if p.id.Initiator != m.self && !now.Before(p.heardAt.Add(m.opt.Engine.SuspectTimeout)) {
+	if p.id.Initiator != m.self && (!now.Before(p.heardAt.Add(m.opt.Engine.SuspectTimeout)) ||
+		p.commit == nil && !now.Before(p.since.Add(2*m.opt.Engine.SuspectTimeout))) {
+		// The initiator went quiet; or this attempt has run longer than
+		// any initiator runs one (it restarts after half a suspect timeout
+		// per phase), which only a forged flush kept alive does.
 		m.abandon()
 		return
 	}
@@ -581,10 +653,17 @@ func (m *Machine) silent() []uint64 {
 // view goes on (a new flush, by whoever coordinates now, will follow).
 // What was held for the cut is delivered: nobody installed a next view
 // from this flush, so nobody delivered a cut this node must match.
+//
+// A joiner remembers nothing: it has sent and delivered nothing since its
+// report, which stays true.
 func (m *Machine) abandon() {
 	p := m.participation
 	m.participation = nil
-	m.dropped = &p.id
+	m.stats.FlushesAbandoned++
+	m.mergeFailed(m.now, p)
+	if m.state != joining {
+		m.dropped = &p.id
+	}
 	if m.initiation != nil && m.initiation.id == p.id {
 		m.initiation = nil
 	}

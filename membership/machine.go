@@ -118,6 +118,42 @@ type heard struct {
 	view wire.ViewID
 	at   time.Time
 	addr netip.AddrPort
+	seq  uint64 // its place in the eviction order (strangers)
+}
+
+// stranger is a place in heard's eviction order.
+type stranger struct{ id, seq uint64 }
+
+// joiner is a pending join request: the incarnation asking, and when it
+// last asked.
+type joiner struct {
+	inc uint64
+	at  time.Time
+}
+
+// holdOff keeps a node out of merges and admissions until a time: one
+// that did not answer a flush that would have taken it in (fails counts
+// those in a row: the hold doubles), left gracefully, or has other
+// settings.
+type holdOff struct {
+	until time.Time
+	inc   uint64 // the incarnation held off; a newer one is not
+	fails uint8
+}
+
+// idConflict is the evidence that another live node uses this node's ID:
+// session messages of one older incarnation from one address.
+type idConflict struct {
+	inc         uint64
+	addr        netip.AddrPort
+	since, last time.Time
+	n           int
+}
+
+// limiter lets through at most limitBurst events per suspect timeout.
+type limiter struct {
+	at time.Time
+	n  int
 }
 
 // Machine is one node's membership layer, with the reliable multicast
@@ -148,8 +184,13 @@ type Machine struct {
 	broken    map[uint64]bool   // members whose stream lost messages in this view: nothing more of them is delivered in it
 	startedAt time.Time         // of this node: the join timeout runs from here
 	joinAt    time.Time         // next join request
-	maxEpoch  uint64            // highest epoch heard of anywhere
-	heard     map[uint64]heard
+	maxEpoch  uint64            // highest epoch heard of anywhere (within timeLimit)
+	asked     bool              // joining: a join request went out
+	heard     map[uint64]heard  // at most the view's members and maxStrangers others
+	strangers []stranger        // nodes heard outside the view, oldest first: the order heard evicts in
+	nextSeq   uint64            // of the next stranger
+	restarts  map[uint64]heard  // members heard with a newer incarnation than the view's (restarted, or forged)
+	conflict  idConflict        // an older incarnation of this node's ID heard lately
 	suspects  map[uint64]uint64 // members of the view suspected: id → the incarnation suspected
 	reportAt  time.Time         // next time suspicions are reported to the coordinator
 	leaveAt   time.Time         // leaving: when to resend the request
@@ -157,12 +198,29 @@ type Machine struct {
 	settings  uint32            // hash of opt.Settings
 
 	// Coordinator's pending changes.
-	joiners  map[uint64]uint64 // id → incarnation asking to join
-	leavers  map[uint64]uint64 // id → incarnation leaving gracefully
-	excluded map[uint64]uint64 // id → incarnation to exclude (suspected)
-	mergeOff map[uint64]time.Time
-	foreign  map[uint64]time.Time // nodes of other views, since when this coordinator has heard them
+	joiners  map[uint64]joiner    // id → the join request (at most maxJoiners)
+	leavers  map[uint64]uint64    // id → incarnation leaving gracefully (members only)
+	excluded map[uint64]uint64    // id → incarnation to exclude (suspected; members only)
+	offs     map[uint64]holdOff   // nodes held out of merges and admissions (at most maxOffs)
+	foreign  map[uint64]time.Time // nodes of other views, since when this coordinator has heard them (a subset of heard)
 	changeAt time.Time            // when to start the flush for pending changes; zero = none pending
+
+	// Admissions that failed: a node to admit or merge did not answer.
+	admitFails  int       // in a row
+	admitFailAt time.Time // the last
+	admitHold   time.Time // no node is admitted or merged before then
+
+	// Merges led from outside this node's view (it took part) that ended
+	// without a view: abandoned, or superseded before their commit.
+	mergeFails  int       // in a row
+	mergeFailAt time.Time // the last
+	mergeHold   time.Time // no flush led from outside the view is taken before then
+	changeFails bool      // the view change under way had one
+
+	quietFrom time.Time // the installed view's start, moved on by this node's pauses: members unheard since are suspected
+	pruneAt   time.Time // next time stale entries of heard, offs and joiners go
+	outsiders limiter   // events about nodes outside the view (refusals, peers seen and lost)
+	tickWork  uint64    // entries the coordinator's ticks examined (heard, joiners): tests bound it
 
 	initiation    *initiation    // the flush this node initiates, if any
 	participation *participation // the flush this node takes part in, if any
@@ -203,6 +261,18 @@ type Stats struct {
 	Unrecorded       uint64 // of those, delivered at a view's end without a record, by (source, seq)
 	Unheld           uint64 // recorded messages past a view's cut, which no member delivers
 	ForOthers        uint64 // other members' messages addressed to another member (Send), not delivered here
+
+	// Hostile or malformed input, ignored (docs/design.md, "Membership
+	// messages act by role, within bounds").
+	RoleRefused      uint64 // membership messages not from the role that may send them: a flush or commit from a node that may not lead one here, a suspicion from a non-member, a leave for another node, a refusal not from a coordinator or not about this node's settings
+	EpochRefused     uint64 // datagrams and flushes whose epoch is beyond the bound, or whose attempt is out of range
+	IncRefused       uint64 // datagrams whose incarnation is beyond the bound (a start time in the future)
+	BadFlushes       uint64 // cuts and commits inconsistent with the flush: a cut without this node's view or beyond its own stream, a commit listing other members than proposed, or a member this node has not heard lately
+	HeardEvicted     uint64 // nodes outside the view forgotten to keep heard within its cap
+	JoinsHeldOff     uint64 // join requests not acted on: held off after a failed admission, over the cap of pending joins, or a restart while the old incarnation is alive
+	IDConflicts      uint64 // datagrams carrying this node's ID from another incarnation
+	EventsSuppressed uint64 // events about nodes outside the view not handed out (over the rate limit)
+	FlushesAbandoned uint64 // flushes this node gave up as a participant: the initiator went quiet, was suspected, or ran one attempt too long
 }
 
 // New returns a joining Machine: it asks to be admitted at once, after it
@@ -213,10 +283,10 @@ func New(opt Options, now time.Time) *Machine {
 		opt: opt, self: eo.Self, inc: eo.Inc,
 		engine:    multicast.New(eo, now),
 		startedAt: now, joinAt: now.Add(eo.Heartbeat),
-		heard: map[uint64]heard{}, starts: map[uint64]uint64{}, broken: map[uint64]bool{},
+		heard: map[uint64]heard{}, restarts: map[uint64]heard{}, starts: map[uint64]uint64{}, broken: map[uint64]bool{},
 		suspects: map[uint64]uint64{},
-		joiners:  map[uint64]uint64{}, leavers: map[uint64]uint64{}, excluded: map[uint64]uint64{},
-		mergeOff: map[uint64]time.Time{}, foreign: map[uint64]time.Time{},
+		joiners:  map[uint64]joiner{}, leavers: map[uint64]uint64{}, excluded: map[uint64]uint64{},
+		offs: map[uint64]holdOff{}, foreign: map[uint64]time.Time{},
 		settings: hashSettings(opt.Settings),
 		orderer:  newOrderer(),
 	}
@@ -256,7 +326,9 @@ func (m *Machine) ViewKey() (wire.ViewID, uint64) { return m.view.ID, m.coordInc
 
 // Heard returns what this node last heard from node id: the view its
 // datagram carried (its sender's installed view) and when it arrived;
-// zero if never. The lock's quorum mode leases on it.
+// zero if never. For a member, that is its incarnation in the view (a
+// newer one, restarted or forged, does not count until a view holds it).
+// The lock's quorum mode leases on it.
 func (m *Machine) Heard(id uint64) (wire.ViewID, time.Time) {
 	h := m.heard[id]
 	return h.view, h.at
@@ -324,13 +396,17 @@ func (m *Machine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
 	if m.state == gone {
 		return // a node that left or was refused is silent
 	}
+	if env.View.Epoch > m.timeLimit(now) {
+		m.stats.EpochRefused++ // a view no honest node can be in yet: forged, or a bug
+		return
+	}
 	if env.From == m.self {
 		m.engine.Step(now, src, env) // another node with this ID: the engine reports it
+		m.onConflict(now, src, env)
 		m.afterStep(now)
 		return
 	}
 	if !m.hear(now, src, &env.Header) {
-		m.stats.StaleMembership++
 		return
 	}
 	switch env.Kind {
@@ -345,20 +421,6 @@ func (m *Machine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
 	m.afterStep(now)
 }
 
-// hear records a datagram's sender and its view, and reports false for an
-// older incarnation than one heard already.
-func (m *Machine) hear(now time.Time, src netip.AddrPort, h *wire.Header) bool {
-	if p, ok := m.heard[h.From]; ok && h.Inc < p.inc && now.Sub(p.at) < m.opt.Engine.SuspectTimeout {
-		// An older incarnation while the newer one is alive: a stale
-		// datagram, or a second node with the same ID (the newer is
-		// refused, and its silence then lets the older one back in).
-		return false
-	}
-	m.heard[h.From] = heard{inc: h.Inc, view: h.View, at: now, addr: src}
-	m.maxEpoch = max(m.maxEpoch, h.View.Epoch)
-	return true
-}
-
 func (m *Machine) dispatch(now time.Time, env *wire.Envelope) {
 	switch env.Kind {
 	case wire.KindJoin:
@@ -366,11 +428,11 @@ func (m *Machine) dispatch(now time.Time, env *wire.Envelope) {
 	case wire.KindLeave:
 		m.onLeave(now, env)
 	case wire.KindFlush:
-		m.onFlush(now, env.From, env.View, &env.Flush)
+		m.onFlush(now, env.From, env.Inc, env.View, &env.Flush)
 	case wire.KindFlushOK:
 		m.onFlushOK(now, env.From, env.Inc, &env.FlushOK)
 	case wire.KindView:
-		m.onCommit(now, env.From, &env.Commit)
+		m.onCommit(now, env.From, env.Inc, &env.Commit)
 	case wire.KindRefuse:
 		m.onRefuse(now, env)
 	}
@@ -386,8 +448,10 @@ func (m *Machine) Tick(now time.Time) {
 	m.tickJoin(now)
 	m.tickLeave(now)
 	m.tickSuspicions(now)
+	m.tickUnheard(now)
 	m.tickFlush(now)
 	m.tickStale(now)
+	m.tickPrune(now)
 	m.tickCoordinator(now)
 	m.afterStep(now)
 }
@@ -409,7 +473,14 @@ func (m *Machine) NextDeadline() time.Time {
 
 // Paused tells the machine that the node could not observe the network
 // for d (see multicast.Engine.Paused).
-func (m *Machine) Paused(now time.Time, d time.Duration) { m.engine.Paused(now, d) }
+func (m *Machine) Paused(now time.Time, d time.Duration) {
+	m.engine.Paused(now, d)
+	if t := m.quietFrom.Add(d); t.Before(now) {
+		m.quietFrom = t
+	} else {
+		m.quietFrom = now
+	}
+}
 
 // Ready returns what the machine produced since the last call (see
 // Ready); it stays valid until the next call into the Machine.

@@ -125,3 +125,13 @@ func containsMember(ms []wire.Member, id uint64) bool {
 	}
 	return false
 }
+
+// incOf returns member id's incarnation in ms, 0 when it is not there.
+func incOf(ms []wire.Member, id uint64) uint64 {
+	for _, m := range ms {
+		if m.ID == id {
+			return m.Inc
+		}
+	}
+	return 0
+}
