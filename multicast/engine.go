@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/wire"
@@ -339,11 +340,16 @@ func (e *Engine) Pack() { e.packData() }
 // Options returns the engine's options, defaults filled in.
 func (e *Engine) Options() Options { return e.opt }
 
-// Peers returns the IDs of the live peers this engine keeps state for
-// (the view's members and the nodes a flush proposes; before the first
-// view, every node heard), in increasing order. Strangers are not among
-// them: Stats.Strangers counts them.
-func (e *Engine) Peers() []uint64 { return e.peerIDs() }
+// Peers returns the IDs of the live peers, members or not, in increasing
+// order.
+func (e *Engine) Peers() []uint64 {
+	ids := e.peerIDs()
+	for s := e.strangers.head; s != nil; s = s.next {
+		ids = append(ids, s.id)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
 
 // RTT returns the smoothed round-trip time to a peer, and false while it is
 // not known yet.
