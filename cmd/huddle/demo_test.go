@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,12 +44,13 @@ func TestDemoUsage(t *testing.T) {
 }
 
 // runDemo runs the huddle binary's demo with args and env (nil: this
-// process's), and returns its exit code and output.
+// process's), and returns its exit code and output. Its logs are in
+// demoLogs(t) afterwards.
 func runDemo(t *testing.T, bin string, env []string, args ...string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"demo", "--color", "never", "--log-dir", t.TempDir()}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"demo", "--color", "never", "--log-dir", demoLogs(t)}, args...)...)
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	t.Logf("huddle demo %s:\n%s", strings.Join(args, " "), out)
@@ -62,6 +64,14 @@ func runDemo(t *testing.T, bin string, env []string, args ...string) (int, strin
 		t.Fatal(err)
 	}
 	return code, string(out)
+}
+
+var demoDirs sync.Map // of each test, its demo's log directory
+
+// demoLogs returns the test's directory for a demo's logs.
+func demoLogs(t *testing.T) string {
+	d, _ := demoDirs.LoadOrStore(t.Name(), t.TempDir())
+	return d.(string)
 }
 
 // wantLines fails for each fragment missing from out.
@@ -108,4 +118,5 @@ func TestDemoFallsBackInProcess(t *testing.T) {
 		t.Errorf("exit code %d, want 0", code)
 	}
 	wantLines(t, out, append(demoPassed, "simulated, in this process", "no virtual LAN here: ", "is not installed")...)
+	checkDemoLogs(t, bin, demoLogs(t))
 }

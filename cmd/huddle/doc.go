@@ -10,6 +10,7 @@
 //	huddle drop --rate P   make the running node drop received datagrams at random (an experiment)
 //	huddle key [reload]    print the running node's key fingerprints, or reload its key file
 //	huddle keygen FILE     write a new group key to FILE (mode 0600)
+//	huddle check LOG...    check a group's guarantees from its nodes' JSON logs (or a directory of them)
 //	huddle version         print the version, the VCS revision, the Go and wire versions (--json)
 //	huddle help            print the list of commands
 //
@@ -52,6 +53,8 @@
 //     command line or configuration (including control_socket off).
 //   - huddle keygen: 0 when the key is written; 1 when FILE exists
 //     (without --force) or cannot be written; 2 for no FILE or a bad flag.
+//   - huddle check: 0 when every check of the logs holds; 1 when one does
+//     not, or a log cannot be read; 2 for no LOG or a bad flag.
 //   - huddle version, help: 0; 2 for an unexpected argument or flag.
 //   - huddle with no command or an unknown one: 2.
 package main

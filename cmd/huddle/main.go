@@ -50,6 +50,7 @@ Usage:
   huddle drop --rate P   make the running node drop received datagrams at random (an experiment)
   huddle key [reload]    print the running node's key fingerprints, or reload its key file
   huddle keygen FILE     write a new group key to FILE (mode 0600)
+  huddle check LOG...    check a group's guarantees from its nodes' JSON logs (or a directory of them)
   huddle version         print the version, the revision, the Go and wire versions (--json)
   huddle help            print this help
 
@@ -100,6 +101,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdKey(args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(args[1:], stdout, stderr)
+	case "check":
+		return cmdCheck(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return cmdVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

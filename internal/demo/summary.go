@@ -95,21 +95,19 @@ func (d *demo) summarize(interrupted bool) *Summary {
 		return s
 	}
 	s.Nodes = d.nodes(run)
-	o := logcheck.MembershipOptions{SelfDelivery: true}
-	s.Checks = append(s.Checks,
-		resultCheck("membership", "virtual synchrony, agreement on views, FIFO, integrity", run.CheckMembership(o), ""),
-		resultCheck("liveness", "every message sent in a view reached every member that stayed", run.CheckLiveness(o), ""))
-	res, skipped := checkOrder(run, o)
-	s.Checks = append(s.Checks, resultCheck("order", "total order and safe delivery", res, skipped))
-	lo := logcheck.MutexOptions{
+	o := logcheck.AllOptions{
 		// Each node writes its own log: the next holder's mutex.acquired
 		// may be written a moment before the last holder's release line.
-		Slack: 5 * time.Millisecond,
+		Skew: 5 * time.Millisecond,
 	}
 	if !d.killed.IsZero() && d.victim <= uint64(d.o.Nodes) {
-		lo.Deaths = []logcheck.Death{{Node: d.victim, At: d.killed}}
+		o.Deaths = []logcheck.Death{{Node: d.victim, At: d.killed}}
 	}
-	s.Checks = append(s.Checks, resultCheck("lock", "never two holders at once, every request granted", run.CheckMutex(lo).Result, ""))
+	for _, v := range run.CheckAll(o) {
+		c := resultCheck(v.Name, v.What, v.Result, "")
+		c.Detail = v.Text
+		s.Checks = append(s.Checks, c)
+	}
 	s.Checks = append(s.Checks, d.scenario(s))
 	s.OK = !interrupted
 	for _, c := range s.Checks {
