@@ -26,8 +26,10 @@ Checks the guarantees of a group from its nodes' JSON logs (one per node;
 a restarted node may append to its log; a DIR stands for its *.json
 files): virtual synchrony, agreement on views, FIFO and integrity
 (membership), every message sent in a view delivered to every member
-that stayed (liveness), total order and safe delivery (order), and the
-lock: never two holders at once, every request granted. The delivery
+that stayed (liveness), total order and safe delivery (order), one
+leader per election round, a member of its view, with the round's
+messages against the algorithm's formula (election), and the lock:
+never two holders at once, every request granted. The delivery
 checks need the nodes run with --trace-deliveries. Only the lock check
 compares times written by different nodes: for logs from several
 machines, set --skew to their clocks' offset.

@@ -46,7 +46,7 @@ func checkDemoLogs(t *testing.T, bin, dir string) {
 	if code != exitOK {
 		t.Fatalf("huddle check on the demo's logs: exit code %d, want 0:\n%s", code, out)
 	}
-	wantLines(t, out, "ok    membership", "ok    liveness", "ok    order", "ok    lock", "PASS")
+	wantLines(t, out, "ok    membership", "ok    liveness", "ok    order", "ok    election", "ok    lock", "PASS")
 
 	bad := t.TempDir()
 	logs, _ := filepath.Glob(filepath.Join(dir, "*.json"))

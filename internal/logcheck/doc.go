@@ -71,6 +71,18 @@
 // CheckOrder (order.go) checks total order and safe delivery from the
 // deliver events' gseq and order.
 //
+// # The election check
+//
+// Load keeps election.started, election.won, leader.changed and
+// election.done of each life in Life.Elections. Run.CheckElection checks
+// that every node that learned the leader of a round of a view learned
+// the same one (LeaderAgreement), a member of that view as its nodes
+// installed it (LeaderOutsideView), and sums each round's messages (the
+// election.done events' sent) per view into ElectionResult.Rounds, with
+// the formulas of the literature for one initiator beside them.
+// Run.CheckAll runs every check of the package, the one list that huddle
+// check and huddle demo use.
+//
 // # The lock check
 //
 // Load keeps the lock's events (mutex.requested, mutex.acquired,

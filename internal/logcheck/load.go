@@ -51,6 +51,8 @@ type Life struct {
 	Views    []View
 	Stats    []Stats     // node.stats events, periodic and final
 	Locks    []LockEvent // mutex.* events, in log order
+	// Elections are the election.* and leader.changed events, in log order.
+	Elections []ElectionEvent
 }
 
 // Send is a "send" event: the node multicast its message Seq.
@@ -282,5 +284,7 @@ func (l *lifeState) event(ev *logs.Event) {
 		l.Stats = append(l.Stats, s)
 	case logs.MutexRequested, logs.MutexAcquired, logs.MutexReleased, logs.MutexWithdrawn, logs.MutexDeferred:
 		l.Locks = append(l.Locks, lockEvent(ev))
+	case logs.ElectionStarted, logs.ElectionWon, logs.LeaderChanged, logs.ElectionDone:
+		l.Elections = append(l.Elections, electionEvent(ev))
 	}
 }
