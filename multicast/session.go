@@ -25,15 +25,14 @@ type peer struct {
 	view      wire.ViewID       // the view its last session message was sent in
 	presumed  bool              // a member not heard yet: presumed live since its view (SetMembers)
 	restarted bool              // presumed, and replacing an older incarnation
-	budget    float64           // repair bytes its NACKs may still cost (repairBudget)
-	budgetAt  time.Time         // when budget was last refilled
+	repairs   limiter           // the repair bytes its NACKs may cost (repairRate, repairBurst)
 }
 
 // report is a peer's receive state for one source incarnation.
 type report struct{ inc, seq uint64 }
 
 func (e *Engine) newPeer(id, inc uint64, addr netip.AddrPort, now time.Time) *peer {
-	return &peer{id: id, inc: inc, addr: addr, lastHeard: now, reports: map[uint64]report{}, budget: repairBurst, budgetAt: now}
+	return &peer{id: id, inc: inc, addr: addr, lastHeard: now, reports: map[uint64]report{}}
 }
 
 // hear records a datagram from a node and returns its peer, or false when

@@ -312,17 +312,12 @@ func (e *Engine) spend(now time.Time, p *peer, st *stream, s uint64, repairs *in
 	if en == nil {
 		return false
 	}
-	if dt := now.Sub(p.budgetAt); dt > 0 {
-		p.budget = min(repairBurst, p.budget+repairRate*dt.Seconds())
-		p.budgetAt = now
-	}
 	cost := float64(wire.MaxHeader + wire.DataSize(&en.data) + wire.RepairExtra)
-	if *repairs <= 0 || p.budget < cost {
+	if *repairs <= 0 || !p.repairs.take(now, repairRate, repairBurst, cost) {
 		e.stats.RepairBudget++
 		return false
 	}
 	*repairs--
-	p.budget -= cost
 	return true
 }
 

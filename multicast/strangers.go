@@ -122,15 +122,18 @@ func (t *strangers) remove(s *stranger) {
 	delete(t.byID, s.id)
 }
 
-// limiter is a token bucket of events.
+// limiter is a token bucket: of events (one token each), or of bytes.
 type limiter struct {
 	tokens float64
 	at     time.Time
 }
 
-// allow takes one token if there is one, refilling rate per second up to
-// burst since the last call.
-func (l *limiter) allow(now time.Time, rate, burst float64) bool {
+// allow takes one token if there is one (see take).
+func (l *limiter) allow(now time.Time, rate, burst float64) bool { return l.take(now, rate, burst, 1) }
+
+// take takes n tokens if there are as many, refilling rate per second up
+// to burst since the last call; a bucket never used starts full.
+func (l *limiter) take(now time.Time, rate, burst, n float64) bool {
 	if l.at.IsZero() {
 		l.tokens = burst
 	} else if dt := now.Sub(l.at); dt > 0 {
@@ -139,10 +142,10 @@ func (l *limiter) allow(now time.Time, rate, burst float64) bool {
 	if now.After(l.at) {
 		l.at = now
 	}
-	if l.tokens < 1 {
+	if l.tokens < n {
 		return false
 	}
-	l.tokens--
+	l.tokens -= n
 	return true
 }
 

@@ -608,7 +608,6 @@ func (fr *fuzzRun) liveness(all []uint64) {
 	}
 	var missing string
 	done := func() bool {
-		missing = ""
 		for _, id := range all {
 			w.Do(id, func(m sim.Machine) {
 				c := m.(*Core)
@@ -622,20 +621,8 @@ func (fr *fuzzRun) liveness(all []uint64) {
 				}
 			})
 		}
-		for _, id := range all {
-			lf := fr.l.life(id, core(w, id).opt.Inc)
-			if left[id] > 0 {
-				missing = fmt.Sprintf("node %d could not send yet", id)
-				return false
-			}
-			for _, k := range sent {
-				if !lf.seen[k] {
-					missing = fmt.Sprintf("node %d has not delivered %v", id, k)
-					return false
-				}
-			}
-		}
-		return true
+		missing = fr.l.undelivered(w, all, left, sent)
+		return missing == ""
 	}
 	if err := w.RunUntil(done, 5*time.Second); err != nil {
 		fr.fail(fmt.Errorf("liveness: %s once the forging stopped (%v)", missing, err))

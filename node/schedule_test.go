@@ -268,21 +268,8 @@ func (s *schedule) liveness(live []uint64) {
 	var missing string
 	done := func() bool {
 		send()
-		missing = ""
-		for _, id := range live {
-			if left[id] > 0 {
-				missing = fmt.Sprintf("node %d could not send yet", id)
-				return false
-			}
-			lf := s.l.life(id, core(w, id).opt.Inc)
-			for _, k := range sent {
-				if !lf.seen[k] {
-					missing = fmt.Sprintf("node %d has not delivered %v", id, k)
-					return false
-				}
-			}
-		}
-		return true
+		missing = s.l.undelivered(w, live, left, sent)
+		return missing == ""
 	}
 	if err := w.RunUntil(done, 5*time.Second); err != nil {
 		s.fail(fmt.Errorf("liveness: %s (%v)", missing, err))

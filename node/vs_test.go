@@ -107,6 +107,24 @@ func (l *vsLedger) life(id, inc uint64) *life {
 	return lf
 }
 
+// undelivered says which of nodes ids still has final messages to send
+// (left) or has not delivered one of sent, and "" when none: the
+// liveness condition of the schedules and the fuzzer once faults stop.
+func (l *vsLedger) undelivered(w *sim.World, ids []uint64, left map[uint64]int, sent []msgKey) string {
+	for _, id := range ids {
+		if left[id] > 0 {
+			return fmt.Sprintf("node %d could not send yet", id)
+		}
+		lf := l.life(id, core(w, id).opt.Inc)
+		for _, k := range sent {
+			if !lf.seen[k] {
+				return fmt.Sprintf("node %d has not delivered %v", id, k)
+			}
+		}
+	}
+	return ""
+}
+
 // check is the simulator invariant: it drains every live core.
 func (l *vsLedger) check(w *sim.World) error {
 	for _, id := range w.IDs() {

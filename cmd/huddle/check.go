@@ -71,10 +71,9 @@ Flags:
 		fmt.Fprintln(stderr, "huddle check:", err)
 		return exitFailure
 	}
-	lines, malformed := 0, 0
+	lines := 0
 	for _, f := range run.Files {
 		lines += f.Lines
-		malformed += f.Malformed
 		if f.Malformed > 0 {
 			fmt.Fprintf(stdout, "%s: %d lines are not log events (the first at line %d): skipped\n", f.Name, f.Malformed, f.FirstMalformed)
 		}

@@ -45,9 +45,9 @@ func (r *Run) CheckAll(o AllOptions) []Verdict {
 	if sends+delivers == 0 {
 		noDeliveries = "no send or deliver events: run the nodes with --trace-deliveries"
 	}
-	noViews := noDeliveries
-	if views == 0 {
-		noViews = "no view.installed events"
+	noViews := "" // the membership check looks at views and deliveries
+	if views+sends+delivers == 0 {
+		noViews = "no view.installed, send or deliver events"
 	}
 	noLocks := ""
 	if locks == 0 {

@@ -91,7 +91,6 @@ func (r *Run) CheckElection() *ElectionResult {
 	members := map[string][]uint64{}
 	for _, l := range r.Lives {
 		for _, v := range l.Views {
-			res.Views++
 			if _, ok := members[v.ID]; !ok && v.Members != nil {
 				members[v.ID] = v.Members
 			}
