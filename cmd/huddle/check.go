@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/huddle-lan/huddle/internal/demo"
 	"github.com/huddle-lan/huddle/internal/logcheck"
+	"github.com/huddle-lan/huddle/internal/scenario"
 )
 
 // cmdCheck runs every log checker on a set of node logs: from one
@@ -24,7 +26,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 
 Checks the guarantees of a group from its nodes' JSON logs (one per node;
 a restarted node may append to its log; a DIR stands for its *.json
-files): virtual synchrony, agreement on views, FIFO and integrity
+files but a lab run's lab.json and sweep.json): virtual synchrony, agreement on views, FIFO and integrity
 (membership), every message sent in a view delivered to every member
 that stayed (liveness), total order and safe delivery (order), one
 leader per election round, a member of its view, with the round's
@@ -125,6 +127,10 @@ func logFiles(paths []string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The run's journal and a sweep's description are not node logs.
+		m = slices.DeleteFunc(m, func(f string) bool {
+			return filepath.Base(f) == demo.JournalFile || filepath.Base(f) == scenario.SweepFile
+		})
 		if len(m) == 0 {
 			return nil, fmt.Errorf("%s holds no *.json logs", p)
 		}

@@ -42,6 +42,7 @@ const usage = `huddle: a group-communication node for LANs (reliable, view-synch
 
 Usage:
   huddle demo [flags]    watch a small group on a private virtual LAN: loss, a crash, ordered delivery
+  huddle lab [flags]     run an experiment: 2-32 nodes, loss, faults, elections, locks, checked
   huddle run [flags]     run a node on this machine (huddle run --help lists the flags)
   huddle status          print a running node's view, members and counters (--json)
   huddle send TEXT       multicast TEXT through the running node (--order fifo|total|safe)
@@ -103,6 +104,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDemo(args[1:], stdout, stderr)
 	case "check":
 		return cmdCheck(args[1:], stdout, stderr)
+	case "lab":
+		return cmdLab(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return cmdVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

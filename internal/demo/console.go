@@ -36,9 +36,14 @@ const (
 
 // console writes the demo's human-readable lines: a time since the nodes
 // were started, then what happened.
+//
+// With live set (a terminal), a progress line stays at the bottom: every
+// other line is printed above it, and status redraws it.
 type console struct {
 	w     io.Writer
 	color bool
+	live  bool
+	shown string // the progress line on the screen
 }
 
 // at prints one timed line.
@@ -47,16 +52,46 @@ func (c *console) at(t time.Duration, s style, format string, args ...any) {
 	if c.color {
 		stamp = ansiDim + stamp + ansiReset
 	}
+	c.clear()
 	lines := strings.Split(fmt.Sprintf(format, args...), "\n")
 	fmt.Fprintf(c.w, "%s  %s\n", stamp, c.paint(s, lines[0]))
 	for _, l := range lines[1:] { // continuation lines, under the text
 		fmt.Fprintf(c.w, "%s  %s\n", strings.Repeat(" ", 8), c.paint(s, l))
 	}
+	c.redraw()
 }
 
 // say prints an untimed line.
 func (c *console) say(s style, format string, args ...any) {
+	c.clear()
 	fmt.Fprintln(c.w, c.paint(s, fmt.Sprintf(format, args...)))
+	c.redraw()
+}
+
+// status replaces the progress line ("" removes it); without live it
+// does nothing.
+func (c *console) status(text string) {
+	if !c.live {
+		return
+	}
+	c.clear()
+	c.shown = text
+	c.redraw()
+}
+
+// clearLine returns the cursor to the line's start and erases the line.
+const clearLine = "\r\x1b[K"
+
+func (c *console) clear() {
+	if c.live && c.shown != "" {
+		fmt.Fprint(c.w, clearLine)
+	}
+}
+
+func (c *console) redraw() {
+	if c.live && c.shown != "" {
+		fmt.Fprint(c.w, c.paint(traffic, c.shown))
+	}
 }
 
 func (c *console) paint(s style, text string) string {

@@ -2,10 +2,12 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/huddle-lan/huddle"
 	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/internal/control"
+	"github.com/huddle-lan/huddle/internal/lab"
 	"github.com/huddle-lan/huddle/internal/logs"
 	_ "github.com/huddle-lan/huddle/internal/logx" // zerolog's time format and UTC clock, as the nodes log them
 	"github.com/huddle-lan/huddle/internal/memnet"
@@ -32,6 +36,8 @@ type procCluster struct {
 	dir       string
 	cfg       func(id uint64) config.Config
 	nodes     map[uint64]*procNode
+	n         int                // nodes 1..n
+	loss      map[uint64]float64 // each host's ingress loss, set again after a heal
 }
 
 var _ cluster = (*procCluster)(nil)
@@ -44,15 +50,92 @@ type procNode struct {
 	data, ctl *crashable
 }
 
-func newProcCluster(loss float64, dir string, cfg func(uint64) config.Config) *procCluster {
+// newProcCluster returns a cluster of nodes 1..n whose host h drops
+// datagrams it receives with probability loss(h).
+func newProcCluster(n int, loss func(h uint64) float64, dir string, cfg func(uint64) config.Config) *procCluster {
 	seed := time.Now().UnixNano()
-	return &procCluster{
-		data:  memnet.New(netmodel.Options{Seed: seed, Loss: loss}),
-		ctl:   memnet.New(netmodel.Options{Seed: seed + 1, Loss: loss}),
+	c := &procCluster{
+		data:  memnet.New(netmodel.Options{Seed: seed}),
+		ctl:   memnet.New(netmodel.Options{Seed: seed + 1}),
 		dir:   dir,
 		cfg:   cfg,
 		nodes: map[uint64]*procNode{},
+		n:     n,
+		loss:  map[uint64]float64{},
 	}
+	for h := uint64(1); h <= uint64(n); h++ {
+		c.loss[h] = loss(h)
+	}
+	c.applyLoss()
+	return c
+}
+
+// applyLoss sets every host's ingress loss on both networks.
+func (c *procCluster) applyLoss() {
+	for to, p := range c.loss {
+		for from := uint64(1); from <= uint64(c.n); from++ {
+			if from != to {
+				c.data.SetLinkLoss(netmodel.Addr(from), netmodel.Addr(to), p)
+				c.ctl.SetLinkLoss(netmodel.Addr(from), netmodel.Addr(to), p)
+			}
+		}
+	}
+}
+
+// errNeedsProcesses refuses SIGSTOP and SIGCONT: a node in this process
+// has no process of its own to freeze.
+var errNeedsProcesses = errors.New("stop and continue need the nodes as processes, on a virtual LAN")
+
+func (c *procCluster) pause(uint64) error  { return errNeedsProcesses }
+func (c *procCluster) resume(uint64) error { return errNeedsProcesses }
+
+func (c *procCluster) setLoss(id uint64, m lab.LossModel) error {
+	if m.Burst > 1 || m.Delay > 0 || m.Jitter > 0 {
+		return errors.New("bursts, delay and jitter need a virtual LAN; in this process loss is random only")
+	}
+	c.loss[id] = m.Loss
+	c.applyLoss()
+	return nil
+}
+
+func (c *procCluster) partition(side []uint64) error {
+	var addrs []netip.AddrPort
+	for _, id := range side {
+		addrs = append(addrs, netmodel.Addr(id))
+	}
+	c.data.Partition(addrs)
+	c.ctl.Partition(addrs)
+	return nil
+}
+
+// heal undoes the partition; memnet forgets the hosts' loss with it.
+func (c *procCluster) heal() error {
+	c.data.Heal()
+	c.ctl.Heal()
+	c.applyLoss()
+	return nil
+}
+
+func (c *procCluster) call(ctx context.Context, id uint64, cmd string, args any) (json.RawMessage, error) {
+	n := c.nodes[id]
+	if n == nil || n.exited() {
+		return nil, fmt.Errorf("node %d is not running", id)
+	}
+	h := control.Commands(control.ForGroup(n.g))[cmd]
+	if h == nil {
+		return nil, fmt.Errorf("no control command %q", cmd)
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	res, err := h(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
 }
 
 func (c *procCluster) logPath(id uint64) string {

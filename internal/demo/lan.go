@@ -1,13 +1,17 @@
 package demo
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/huddle-lan/huddle/internal/control"
 	"github.com/huddle-lan/huddle/internal/lab"
 )
 
@@ -33,6 +37,18 @@ type cluster interface {
 	exits() []string
 	// close releases everything the cluster made, killing what still runs.
 	close() error
+	// pause and resume send node id SIGSTOP and SIGCONT.
+	pause(id uint64) error
+	resume(id uint64) error
+	// setLoss changes what host id's ingress drops, from now on.
+	setLoss(id uint64, m lab.LossModel) error
+	// partition cuts the nodes of side off from the others; heal undoes
+	// every partition.
+	partition(side []uint64) error
+	heal() error
+	// call runs a control command (internal/control) on node id, as the
+	// huddle commands do through its control socket.
+	call(ctx context.Context, id uint64, cmd string, args any) (json.RawMessage, error)
 }
 
 // groupAddr is the multicast group of the demo's nodes; it exists only on
@@ -50,9 +66,9 @@ type lanCluster struct {
 
 var _ cluster = (*lanCluster)(nil)
 
-// newLAN builds a LAN of n hosts with loss on every host's ingress. The
+// newLAN builds a LAN of n hosts with loss(h) on host h's ingress. The
 // error explains in one line why no LAN can be built here.
-func newLAN(n int, loss float64, bin, dir string, args func(uint64) []string) (*lanCluster, error) {
+func newLAN(n int, loss func(h uint64) lab.LossModel, bin, dir string, args func(uint64) []string) (*lanCluster, error) {
 	if err := lab.Available(); err != nil {
 		return nil, err
 	}
@@ -60,27 +76,28 @@ func newLAN(n int, loss float64, bin, dir string, args func(uint64) []string) (*
 	if err != nil {
 		return nil, err
 	}
-	if loss > 0 {
-		for h := 1; h <= n; h++ {
-			if err := l.SetLoss(h, loss); err != nil {
+	for h := 1; h <= n; h++ {
+		if m := loss(uint64(h)); m != (lab.LossModel{}) {
+			if err := l.SetLossModel(h, m); err != nil {
 				l.Close()
 				return nil, fmt.Errorf("cannot apply loss on the virtual LAN: %w", err)
 			}
 		}
 	}
-	nodes := lab.NewNodes(l, lab.NodesOptions{Bin: bin, Addr: groupAddr, Args: []string{"--loopback=false"}})
+	nodes := lab.NewNodes(l, lab.NodesOptions{Bin: bin, Addr: groupAddr, Sockets: true, Args: []string{"--loopback=false"}})
 	return &lanCluster{lan: l, nodes: nodes, args: args, told: map[*lab.Node]bool{}}, nil
 }
 
-// describe says what the LAN is made of, for the console.
-func (c *lanCluster) describe(loss float64) string {
+// describe says what the LAN is made of, for the console; lossy says
+// whether any host drops datagrams.
+func (c *lanCluster) describe(lossy bool) string {
 	mode := "as root"
 	if c.lan.Mode() == "rootless" {
 		mode = "unprivileged, in a user namespace"
 	}
 	s := fmt.Sprintf("%d network namespaces on a bridge (%s), subnet %s", c.lan.Hosts(), mode, c.lan.Subnet())
-	if loss > 0 {
-		s += fmt.Sprintf("; %s loss on each host's ingress by %s", pct(loss), c.lan.LossDescription())
+	if lossy {
+		s += fmt.Sprintf("; loss on the hosts' ingress by %s", c.lan.LossDescription())
 	}
 	return s
 }
@@ -155,6 +172,61 @@ func lastLine(path string) string {
 }
 
 func (c *lanCluster) close() error { return c.lan.Close() }
+
+// running returns node id if it runs.
+func (c *lanCluster) running(id uint64) (*lab.Node, error) {
+	n := c.nodes.Node(int(id))
+	if n == nil || n.Exited() {
+		return nil, fmt.Errorf("node %d is not running", id)
+	}
+	return n, nil
+}
+
+func (c *lanCluster) pause(id uint64) error {
+	n, err := c.running(id)
+	if err != nil {
+		return err
+	}
+	return n.Pause()
+}
+
+func (c *lanCluster) resume(id uint64) error {
+	n, err := c.running(id)
+	if err != nil {
+		return err
+	}
+	return n.Resume()
+}
+
+func (c *lanCluster) setLoss(id uint64, m lab.LossModel) error {
+	return c.lan.SetLossModel(int(id), m)
+}
+
+func (c *lanCluster) partition(side []uint64) error {
+	var a, b []int
+	for h := 1; h <= c.lan.Hosts(); h++ {
+		if slices.Contains(side, uint64(h)) {
+			a = append(a, h)
+		} else {
+			b = append(b, h)
+		}
+	}
+	return c.lan.Cut(a, b)
+}
+
+func (c *lanCluster) heal() error { return c.lan.Heal() }
+
+func (c *lanCluster) call(ctx context.Context, id uint64, cmd string, args any) (json.RawMessage, error) {
+	n, err := c.running(id)
+	if err != nil {
+		return nil, err
+	}
+	return control.Call(ctx, n.Socket, callTimeout, cmd, args)
+}
+
+// callTimeout bounds a control command of the schedule: an election, or
+// a lock's wait and hold.
+const callTimeout = 2 * time.Minute
 
 // pct formats a probability as a percentage: "2%", "0.5%".
 func pct(p float64) string {

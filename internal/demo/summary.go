@@ -3,6 +3,7 @@ package demo
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,6 +29,12 @@ type Summary struct {
 	RestartedAt, RejoinedAt  time.Duration
 	ExcludedView, RejoinView string
 
+	// Seconds is the run's length, from the start of the nodes to their
+	// stop; Rounds the election rounds, Entries the lock's entries.
+	Seconds float64
+	Rounds  []Round
+	Entries []Entry
+
 	Checks      []Check
 	Interrupted bool
 	OK          bool // every check that ran passed, and the run was not interrupted
@@ -44,6 +51,20 @@ type NodeSummary struct {
 	Locks            int64    // lock entries
 	Stopped          int      // lives that logged node.stopped
 	StopReason       string   // of the last life
+}
+
+// Round is an election round: its leader and its messages (every node's
+// election.done sent, summed).
+type Round struct {
+	Round, Leader uint64
+	Messages      int
+}
+
+// Entry is one entry into the lock.
+type Entry struct {
+	Node     uint64
+	WaitMs   float64
+	Messages int
 }
 
 // View is a view as installed during the run.
@@ -78,6 +99,11 @@ func (d *demo) summarize(interrupted bool) *Summary {
 	}
 	slices.SortStableFunc(s.Views, func(a, b View) int { return int(a.At - b.At) })
 	d.crashStory(s)
+	s.Seconds = d.stopped.Sub(d.start).Seconds()
+	for _, r := range slices.Sorted(maps.Keys(d.w.rounds)) {
+		s.Rounds = append(s.Rounds, Round{Round: r, Leader: d.w.rounds[r].leader, Messages: d.w.rounds[r].sent})
+	}
+	s.Entries = d.w.taken
 
 	var paths []string
 	for _, id := range d.ids() {
@@ -100,15 +126,15 @@ func (d *demo) summarize(interrupted bool) *Summary {
 		// may be written a moment before the last holder's release line.
 		Skew: 5 * time.Millisecond,
 	}
-	if !d.killed.IsZero() && d.victim <= uint64(d.o.Nodes) {
-		o.Deaths = []logcheck.Death{{Node: d.victim, At: d.killed}}
-	}
+	o.Deaths = d.deaths
 	for _, v := range run.CheckAll(o) {
 		c := resultCheck(v.Name, v.What, v.Result, "")
 		c.Detail = v.Text
 		s.Checks = append(s.Checks, c)
 	}
-	s.Checks = append(s.Checks, d.scenario(s))
+	if d.o.Plan == nil {
+		s.Checks = append(s.Checks, d.scenario(s))
+	}
 	s.OK = !interrupted
 	for _, c := range s.Checks {
 		s.OK = s.OK && (c.Passed || c.Skipped != "")
@@ -126,7 +152,7 @@ func resultCheck(name, what string, res *logcheck.Result, skipped string) Check 
 
 // crashStory finds the views that followed the kill and the restart.
 func (d *demo) crashStory(s *Summary) {
-	if d.killed.IsZero() || d.victim > uint64(d.o.Nodes) {
+	if d.killed.IsZero() {
 		return
 	}
 	s.Killed, s.KilledAt = d.victim, d.killed.Sub(d.start)
@@ -216,7 +242,11 @@ func (d *demo) report(s *Summary) {
 	if s.Mode == "in-process" {
 		where = "in this process"
 	}
-	c.say(action, "summary: %s, %d nodes %s, %s loss", secs(d.stopped.Sub(d.start)), len(s.Nodes), where, pct(d.o.Loss))
+	loss := pct(d.o.Loss) + " loss"
+	if d.o.Plan != nil {
+		loss = d.o.Plan.Loss.String()
+	}
+	c.say(action, "summary: %s, %d nodes %s, %s", secs(d.stopped.Sub(d.start)), len(s.Nodes), where, loss)
 	c.say(plain, "  %4s %5s %6s %9s %6s %6s %6s %6s %7s %9s %5s %5s", "node", "lives", "sent", "delivered", "fifo", "total", "safe", "NACKs", "repairs", "recovered", "views", "locks")
 	var all NodeSummary
 	for _, n := range s.Nodes {

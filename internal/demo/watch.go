@@ -38,7 +38,12 @@ type watcher struct {
 	rounds  map[uint64]*round // elections, by round
 	holder  uint64            // the node that last took the lock and has not released it, 0 for none
 	entries map[uint64]int    // lock entries, by node
-	tick    struct {          // at the last traffic line
+	taken   []Entry           // every lock entry, in log order
+	recent  [2]struct {       // deliveries counted at two moments, for rate
+		at time.Time
+		n  int64
+	}
+	tick struct { // at the last traffic line
 		at        time.Time
 		sent      [3]int64
 		delivered int64
@@ -344,6 +349,20 @@ func (w *watcher) trafficLine(now time.Time) {
 	w.tick.at, w.tick.sent, w.tick.delivered, w.tick.rep = now, sent, delivered, rep
 }
 
+// rate returns the deliveries per second over about the last second,
+// delivered being the count now.
+func (w *watcher) rate(now time.Time, delivered int64) float64 {
+	r := &w.recent
+	if r[1].at.IsZero() || now.Sub(r[1].at) >= time.Second {
+		r[0], r[1] = r[1], r[0]
+		r[1].at, r[1].n = now, delivered
+	}
+	if r[0].at.IsZero() {
+		return 0
+	}
+	return float64(delivered-r[0].n) / now.Sub(r[0].at).Seconds()
+}
+
 // current returns the view most of the given running nodes installed
 // last (the newest such view on a tie), or nil.
 func (w *watcher) current(running []uint64) *seenView {
@@ -416,6 +435,7 @@ func (w *watcher) lock(ev event) {
 		}
 		w.holder = ev.Node
 		w.entries[ev.Node]++
+		w.taken = append(w.taken, Entry{Node: ev.Node, WaitMs: ev.WaitMs, Messages: ev.Messages})
 		w.emit(ev.Time, good, "node %d takes the lock after waiting %.0f ms (%d messages)%s", ev.Node, ev.WaitMs, ev.Messages, after)
 	case logs.MutexReleased:
 		if w.holder == ev.Node {

@@ -215,6 +215,13 @@ func (n *Node) Signal(sig os.Signal) error {
 // Exited reports whether the node's process has exited.
 func (n *Node) Exited() bool { return n.Proc.Exited() }
 
+// Pause freezes the node with SIGSTOP: it neither sends nor reads, and
+// its socket's buffer fills, as a hung process's.
+func (n *Node) Pause() error { return n.Signal(sigStop) }
+
+// Resume lets a paused node go on (SIGCONT).
+func (n *Node) Resume() error { return n.Signal(sigCont) }
+
 // PID returns the ID of the huddle process (HuddlePID).
 func (n *Node) PID() (int, error) {
 	n.mu.Lock()

@@ -28,3 +28,6 @@ func pidAlive(pid int) bool {
 
 // killPID sends SIGKILL to the process with this PID.
 func killPID(pid int) { syscall.Kill(pid, syscall.SIGKILL) }
+
+// sigStop freezes a node (Node.Pause).
+var sigStop os.Signal = syscall.SIGSTOP

@@ -25,3 +25,6 @@ func killPID(int) {}
 
 // sigCont is nil: no process here is ever stopped by the lab.
 var sigCont os.Signal
+
+// sigStop is nil: no process here is ever stopped by the lab.
+var sigStop os.Signal
