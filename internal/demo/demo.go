@@ -407,7 +407,10 @@ func (d *demo) planHeader() {
 	byLoss := map[string][]uint64{}
 	var models []string
 	for _, id := range d.ids() {
-		m := d.lossOf(id).String()
+		m := "none"
+		if l := d.lossOf(id); l != (lab.LossModel{}) {
+			m = l.String()
+		}
 		if byLoss[m] == nil {
 			models = append(models, m)
 		}

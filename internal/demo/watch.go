@@ -343,6 +343,10 @@ func (w *watcher) trafficLine(now time.Time) {
 		}
 	}
 	rep := w.rep
+	if all == 0 && delivered == w.tick.delivered && rep == w.tick.rep {
+		w.tick.at = now
+		return // no traffic: nothing to say
+	}
 	w.con.at(w.since(now), traffic, "traffic  sent %.0f msg/s (%s), %.0f deliveries/s; %d NACKs, %d repairs, %d lost messages recovered",
 		float64(all)/secs, strings.Join(per, ", "), float64(delivered-w.tick.delivered)/secs,
 		rep[repNacks]-w.tick.rep[repNacks], rep[repRepairs]-w.tick.rep[repRepairs], rep[repRecovered]-w.tick.rep[repRecovered])
