@@ -52,6 +52,7 @@ Usage:
   huddle key [reload]    print the running node's key fingerprints, or reload its key file
   huddle keygen FILE     write a new group key to FILE (mode 0600)
   huddle check LOG...    check a group's guarantees from its nodes' JSON logs (or a directory of them)
+  huddle report DIR      write an HTML report, with plots and CSV, of a run's or a sweep's directory
   huddle version         print the version, the revision, the Go and wire versions (--json)
   huddle help            print this help
 
@@ -106,6 +107,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdCheck(args[1:], stdout, stderr)
 	case "lab":
 		return cmdLab(args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return cmdVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
