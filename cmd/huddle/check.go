@@ -45,14 +45,8 @@ Flags:
 		fs.PrintDefaults()
 	}
 	// The logs may come before or after the flag.
-	var paths []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
-			break
-		}
-		paths, args = append(paths, fs.Arg(0)), fs.Args()[1:]
-	}
-	if code, done := parseArgs(fs, parseOut, args, stdout, stderr); done {
+	paths, code, done := parseOperands(fs, parseOut, args, stdout, stderr)
+	if done {
 		return code
 	}
 	if *skew < 0 {

@@ -16,12 +16,16 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/demo"
+	"github.com/huddle-lan/huddle/internal/report"
 	"github.com/huddle-lan/huddle/internal/scenario"
 )
 
 const labUsage = `Usage: huddle lab [flags] [SCENARIO.toml]
        huddle lab --replay DIR [--log-dir DIR2]
        huddle lab [flags] --sweep NAME=V1,V2,... [--repeat N]
+
+With --report it writes the HTML report of the run (or sweep) at the end,
+as huddle report DIR does.
 
 Runs an experiment: 2 to 32 huddle run processes on a private virtual LAN
 (network namespaces: as root, or unprivileged in a user namespace; where
@@ -59,7 +63,7 @@ type labFlags struct {
 	seed                                       uint64
 	loss, burst, crashRate                     float64
 	think                                      string
-	inProcess                                  bool
+	inProcess, report                          bool
 	nodeArgs, faults                           multiFlag
 }
 
@@ -93,27 +97,15 @@ func cmdLab(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.logDir, "log-dir", "", "`directory` for the logs (created); default: a new temporary directory")
 	fs.StringVar(&f.replay, "replay", "", "run again the scenario a run wrote in `DIR` (its scenario.toml)")
 	fs.StringVar(&f.sweep, "sweep", "", "run a series over a numeric setting: `NAME=V1,V2,...`, NAME a scenario setting (nodes, loss, burst, delay, crash_rate, ...) or a huddle run flag (send-rate)")
+	fs.BoolVar(&f.report, "report", false, "write the HTML report of the run or the sweep at the end (huddle report DIR)")
 	fs.IntVar(&f.repeat, "repeat", 1, "with --sweep: runs of each `value`")
 	fs.StringVar(&f.color, "color", "auto", "`when` to colour the output and show a live progress line: auto (stdout a terminal and NO_COLOR unset), always or never")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), labUsage, scenario.PresetHelp())
 		fs.PrintDefaults()
 	}
-	// The scenario file may come before or after the flags. Each flag is
-	// parsed once (--fault and --node add up): parseArgs parses again only
-	// what failed, to report it.
-	var files []string
-	for len(args) > 0 {
-		err := fs.Parse(args)
-		if err == nil && fs.NArg() == 0 {
-			args = nil
-		}
-		if err != nil || fs.NArg() == 0 {
-			break
-		}
-		files, args = append(files, fs.Arg(0)), fs.Args()[1:]
-	}
-	if code, done := parseArgs(fs, parseOut, args, stdout, stderr); done {
+	files, code, done := parseOperands(fs, parseOut, args, stdout, stderr)
+	if done {
 		return code
 	}
 	fail := func(code int, format string, a ...any) int {
@@ -161,6 +153,9 @@ func cmdLab(args []string, stdout, stderr io.Writer) int {
 		return fail(exitFailure, "%v", err)
 	}
 	sum, err := runOne(ctx, s, dir, o)
+	if f.report && sum != nil {
+		writeReport(dir, stdout, stderr)
+	}
 	switch {
 	case errors.Is(err, demo.ErrInterrupted):
 		return exitFailure
@@ -380,7 +375,21 @@ func runSweep(ctx context.Context, s *scenario.Scenario, f labFlags, o demo.Opti
 		}
 	}
 	printSweep(stdout, sw, rows, dir)
+	if f.report {
+		writeReport(dir, stdout, stderr)
+	}
 	return code
+}
+
+// writeReport writes the report of a run's or a sweep's directory, as
+// huddle report does, and says where.
+func writeReport(dir string, stdout, stderr io.Writer) {
+	rep, err := report.Write(dir, report.Options{})
+	if err != nil {
+		fmt.Fprintln(stderr, "huddle lab: the report:", err)
+		return
+	}
+	fmt.Fprintln(stdout, "report:", rep.HTML)
 }
 
 // sweepRow is one run's figures.

@@ -191,6 +191,25 @@ func newFlagSet(name string) (*flag.FlagSet, *bytes.Buffer) {
 	return fs, out
 }
 
+// parseOperands parses a command's flags with its operands (logs,
+// directories, a scenario) before, between or after them, and reports the
+// operands and, as parseArgs does, whether the command ends here. Each
+// flag is parsed once, so that flags given more than once add up.
+func parseOperands(fs *flag.FlagSet, out *bytes.Buffer, args []string, stdout, stderr io.Writer) (operands []string, code int, done bool) {
+	for len(args) > 0 {
+		err := fs.Parse(args)
+		if err == nil && fs.NArg() == 0 {
+			args = nil
+		}
+		if err != nil || fs.NArg() == 0 {
+			break
+		}
+		operands, args = append(operands, fs.Arg(0)), fs.Args()[1:]
+	}
+	code, done = parseArgs(fs, out, args, stdout, stderr)
+	return operands, code, done
+}
+
 // parseArgs parses a command's flags, which take no arguments after them,
 // and reports (with the exit code) whether the command ends here: help
 // asked for, or a bad command line.

@@ -35,15 +35,8 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	// The directory may come before or after the flag.
-	var dirs []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
-			break
-		}
-		dirs, args = append(dirs, fs.Arg(0)), fs.Args()[1:]
-	}
-	if code, done := parseArgs(fs, parseOut, args, stdout, stderr); done {
+	dirs, code, done := parseOperands(fs, parseOut, args, stdout, stderr)
+	if done {
 		return code
 	}
 	switch len(dirs) {
