@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/huddle-lan/huddle/internal/lab"
 	"github.com/huddle-lan/huddle/internal/logs"
 )
 
@@ -239,5 +240,53 @@ func checkSummary(t *testing.T, s *Summary, out string, nodes int) {
 		if !strings.Contains(out, frag) {
 			t.Errorf("console lacks %q", frag)
 		}
+	}
+}
+
+// TestConsoleLive: on a terminal the progress line stays at the bottom:
+// each line printed erases it first and draws it again after; without
+// live, status writes nothing.
+func TestConsoleLive(t *testing.T) {
+	var b bytes.Buffer
+	c := &console{w: &b, live: true}
+	c.status("12.0s │ view 3.1")
+	c.at(time.Second, plain, "node 1 suspects node 2")
+	c.status("")
+	want := "12.0s │ view 3.1" + clearLine + "   1.00s  node 1 suspects node 2\n12.0s │ view 3.1" + clearLine
+	if b.String() != want {
+		t.Errorf("live console wrote %q\nwant %q", b.String(), want)
+	}
+	b.Reset()
+	c = &console{w: &b}
+	c.status("anything")
+	c.say(plain, "a line")
+	if b.String() != "a line\n" {
+		t.Errorf("plain console wrote %q", b.String())
+	}
+}
+
+// TestPlanRefuses: a lab plan's mistakes are refused before anything runs,
+// naming what is wrong.
+func TestPlanRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		p    Plan
+		in   bool
+		want string
+	}{
+		{Plan{Actions: []Action{{At: time.Second, Do: "explode"}}}, false, `do "explode"`},
+		{Plan{Actions: []Action{{At: time.Second, Do: DoKill}}}, false, "name the nodes"},
+		{Plan{Actions: []Action{{At: time.Second, Do: DoPartition, Nodes: []uint64{1, 2, 3}}}}, false, "one side holds every node"},
+		{Plan{Actions: []Action{{At: 2 * time.Second, Do: DoHeal}, {At: time.Second, Do: DoHeal}}}, false, "not in time order"},
+		{Plan{Actions: []Action{{At: time.Second, Do: DoStop, Nodes: []uint64{1}}}}, true, "need the nodes as processes"},
+		{Plan{HostLoss: map[uint64]lab.LossModel{9: {}}}, false, "host 9"},
+		{Plan{NodeArgs: map[uint64][]string{4: nil}}, false, "node 4"},
+	} {
+		o := Options{Nodes: 3, Duration: 10 * time.Second, Plan: &tc.p, InProcess: tc.in}
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error with %q", tc.p, err, tc.want)
+		}
+	}
+	if _, err := NodeConfig([]string{"--suspect-timeout", "soon"}); err == nil || !strings.Contains(err.Error(), "suspect-timeout") {
+		t.Errorf("NodeConfig with a bad flag: %v", err)
 	}
 }

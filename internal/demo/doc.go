@@ -28,6 +28,16 @@
 // it, and the lock) and by the demo itself (the group formed, excluded the killed
 // node, took it back, delivered every order), and a summary is printed.
 //
+// The same engine runs `huddle lab`: with Options.Plan, the nodes get the
+// plan's flags and each host its loss (lab.LossModel), and the demo's
+// crash gives way to the plan's Actions (kill, restart, stop, continue,
+// partition, heal, loss, elect, lock) at their times; the demo's story is
+// itself a plan of two actions (demoPlan). Every action applied is a line
+// of lab.json beside the logs (JournalFile), which huddle report draws on
+// its timeline; internal/scenario makes plans from TOML files, flags and
+// presets. With Options.Live a progress line stays at the bottom of a
+// terminal.
+//
 // Cleanup is unconditional: Run stops the nodes it started and deletes
 // the LAN, also when ctx is cancelled (Ctrl-C); only the logs remain,
 // unless Options.RemoveLogs and the checks passed.
