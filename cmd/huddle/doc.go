@@ -11,6 +11,7 @@
 //	huddle key [reload]    print the running node's key fingerprints, or reload its key file
 //	huddle keygen FILE     write a new group key to FILE (mode 0600)
 //	huddle check LOG...    check a group's guarantees from its nodes' JSON logs (or a directory of them)
+//	huddle ping [flags]    tell whether multicast and unicast get through to the other machines, and why not
 //	huddle version         print the version, the VCS revision, the Go and wire versions (--json)
 //	huddle help            print the list of commands
 //
@@ -55,6 +56,10 @@
 //     (without --force) or cannot be written; 2 for no FILE or a bad flag.
 //   - huddle check: 0 when every check of the logs holds; 1 when one does
 //     not, or a log cannot be read; 2 for no LOG or a bad flag.
+//   - huddle ping: 0 when peers were heard and every one got multicast
+//     and unicast through both ways; 1 when one did not, when no peer was
+//     heard, when the interface or the sockets cannot be used, or not on
+//     Linux; 2 for a bad command line or configuration.
 //   - huddle version, help: 0; 2 for an unexpected argument or flag.
 //   - huddle with no command or an unknown one: 2.
 package main

@@ -51,6 +51,7 @@ Usage:
   huddle key [reload]    print the running node's key fingerprints, or reload its key file
   huddle keygen FILE     write a new group key to FILE (mode 0600)
   huddle check LOG...    check a group's guarantees from its nodes' JSON logs (or a directory of them)
+  huddle ping [flags]    tell whether multicast and unicast get through to the other machines, and why not
   huddle version         print the version, the revision, the Go and wire versions (--json)
   huddle help            print this help
 
@@ -103,6 +104,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDemo(args[1:], stdout, stderr)
 	case "check":
 		return cmdCheck(args[1:], stdout, stderr)
+	case "ping":
+		return cmdPing(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return cmdVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
