@@ -299,6 +299,19 @@ func (p *Pinger) Receive(b []byte, src netip.AddrPort, multicast bool, now time.
 		path = Multicast
 	}
 	pe := p.peers[src]
+	// An echo must answer a probe of this pinger's, sent before now;
+	// anything else is dropped before it counts as hearing the peer (or
+	// takes a place in the table).
+	if pr.Kind == EchoMulticast || pr.Kind == EchoUnicast {
+		var useq uint32 // unicast probes sent to src
+		if pe != nil {
+			useq = pe.useq
+		}
+		if pr.Sent > uint64(now) || (pr.Kind == EchoMulticast && pr.Seq > p.mseq) || (pr.Kind == EchoUnicast && pr.Seq > useq) || pr.Seq == 0 {
+			p.ignored.BadEcho++
+			return nil
+		}
+	}
 	if pe == nil {
 		if len(p.order) >= p.cfg.MaxPeers {
 			p.ignored.PeerLimit++
@@ -307,14 +320,6 @@ func (p *Pinger) Receive(b []byte, src netip.AddrPort, multicast bool, now time.
 		pe = &peer{addr: src}
 		p.peers[src] = pe
 		p.order = append(p.order, pe)
-	}
-	// An echo must answer a probe of this pinger's, sent before now;
-	// anything else is dropped before it counts as hearing the peer.
-	if pr.Kind == EchoMulticast || pr.Kind == EchoUnicast {
-		if pr.Sent > uint64(now) || (pr.Kind == EchoMulticast && pr.Seq > p.mseq) || (pr.Kind == EchoUnicast && pr.Seq > pe.useq) || pr.Seq == 0 {
-			p.ignored.BadEcho++
-			return nil
-		}
 	}
 	pe.id, pe.hears, pe.last, pe.silent = pr.ID, pr.Peers, now, false
 	if !pe.heard {
