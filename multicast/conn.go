@@ -210,6 +210,16 @@ func checkRoute(ifi *net.Interface, group netip.AddrPort) error {
 	return nil
 }
 
+// ListenUnicast binds a UDP socket to a unicast address of this host with
+// SO_REUSEADDR, so that it can share the port of a group socket of Open:
+// huddle ping sends and receives its unicast there, from the group's
+// port. Open's socket is bound to the wildcard address (Go binds a socket
+// for a multicast address so), and the kernel hands a unicast datagram to
+// the socket bound most exactly to its destination: this one.
+func ListenUnicast(addr netip.AddrPort) (*net.UDPConn, error) {
+	return listen(addr)
+}
+
 // listen binds a UDP socket to the group address and port with SO_REUSEADDR.
 // Binding to the group address (not 0.0.0.0) keeps out unicast datagrams and
 // other groups' traffic on the same port.

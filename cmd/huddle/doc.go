@@ -2,6 +2,7 @@
 // and talks to a running node through its control socket.
 //
 //	huddle demo [flags]    a small group on a private virtual LAN: loss, a crash, ordered delivery
+//	huddle lab [flags]     an experiment: 2-32 nodes, each host's loss, a schedule of faults, checked
 //	huddle run [flags]     run a node until SIGINT or SIGTERM (or --duration)
 //	huddle status          print a running node's view, members and counters (--json)
 //	huddle send TEXT       multicast TEXT through the running node (--order fifo|total|safe)
@@ -12,6 +13,7 @@
 //	huddle keygen FILE     write a new group key to FILE (mode 0600)
 //	huddle check LOG...    check a group's guarantees from its nodes' JSON logs (or a directory of them)
 //	huddle report DIR      write an HTML report, with plots and CSV, of a run's or a sweep's directory
+//	huddle ping [flags]    tell whether multicast and unicast get through to the other machines, and why not
 //	huddle version         print the version, the VCS revision, the Go and wire versions (--json)
 //	huddle help            print the list of commands
 //
@@ -56,9 +58,16 @@
 //     (without --force) or cannot be written; 2 for no FILE or a bad flag.
 //   - huddle check: 0 when every check of the logs holds; 1 when one does
 //     not, or a log cannot be read; 2 for no LOG or a bad flag.
+//   - huddle lab: 0 when every run's checks passed; 1 when one failed,
+//     could not run, or was interrupted (and not on Linux); 2 for a bad
+//     flag or scenario, refused before anything starts.
 //   - huddle report: 0 when the report is written; 1 when DIR holds no
 //     node logs (nor a sweep.json) or cannot be read; 2 for no DIR or a
 //     bad flag.
+//   - huddle ping: 0 when peers were heard and every one got multicast
+//     and unicast through both ways; 1 when one did not, when no peer was
+//     heard, when the interface or the sockets cannot be used, or not on
+//     Linux; 2 for a bad command line or configuration.
 //   - huddle version, help: 0; 2 for an unexpected argument or flag.
 //   - huddle with no command or an unknown one: 2.
 package main

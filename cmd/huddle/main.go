@@ -53,6 +53,7 @@ Usage:
   huddle keygen FILE     write a new group key to FILE (mode 0600)
   huddle check LOG...    check a group's guarantees from its nodes' JSON logs (or a directory of them)
   huddle report DIR      write an HTML report, with plots and CSV, of a run's or a sweep's directory
+  huddle ping [flags]    tell whether multicast and unicast get through to the other machines, and why not
   huddle version         print the version, the revision, the Go and wire versions (--json)
   huddle help            print this help
 
@@ -109,6 +110,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdLab(args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(args[1:], stdout, stderr)
+	case "ping":
+		return cmdPing(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return cmdVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
