@@ -189,7 +189,12 @@ func (r *Run) Read(name string, rd io.Reader) error {
 			continue
 		}
 		l := fs.life(&ev)
-		l.LastTime = ev.Time
+		// A restarted node opens its sockets before it logs node.started:
+		// what it says then belongs to the new start, and must not make
+		// the life before (killed, maybe long ago) look longer.
+		if ev.Name != logs.SocketRcvbufCapped || !l.started {
+			l.LastTime = ev.Time
+		}
 		l.event(&ev)
 	}
 	file.Lines = sc.Lines()

@@ -351,3 +351,24 @@ func TestLoadError(t *testing.T) {
 		t.Errorf("Load(absent) = %v", err)
 	}
 }
+
+// TestLifeEndsAtItsLastLine: the socket warning a restarted node logs
+// before its node.started does not stretch the killed life before it.
+func TestLifeEndsAtItsLastLine(t *testing.T) {
+	log := `{"level":"info","node":5,"event":"node.started","incarnation":1,"time":"2026-01-01T00:00:00Z"}
+{"level":"info","node":5,"event":"view.installed","view":"1.5","coordinator_incarnation":1,"members":[5],"joined":[5],"left":[],"crashed":[],"time":"2026-01-01T00:00:01Z"}
+{"level":"warn","node":5,"event":"socket.rcvbuf_capped","requested":8,"granted":4,"time":"2026-01-01T00:00:09Z"}
+{"level":"info","node":5,"event":"node.started","incarnation":2,"time":"2026-01-01T00:00:09.1Z"}
+`
+	r := &logcheck.Run{}
+	if err := r.Read("node5.json", strings.NewReader(log)); err != nil {
+		t.Fatal(err)
+	}
+	lives := r.Nodes(5)
+	if len(lives) != 2 {
+		t.Fatalf("%d lives, want 2", len(lives))
+	}
+	if want := time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC); !lives[0].LastTime.Equal(want) {
+		t.Errorf("the first life ends at %v, want %v (its last line before the restart's socket warning)", lives[0].LastTime, want)
+	}
+}
