@@ -323,3 +323,20 @@ func TestPresets(t *testing.T) {
 		t.Errorf("unknown preset: %v", err)
 	}
 }
+
+// TestExamples: the scenarios of docs/examples load and make valid plans.
+func TestExamples(t *testing.T) {
+	files, _ := filepath.Glob("../../docs/examples/*.toml")
+	if len(files) == 0 {
+		t.Fatal("no docs/examples/*.toml")
+	}
+	for _, f := range files {
+		s, err := Load(f)
+		if err == nil {
+			_, err = s.Options()
+		}
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
