@@ -46,7 +46,8 @@ func TestReportUsage(t *testing.T) {
 // TestReportOfDemo runs the demo in this process (real nodes, real logs,
 // no namespaces) and huddle report on its logs: the page is written
 // where --out says, its figures are those of the logs (every node
-// delivered, the killed coordinator's life has no node.stopped), and
+// delivered, the killed coordinator's life has no node.stopped, the
+// demo's lab.json gives the kill and the failover), and
 // every plot is drawn.
 func TestReportOfDemo(t *testing.T) {
 	if testing.Short() {
@@ -69,7 +70,7 @@ func TestReportOfDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantLines(t, string(page), "<h2>Headline</h2>", "throughput at the slowest member", "no lab.json", "ring")
+	wantLines(t, string(page), "<h2>Headline</h2>", "throughput at the slowest member", "kill the coordinator", "ms on average over 1 kill", "ring")
 	if n := strings.Count(string(page), `<svg class="plot"`); n != 7 {
 		t.Errorf("%d plots drawn, want 7 (a demo has deliveries, loss, elections and the lock)", n)
 	}
