@@ -302,6 +302,12 @@ type Drop struct {
 	// can be repeated. Default 0: derived from the node's incarnation, a
 	// new pattern each start.
 	Seed uint64 `toml:"seed"`
+	// Burst makes the drops come in bursts of consecutive datagrams of
+	// this mean length, Rate staying the long-run fraction dropped (the
+	// simple Gilbert model of netem's "loss gemodel"): 0 or 1 drops each
+	// datagram independently, else 1 to 1000, and Rate at most
+	// Burst/(Burst+1). Default 0.
+	Burst float64 `toml:"burst"`
 }
 
 // IDList is a list of node IDs, written "3,4" in flags and the

@@ -76,6 +76,7 @@ var usage = map[string]string{
 	"drop.rate":          "experiment: drop each received datagram with this `probability`, 0 to 1 (built-in loss, counted as injected_drops)",
 	"drop.from":          "experiment: drop only datagrams from these node `IDs` (e.g. 3,4); empty is every sender",
 	"drop.seed":          "experiment: `seed` of the drop's random choices; 0 derives one from the node's incarnation",
+	"drop.burst":         "experiment: drop in bursts of this mean `length` in datagrams, 1 to 1000, at the same long-run rate; 0 or 1 drops independently",
 }
 
 // AddFlags registers one flag per Config field on fs, named after its TOML

@@ -468,7 +468,7 @@ func everything() Config {
 		Election:        Election{Algorithm: "bully", Every: ms(1500), Count: 7},
 		Mutex:           Mutex{Quorum: 5, Think: "3s-5s", Hold: ms(4000)},
 		Security:        Security{Key: "0123456789abcdef-'\"x"},
-		Drop:            Drop{Rate: 0.25, From: IDList{3, 4}, Seed: 9},
+		Drop:            Drop{Rate: 0.25, From: IDList{3, 4}, Seed: 9, Burst: 2.5},
 	}
 }
 

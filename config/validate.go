@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/internal/seal"
 )
 
@@ -71,6 +72,7 @@ func (c *Config) problems() []error {
 		checkKey(c.Security),
 		inRange("drop.rate", c.Drop.Rate, 0, 1),
 		checkIDs("drop.from", c.Drop.From),
+		checkBurst("drop.burst", c.Drop.Burst, c.Drop.Rate),
 	}
 }
 
@@ -84,6 +86,15 @@ func inRange[T cmp.Ordered](key string, v, lo, hi T) error {
 	// Written as a negation so that a NaN float fails too.
 	if !(v >= lo && v <= hi) {
 		return problem(key, "", "%v is out of range (%v to %v)", v, lo, hi)
+	}
+	return nil
+}
+
+// checkBurst checks a mean burst length of drops at rate (see
+// netmodel.BurstProblem).
+func checkBurst(key string, burst, rate float64) error {
+	if p := netmodel.BurstProblem(rate, burst); p != "" {
+		return problem(key, "", "%s", p)
 	}
 	return nil
 }

@@ -66,6 +66,16 @@ func TestValidate(t *testing.T) {
 		{"security.key", func(c *Config) { c.Security.Key = "secret" }, `config: security.key: a key of 6 bytes is too short (at least 16 bytes, or one written by huddle keygen)`},
 		{"security.key and key_file", func(c *Config) { c.Security = Security{Key: strings.Repeat("k", 16), KeyFile: "/k"} }, `config: security.key: is set, and so is security.key_file: set one of them`},
 		{"security.key 16", func(c *Config) { c.Security.Key = strings.Repeat("k", 16) }, ""},
+		{"drop.burst 0", func(c *Config) { c.Drop = Drop{Rate: 0.5} }, ""},
+		{"drop.burst 4", func(c *Config) { c.Drop = Drop{Rate: 0.2, Burst: 4} }, ""},
+		{"drop.burst 1000", func(c *Config) { c.Drop = Drop{Rate: 0.2, Burst: 1000} }, ""},
+		{"drop.burst at the loss limit", func(c *Config) { c.Drop = Drop{Rate: 0.75, Burst: 3} }, ""},
+		{"drop.burst rate 1", func(c *Config) { c.Drop = Drop{Rate: 1, Burst: 3} }, ""},
+		{"drop.burst fraction", func(c *Config) { c.Drop = Drop{Rate: 0.2, Burst: 0.5} }, `config: drop.burst: 0.5 is out of range (0 or 1 for independent losses, else 1 to 1000)`},
+		{"drop.burst negative", func(c *Config) { c.Drop.Burst = -2 }, `config: drop.burst: -2 is out of range (0 or 1 for independent losses, else 1 to 1000)`},
+		{"drop.burst long", func(c *Config) { c.Drop.Burst = 1001 }, `config: drop.burst: 1001 is out of range (0 or 1 for independent losses, else 1 to 1000)`},
+		{"drop.burst NaN", func(c *Config) { c.Drop.Burst = math.NaN() }, `config: drop.burst: NaN is out of range (0 or 1 for independent losses, else 1 to 1000)`},
+		{"drop.burst too short for the rate", func(c *Config) { c.Drop = Drop{Rate: 0.9, Burst: 3} }, `config: drop.burst: 3 is too short for a loss of 0.9 (bursts of 3 allow a loss of at most 0.75, beyond which the gaps between bursts would be shorter than one datagram)`},
 		{"several", func(c *Config) { c.TTL = 0; c.Log.Format = "" }, "config: ttl: 0 is out of range (1 to 255)\n" +
 			`config: log.format: "" is not a log format (json, console)`},
 	}

@@ -62,7 +62,7 @@ func CoreOptionsFrom(c config.Config, inc, seed uint64) CoreOptions {
 		JoinTimeout: c.JoinTimeout.D(), Settings: Settings(c), Seed: seed,
 		Election: election.Algorithm(c.Election.Algorithm),
 		Quorum:   c.Mutex.Quorum,
-		Drop:     Drop{Rate: c.Drop.Rate, From: c.Drop.From, Seed: c.Drop.Seed},
+		Drop:     Drop{Rate: c.Drop.Rate, From: c.Drop.From, Seed: c.Drop.Seed, Burst: c.Drop.Burst},
 	}
 }
 

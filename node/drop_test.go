@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 	"time"
@@ -13,11 +14,16 @@ import (
 // addDroppers adds nodes whose built-in drop discards a rate of what they
 // receive, on a network that itself loses nothing.
 func addDroppers(w *sim.World, rate float64, ids ...uint64) {
+	addDropRule(w, Drop{Rate: rate}, ids...)
+}
+
+// addDropRule adds nodes whose built-in drop has rule d.
+func addDropRule(w *sim.World, d Drop, ids ...uint64) {
 	for _, id := range ids {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
 			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
 				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin,
-				Window: 256, Seed: uint64(seed), Drop: Drop{Rate: rate}}, w.Now())
+				Window: 256, Seed: uint64(seed), Drop: d}, w.Now())
 		})
 	}
 }
@@ -27,14 +33,21 @@ func addDroppers(w *sim.World, rate float64, ids ...uint64) {
 // network, the group forms, every message of every order reaches every
 // member once, in order and in view (the virtual synchrony checks run
 // after every step), the losses are repaired with NACKs, and each node
-// counts about a tenth of what it received as injected_drops.
+// counts about a tenth of what it received as injected_drops. The same
+// holds with the drops in bursts of 4 datagrams, which lose runs of a
+// sender's messages at once.
 func TestBuiltInDropIsLoss(t *testing.T) {
-	testutil.ForSeeds(t, 6, func(t *testing.T, seed int64) {
+	t.Run("independent", func(t *testing.T) { checkDropIsLoss(t, 6, 0) })
+	t.Run("bursts", func(t *testing.T) { checkDropIsLoss(t, 4, 4) })
+}
+
+func checkDropIsLoss(t *testing.T, seeds int, burst float64) {
+	testutil.ForSeeds(t, seeds, func(t *testing.T, seed int64) {
 		const rate, n, perSender = 0.1, 4, 150
 		w := sim.New(sim.Options{Seed: seed, Jitter: 100 * time.Microsecond})
 		l := newVSLedger()
 		w.Check("view synchrony", l.check)
-		addDroppers(w, rate, ids(n)...)
+		addDropRule(w, Drop{Rate: rate, Burst: burst}, ids(n)...)
 		settleViews(t, w, 5*time.Second, ids(n))
 		var keys []msgKey
 		sent := 0
@@ -147,5 +160,60 @@ func TestBuiltInDropFromOneSender(t *testing.T) {
 	}
 	if a, b := run(), run(); a != b {
 		t.Errorf("the same seed dropped %d, then %d datagrams", a, b)
+	}
+}
+
+// TestDropperIndependentUnchanged: Burst 0 and 1 drop exactly as the
+// dropper always has, one draw of the seeded source per datagram, so that
+// a seed repeats the runs made before bursts existed.
+func TestDropperIndependentUnchanged(t *testing.T) {
+	for _, burst := range []float64{0, 1} {
+		x := newDropper(Drop{Rate: 0.3, Burst: burst}, 42)
+		want := rand.New(rand.NewPCG(42, dropSalt))
+		for i := range 10_000 {
+			if got, w := x.hit(1), want.Float64() < 0.3; got != w {
+				t.Fatalf("burst %v: datagram %d: dropped %v, want %v", burst, i, got, w)
+			}
+		}
+	}
+}
+
+// TestDropperBursts: with a fixed seed and Burst 4 at rate 0.2, the
+// dropper drops 20 % of 200 000 datagrams in runs of 4 on average (about
+// 10 000 bursts: a standard error near 1 %), where independent drops at
+// that rate make runs of 1.25; the rule applies to its senders only, and
+// setting a rule anew ends a burst.
+func TestDropperBursts(t *testing.T) {
+	x := newDropper(Drop{Rate: 0.2, Burst: 4, From: []uint64{2}}, 5)
+	var n, dropped, bursts int
+	inBurst := false
+	for range 200_000 {
+		if x.hit(1) {
+			t.Fatal("a datagram from sender 1, whom the rule does not name, was dropped")
+		}
+		d := x.hit(2)
+		n++
+		if d {
+			dropped++
+			if !inBurst {
+				bursts++
+			}
+		}
+		inBurst = d
+	}
+	rate, mean := float64(dropped)/float64(n), float64(dropped)/float64(bursts)
+	t.Logf("dropped %d of %d (%.4f) in %d bursts of %.2f on average", dropped, n, rate, bursts, mean)
+	if rate < 0.19 || rate > 0.21 {
+		t.Errorf("dropped %.4f of the datagrams, want 0.2 ± 0.01", rate)
+	}
+	if mean < 3.8 || mean > 4.2 {
+		t.Errorf("bursts of %.2f datagrams on average, want 4 ± 0.2", mean)
+	}
+	for !x.bad {
+		x.hit(2)
+	}
+	x.set(Drop{Rate: 0.2, Burst: 4})
+	if x.hit(2) {
+		t.Error("the first datagram after a new rule was dropped: the burst went on")
 	}
 }

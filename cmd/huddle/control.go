@@ -20,6 +20,7 @@ import (
 	"github.com/huddle-lan/huddle"
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/control"
+	"github.com/huddle-lan/huddle/internal/netmodel"
 )
 
 // controlFlags are the flags of the commands that talk to a running node:
@@ -476,11 +477,14 @@ func cmdDrop(args []string, stdout, stderr io.Writer) int {
 		"Sets the running node's built-in fault injection, for experiments where kernel\n"+
 			"loss (netem, iptables, nft) cannot be had: the node drops each datagram it\n"+
 			"receives with probability --rate, before the protocol sees it, only from the\n"+
-			"senders --from lists when given. --rate 0 turns it off. Without --rate it\n"+
-			"prints the rule in force. Dropped datagrams are counted as injected_drops.")
+			"senders --from lists when given; with --burst, in bursts of consecutive\n"+
+			"datagrams of that mean length at the same long-run rate. --rate 0 turns it\n"+
+			"off. Without --rate it prints the rule in force. Dropped datagrams are\n"+
+			"counted as injected_drops.")
 	rate := f.fs.Float64("rate", -1, "drop each received datagram with this `probability`, 0 to 1")
 	from := f.fs.String("from", "", "only datagrams from these node `IDs` (e.g. 3,4); empty is every sender")
 	seed := f.fs.Uint64("seed", 0, "restart the random choices from this `seed`; 0 goes on with them")
+	burst := f.fs.Float64("burst", 0, "drop in bursts of this mean `length` in datagrams, 1 to 1000; 0 or 1 drops independently")
 	rest, code, ok := f.parse(args, stdout, stderr)
 	if !ok {
 		return code
@@ -490,7 +494,7 @@ func cmdDrop(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "huddle drop: --from: %v\n", err)
 		return exitUsage
 	}
-	a := control.DropArgs{From: ids, Seed: *seed}
+	a := control.DropArgs{From: ids, Seed: *seed, Burst: *burst}
 	switch {
 	case len(rest) > 0:
 		fmt.Fprintf(stderr, "huddle drop: unexpected argument %q\n", rest[0])
@@ -498,8 +502,11 @@ func cmdDrop(args []string, stdout, stderr io.Writer) int {
 	case *rate != -1 && !(*rate >= 0 && *rate <= 1):
 		fmt.Fprintf(stderr, "huddle drop: --rate %v is out of range (0 to 1)\n", *rate)
 		return exitUsage
-	case *rate == -1 && (len(ids) > 0 || *seed != 0):
-		fmt.Fprintln(stderr, "huddle drop: --from and --seed go with --rate")
+	case *rate == -1 && (len(ids) > 0 || *seed != 0 || *burst != 0):
+		fmt.Fprintln(stderr, "huddle drop: --from, --seed and --burst go with --rate")
+		return exitUsage
+	case *rate != -1 && netmodel.BurstProblem(*rate, *burst) != "":
+		fmt.Fprintf(stderr, "huddle drop: --burst %s\n", netmodel.BurstProblem(*rate, *burst))
 		return exitUsage
 	case *rate != -1:
 		a.Rate = rate
@@ -536,7 +543,11 @@ func describeDrop(d huddle.Drop) string {
 			who = "nodes " + config.IDList(d.From).String()
 		}
 	}
-	return fmt.Sprintf("built-in drop: %s of the datagrams from %s", strconv.FormatFloat(d.Rate*100, 'f', -1, 64)+"%", who)
+	bursts := ""
+	if d.Burst > 1 && d.Rate < 1 {
+		bursts = " in bursts of " + strconv.FormatFloat(d.Burst, 'g', -1, 64)
+	}
+	return fmt.Sprintf("built-in drop: %s of the datagrams from %s%s", strconv.FormatFloat(d.Rate*100, 'f', -1, 64)+"%", who, bursts)
 }
 
 func cmdKey(args []string, stdout, stderr io.Writer) int {

@@ -179,11 +179,20 @@ func TestControlCommands(t *testing.T) {
 			stdout: []string{"built-in drop: 5% of the datagrams from nodes 3,4; 42 datagrams dropped so far\n"}},
 		{name: "drop shows in status", args: []string{"status", "--control-socket", explicit},
 			stdout: []string{"built-in drop: 5% of the datagrams from nodes 3,4 (an experiment: huddle drop --rate 0 ends it)", "injected_drops     42"}},
+		{name: "drop in bursts", args: []string{"drop", "--control-socket", explicit, "--rate", "0.2", "--burst", "4"},
+			stdout: []string{"built-in drop: 20% of the datagrams from every sender in bursts of 4; 42 datagrams dropped so far\n"}},
+		{name: "drop bursts show in status", args: []string{"status", "--control-socket", explicit},
+			stdout: []string{"built-in drop: 20% of the datagrams from every sender in bursts of 4 (an experiment"}},
+		{name: "drop json after bursts", args: []string{"drop", "--control-socket", explicit, "--json", "--rate", "0.05", "--from", "3,4"},
+			stdout: []string{`"before":{"rate":0.2,"burst":4}`}},
 		{name: "drop json", args: []string{"drop", "--control-socket", explicit, "--json", "--rate", "0"},
 			stdout: []string{`{"drop":{"rate":0},"before":{"rate":0.05,"from":[3,4]},"injected_drops":0}` + "\n"}},
 		{name: "drop bad rate", args: []string{"drop", "--rate", "2"}, code: 2, stderr: []string{"--rate 2 is out of range (0 to 1)"}},
 		{name: "drop bad from", args: []string{"drop", "--rate", "1", "--from", "3,x"}, code: 2, stderr: []string{`--from: "3,x" is not a list of node IDs`}},
-		{name: "drop from without rate", args: []string{"drop", "--from", "3"}, code: 2, stderr: []string{"--from and --seed go with --rate"}},
+		{name: "drop from without rate", args: []string{"drop", "--from", "3"}, code: 2, stderr: []string{"--from, --seed and --burst go with --rate"}},
+		{name: "drop burst without rate", args: []string{"drop", "--burst", "3"}, code: 2, stderr: []string{"--from, --seed and --burst go with --rate"}},
+		{name: "drop bad burst", args: []string{"drop", "--rate", "0.1", "--burst", "0.5"}, code: 2, stderr: []string{"huddle drop: --burst 0.5 is out of range (0 or 1 for independent losses, else 1 to 1000)"}},
+		{name: "drop burst too short", args: []string{"drop", "--rate", "0.8", "--burst", "2"}, code: 2, stderr: []string{"huddle drop: --burst 2 is too short for a loss of 0.8"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, kv := range c.env {

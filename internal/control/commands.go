@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle"
+	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/node"
 )
@@ -196,6 +197,9 @@ type DropArgs struct {
 	Rate *float64 `json:"rate,omitempty"` // 0 to 1; 0 turns the drop off
 	From []uint64 `json:"from,omitempty"` // only datagrams from these senders; empty: every sender
 	Seed uint64   `json:"seed,omitempty"` // restarts the random choices; 0 keeps them going
+	// Burst drops in bursts of this mean length at the same long-run
+	// rate; 0 or 1: independent drops (see node.Drop).
+	Burst float64 `json:"burst,omitempty"`
 }
 
 // DropResult is drop's result: the rule in force after the command, the
@@ -222,7 +226,7 @@ func dropCommand(n Node) Handler {
 		}
 		var res DropResult
 		if a.Rate != nil {
-			before, err := n.SetDrop(ctx, node.Drop{Rate: *a.Rate, From: a.From, Seed: a.Seed})
+			before, err := n.SetDrop(ctx, node.Drop{Rate: *a.Rate, From: a.From, Seed: a.Seed, Burst: a.Burst})
 			if err != nil {
 				return nil, nodeError(err, "setting the drop", "its loop did not answer")
 			}
@@ -244,10 +248,12 @@ func dropCommand(n Node) Handler {
 
 func (a DropArgs) check() error {
 	switch {
-	case a.Rate == nil && (a.From != nil || a.Seed != 0):
-		return errorf(ErrBadRequest, "drop: from and seed go with a rate")
+	case a.Rate == nil && (a.From != nil || a.Seed != 0 || a.Burst != 0):
+		return errorf(ErrBadRequest, "drop: from, seed and burst go with a rate")
 	case a.Rate != nil && !(*a.Rate >= 0 && *a.Rate <= 1):
 		return errorf(ErrBadRequest, fmt.Sprintf("drop: rate %v is out of range (0 to 1)", *a.Rate))
+	case a.Rate != nil && netmodel.BurstProblem(*a.Rate, a.Burst) != "":
+		return errorf(ErrBadRequest, "drop: burst "+netmodel.BurstProblem(*a.Rate, a.Burst))
 	case len(a.From) > maxDropFrom:
 		return errorf(ErrBadRequest, fmt.Sprintf("drop: %d senders are too many (at most %d)", len(a.From), maxDropFrom))
 	}

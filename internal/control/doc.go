@@ -32,7 +32,8 @@
 //	drop    DropArgs      → DropResult {"drop","before","injected_drops"}: with "rate"
 //	                        (0 to 1; 0 is off), replaces the node's built-in drop
 //	                        ("from": only these senders; "seed": restart its random
-//	                        choices); without it, reports the rule in force
+//	                        choices; "burst": drop in bursts of this mean length);
+//	                        without it, reports the rule in force
 //
 // A failure is a reply with an Error: a stable code for programs and a
 // message for people. The codes, each with a sentinel for errors.Is:

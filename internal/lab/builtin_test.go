@@ -75,17 +75,24 @@ func checkBuiltinLoss(t *testing.T, l *lab.LAN) {
 	stopNodes(t, procs...)
 }
 
+// controlCall calls cmd without arguments on the node at sock and decodes
+// its result into v.
+func controlCall(t *testing.T, sock, cmd string, v any) {
+	t.Helper()
+	res, err := control.Call(context.Background(), sock, 5*time.Second, cmd, nil)
+	if err != nil {
+		t.Fatalf("%s at %s: %v", cmd, sock, err)
+	}
+	if err := json.Unmarshal(res, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // counters reads a node's counters through its control socket.
 func counters(t *testing.T, sock string) map[string]uint64 {
 	t.Helper()
-	res, err := control.Call(context.Background(), sock, 5*time.Second, "status", nil)
-	if err != nil {
-		t.Fatalf("status at %s: %v", sock, err)
-	}
 	var st node.Status
-	if err := json.Unmarshal(res, &st); err != nil {
-		t.Fatal(err)
-	}
+	controlCall(t, sock, "status", &st)
 	out := map[string]uint64{}
 	for _, c := range st.Counters {
 		var n uint64

@@ -18,8 +18,12 @@
 // Loss (SetLoss, Options.Loss) drops datagrams a host receives, independently
 // per host: netem on the hub side of the host's veth when the kernel has it,
 // else an iptables statistic rule, else an nft numgen rule in the host
-// namespace (LossMethod). Cut and Heal partition hosts with rules dropping
-// by source address.
+// namespace (LossMethod). SetLossModel gives a host a LossModel: loss in
+// bursts of a mean length, delay and jitter. netem does all of it; with
+// iptables or nft, a host's bursts go to its node's built-in drop
+// (--drop-burst), and delay and jitter are refused (ErrNoNetem,
+// SupportsDelay). Cut and Heal partition hosts with rules dropping by
+// source address.
 //
 // Nodes is the one way to run huddle nodes on a LAN, for the benchmarks,
 // the demo and the tests: BuildHuddle gives the binary ($LAB_HUDDLE_BIN or

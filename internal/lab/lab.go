@@ -80,7 +80,8 @@ type LAN struct {
 	cuts     bool
 	// kernelLossWhyNot says why no kernel loss method works (builtin).
 	kernelLossWhyNot string
-	drops            map[int]float64         // host → built-in drop rate
+	netemWhyNot      string                  // why the loss method is not netem
+	models           map[int]LossModel       // host → its loss model in force
 	sockets          map[int]string          // host → control socket of the node StartNode started there
 	sockDir          string                  // holds those sockets; made on first use
 	rpFilter         map[int]bool            // route cuts: strict reverse-path filtering is on in the host
@@ -168,7 +169,7 @@ func newLAN(opts Options) (*LAN, error) {
 		return nil, err
 	}
 	l := &LAN{opts: opts, run: run, bits: prefix.Bits(), fw: testFirewall, fwReady: map[int]bool{},
-		drops: map[int]float64{}, sockets: map[int]string{}, rpFilter: map[int]bool{}, blackholes: map[int]map[string]bool{}}
+		models: map[int]LossModel{}, sockets: map[int]string{}, rpFilter: map[int]bool{}, blackholes: map[int]map[string]bool{}}
 	for _, m := range []string{opts.LossMethod, opts.CutMethod} {
 		switch m {
 		case MethodIptables:

@@ -64,33 +64,12 @@ const nftScale = 1000000
 
 // SetLoss makes host drop each datagram it receives on eth0 with
 // probability p, independently of the other hosts; p=0 removes the loss.
-// The method (see LossMethod) is chosen on first use: netem, else iptables
-// or nft, else the nodes' built-in drop, which reaches only huddle nodes
-// started with StartNode (a node started later gets the loss in force).
+// It is SetLossModel(host, LossModel{Loss: p}). The method (see
+// LossMethod) is chosen on first use: netem, else iptables or nft, else
+// the nodes' built-in drop, which reaches only huddle nodes started with
+// StartNode (a node started later gets the loss in force).
 func (l *LAN) SetLoss(host int, p float64) error {
-	h, err := l.host(host)
-	if err != nil {
-		return err
-	}
-	if !(p >= 0 && p <= 1) {
-		return fmt.Errorf("lab: loss %v outside 0..1", p)
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return errClosed
-	}
-	if err := l.chooseLoss(h); err != nil {
-		return err
-	}
-	switch l.lossMeth {
-	case MethodNetem:
-		return l.netemLoss(h, p)
-	case MethodBuiltin:
-		l.drops[h.Index] = p
-		return l.tellNode(h)
-	}
-	return l.filterLoss(h, p)
+	return l.SetLossModel(host, LossModel{Loss: p})
 }
 
 // LossMethod says how loss is applied: "netem", "iptables", "nft" or
@@ -112,7 +91,7 @@ func (l *LAN) LossDescription() string {
 	case MethodNetem:
 		return "netem on each host's port of the bridge"
 	case MethodIptables, MethodNft:
-		return m + " random drop in each host"
+		return m + " random drop in each host (loss in bursts: the nodes' built-in drop)"
 	case MethodBuiltin:
 		return "the nodes' built-in drop (--drop-rate), since " + l.kernelLossWhyNot
 	}
@@ -138,6 +117,9 @@ func (l *LAN) chooseLoss(h Host) error {
 			return nil
 		}
 		why = append(why, toolProblem(err, "the kernel has no netem"))
+		l.netemWhyNot = "here: " + why[0]
+	} else {
+		l.netemWhyNot = "the loss method is " + want + ", by Options.LossMethod"
 	}
 	if want == "" || want == MethodIptables || want == MethodNft {
 		fw, err := l.firewall(h)
@@ -201,20 +183,7 @@ func (l *LAN) probeNetem(h Host) error {
 	if _, err := l.run.run("", "tc", "-n", l.hub, "qdisc", "add", "dev", h.Port, "root", "netem"); err != nil {
 		return err
 	}
-	return l.netemLoss(h, 0)
-}
-
-// netemLoss sets netem loss p on the hub's port toward h (egress to h).
-func (l *LAN) netemLoss(h Host, p float64) error {
-	if p == 0 {
-		_, err := l.run.run("", "tc", "-n", l.hub, "qdisc", "del", "dev", h.Port, "root")
-		if err != nil && !strings.Contains(err.Error(), "handle of zero") && !isNotExist(err) {
-			return err
-		}
-		return nil
-	}
-	_, err := l.run.run("", "tc", "-n", l.hub, "qdisc", "replace", "dev", h.Port, "root", "netem", "loss", percent(p))
-	return err
+	return l.netemModel(h, LossModel{})
 }
 
 func percent(p float64) string { return strconv.FormatFloat(p*100, 'f', -1, 64) + "%" }

@@ -16,12 +16,14 @@ import (
 
 // StartNode starts a huddle node, argv being a `huddle run` command line,
 // on host as Start does, and connects it to the LAN's faults that the
-// kernel cannot apply here: with the built-in drop (LossMethod "builtin"),
-// it adds --drop-rate with the host's loss in force and --drop-seed, and
-// remembers the node's control socket, through which SetLoss changes the
-// rate later. The socket is the one argv names with --control-socket, or
-// one the LAN chooses when argv names none or turns it off. With kernel
-// loss, argv runs unchanged.
+// kernel cannot apply here. With the built-in drop (LossMethod "builtin"),
+// it adds --drop-rate and --drop-burst with the host's loss model in force
+// and --drop-seed. With iptables or nft, which cannot drop in bursts, it
+// adds them only while the host's model has bursts (SetLossModel). In
+// both cases it remembers the node's control socket, through which
+// SetLossModel changes the drop later: the one argv names with
+// --control-socket, or one the LAN chooses when argv names none or turns
+// it off. With netem, argv runs unchanged.
 func (l *LAN) StartNode(host int, name string, argv []string) (*Proc, error) {
 	h, err := l.host(host)
 	if err != nil {
@@ -44,11 +46,17 @@ func (l *LAN) nodeArgs(h Host, argv []string) ([]string, error) {
 	if err := l.chooseLoss(h); err != nil {
 		return nil, err
 	}
-	if l.lossMeth != MethodBuiltin {
+	if l.lossMeth == MethodNetem {
 		return nil, nil
 	}
-	extra := []string{"--drop-rate", strconv.FormatFloat(l.drops[h.Index], 'f', -1, 64),
-		"--drop-seed", strconv.FormatUint(l.opts.Seed*1000+uint64(h.Index), 10)}
+	var extra []string
+	if rate, burst := l.builtinDrop(h); l.lossMeth == MethodBuiltin || rate > 0 {
+		extra = []string{"--drop-rate", strconv.FormatFloat(rate, 'f', -1, 64),
+			"--drop-seed", strconv.FormatUint(l.dropSeed(h), 10)}
+		if burst > 1 {
+			extra = append(extra, "--drop-burst", strconv.FormatFloat(burst, 'f', -1, 64))
+		}
+	}
 	sock := flagValue(argv, "control-socket")
 	if sock == "" || sock == "off" {
 		dir, err := l.socketDir()
@@ -61,6 +69,9 @@ func (l *LAN) nodeArgs(h Host, argv []string) ([]string, error) {
 	l.sockets[h.Index] = sock
 	return extra, nil
 }
+
+// dropSeed is the seed of the built-in drop of the node on h.
+func (l *LAN) dropSeed(h Host) uint64 { return l.opts.Seed*1000 + uint64(h.Index) }
 
 // socketDir returns the directory of the nodes' control sockets that the
 // LAN chooses, made on first use and removed by Close; the caller holds
@@ -93,15 +104,23 @@ func flagValue(argv []string, name string) string {
 	return v
 }
 
-// tellNode sets the built-in drop of the node on h to the host's loss, if
-// a node started by StartNode runs there; the caller holds l.mu. A node
-// that does not run gets the loss when it starts.
+// tellNode sets the built-in drop of the node on h to the host's loss
+// model (builtinDrop), if a node started by StartNode runs there; the
+// caller holds l.mu. A node that does not run gets the drop when it
+// starts. With iptables or nft, where the drop is the fallback for bursts
+// alone, each change restarts the drop's random choices from the host's
+// seed, so that a run's bursts repeat whenever they were set.
 func (l *LAN) tellNode(h Host) error {
 	sock := l.sockets[h.Index]
 	if sock == "" {
 		return nil
 	}
-	err := setDrop(sock, l.drops[h.Index])
+	args := map[string]any{}
+	args["rate"], args["burst"] = l.builtinDrop(h)
+	if l.lossMeth != MethodBuiltin {
+		args["seed"] = l.dropSeed(h)
+	}
+	err := setDrop(sock, args)
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 		return nil // the node is not running now
 	}
@@ -111,17 +130,17 @@ func (l *LAN) tellNode(h Host) error {
 	return nil
 }
 
-// setDrop asks the node at the control socket sock to drop received
-// datagrams at rate (the control protocol's drop command, as huddle drop
-// sends it).
-func setDrop(sock string, rate float64) error {
+// setDrop asks the node at the control socket sock to set its built-in
+// drop with args (the control protocol's drop command, as huddle drop
+// sends it: rate, and maybe burst and seed).
+func setDrop(sock string, args map[string]any) error {
 	conn, err := net.DialTimeout("unix", sock, 5*time.Second)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	req, _ := json.Marshal(map[string]any{"cmd": "drop", "args": map[string]any{"rate": rate}})
+	req, _ := json.Marshal(map[string]any{"cmd": "drop", "args": args})
 	if _, err := conn.Write(append(req, '\n')); err != nil {
 		return err
 	}

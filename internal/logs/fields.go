@@ -39,9 +39,10 @@ const (
 	ControlSocketKey = "control_socket"
 
 	// node.drop
-	RateKey = "rate"
-	FromKey = "from" // also deliver: the sender
-	SeedKey = "seed"
+	RateKey  = "rate"
+	FromKey  = "from" // also deliver: the sender
+	SeedKey  = "seed"
+	BurstKey = "burst"
 
 	// node.stats, then the counters
 	WhyKey     = "why"

@@ -2,8 +2,8 @@
 // simulator's World (internal/sim) and the real-time network of the node
 // runtime (internal/memnet). Both carry each copy of a datagram through
 // the same Model, so that both misbehave the same way: delay and jitter,
-// loss per receiver and at the sender, duplication, reordering,
-// partitions and per-link loss. Each counts what happened to the copies
+// loss per receiver (independent, or in bursts: Gilbert) and at the
+// sender, duplication, reordering, partitions and per-link loss. Each counts what happened to the copies
 // in the same Stats, and names its hosts by the same addresses (Addr).
 //
 // A Model holds no random source of its own: the caller passes one to each
@@ -33,6 +33,12 @@ type Options struct {
 	// Loss drops each copy of a datagram independently per receiver, as a
 	// lossy NIC or a full receive buffer would.
 	Loss float64
+	// Burst, when above 1, makes Loss come in bursts of that mean length
+	// at each receiver: every receiver has a Gilbert chain of its own
+	// (NewGilbert(Loss, Burst)), which each copy sent to it moves. 0 or 1:
+	// independent losses. A Burst that BurstProblem rejects for Loss is
+	// ignored (independent losses).
+	Burst float64
 	// SenderLoss drops a datagram for all receivers at once, as a lost
 	// frame on the sender's link would. It models correlated loss, which is
 	// what defeats NACK suppression in SRM.
@@ -139,6 +145,9 @@ type link[K comparable] struct{ from, to K }
 type Model[K comparable] struct {
 	delay, jitter, reorderDelay time.Duration
 	loss, senderLoss            float64
+	burst                       float64
+	gilbert                     Gilbert    // of loss and burst; P and R 0 when losses are independent
+	bad                         map[K]bool // receiver → its Gilbert chain is in the bad state
 	dup, reorder                float64
 	groups                      map[K]int // partition group; nil when healed
 	links                       map[link[K]]float64
@@ -151,7 +160,9 @@ func NewModel[K comparable](o Options) Model[K] {
 	m := Model[K]{
 		delay: o.Delay, jitter: o.Jitter, reorderDelay: o.ReorderDelay,
 		loss: o.Loss, senderLoss: o.SenderLoss, dup: o.Dup, reorder: o.Reorder,
+		burst: o.Burst,
 	}
+	m.gilbert, _ = NewGilbert(m.loss, m.burst)
 	if m.delay <= 0 {
 		m.delay = DefaultDelay
 	}
@@ -209,6 +220,18 @@ func (m *Model[K]) dropCause(r *rand.Rand, from, to K) Cause {
 		}
 		return CauseNone
 	}
+	if m.gilbert.R > 0 {
+		if m.bad == nil {
+			m.bad = make(map[K]bool)
+		}
+		bad := m.bad[to]
+		lost := m.gilbert.Step(r, &bad)
+		m.bad[to] = bad
+		if lost {
+			return CauseLoss
+		}
+		return CauseNone
+	}
 	if hit(r, m.loss) {
 		return CauseLoss
 	}
@@ -248,8 +271,11 @@ func (m *Model[K]) SetLinkLoss(from, to K, p float64) {
 	m.links[link[K]{from, to}] = p
 }
 
-// SetLoss changes Options.Loss from now on.
-func (m *Model[K]) SetLoss(p float64) { m.loss = p }
+// SetLoss changes Options.Loss from now on, in bursts of Options.Burst.
+func (m *Model[K]) SetLoss(p float64) {
+	m.loss = p
+	m.gilbert, _ = NewGilbert(m.loss, m.burst)
+}
 
 // SetSenderLoss changes Options.SenderLoss from now on.
 func (m *Model[K]) SetSenderLoss(p float64) { m.senderLoss = p }
