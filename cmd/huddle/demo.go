@@ -46,16 +46,12 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	if !nodeRuns {
 		return notSupported("huddle demo", stderr)
 	}
-	switch *color {
-	case "auto":
-		o.Color = isTerminal(stdout) && os.Getenv("NO_COLOR") == ""
-	case "always":
-		o.Color = true
-	case "never":
-	default:
-		fmt.Fprintf(stderr, "huddle demo: --color %q: want auto, always or never\n", *color)
+	var err error
+	if o.Color, err = colorMode(*color, stdout); err != nil {
+		fmt.Fprintln(stderr, "huddle demo:", err)
 		return exitUsage
 	}
+	o.Live = o.Color
 	if err := o.Validate(); err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitUsage
@@ -83,6 +79,20 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// colorMode reads --color: whether to colour stdout (and keep a live
+// progress line on it).
+func colorMode(flag string, stdout io.Writer) (bool, error) {
+	switch flag {
+	case "auto":
+		return isTerminal(stdout) && os.Getenv("NO_COLOR") == "", nil
+	case "always":
+		return true, nil
+	case "never":
+		return false, nil
+	}
+	return false, fmt.Errorf("--color %q: want auto, always or never", flag)
 }
 
 func isTerminal(w io.Writer) bool {

@@ -122,17 +122,11 @@ func cmdLab(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
-	o := demo.Options{}
-	switch f.color {
-	case "auto":
-		o.Color = isTerminal(stdout) && os.Getenv("NO_COLOR") == ""
-	case "always":
-		o.Color = true
-	case "never":
-	default:
-		return fail(exitUsage, "--color %q: want auto, always or never", f.color)
+	o := demo.Options{Out: stdout}
+	if o.Color, err = colorMode(f.color, stdout); err != nil {
+		return fail(exitUsage, "%v", err)
 	}
-	o.Live, o.Out = o.Color, stdout
+	o.Live = o.Color
 	if !s.InProcess {
 		bin, err := os.Executable()
 		if err != nil {
