@@ -23,8 +23,10 @@ var layers = map[string]int{
 	"node":             5,
 	"":                 6, // the Group API, package huddle
 	"internal/control": 7, "internal/workload": 7, "internal/lab": 7, "internal/logcheck": 7, "internal/testutil": 7,
-	"internal/demo": 8, "internal/bench": 8,
-	"cmd/huddle": 9,
+	"internal/ping": 7,
+	"internal/demo": 8, "internal/bench": 8, "internal/report": 8,
+	"internal/scenario": 9,
+	"cmd/huddle": 10,
 }
 
 // TestLayers fails for a package that imports one of its own layer or
