@@ -26,7 +26,7 @@ var layers = map[string]int{
 	"internal/ping": 7,
 	"internal/demo": 8, "internal/bench": 8, "internal/report": 8,
 	"internal/scenario": 9,
-	"cmd/huddle": 10,
+	"cmd/huddle":        10,
 }
 
 // TestLayers fails for a package that imports one of its own layer or
