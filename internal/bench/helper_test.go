@@ -48,17 +48,18 @@ func helperMain(args []string) error {
 		return errors.New("no mode")
 	}
 	switch args[0] {
-	case "blast": // blast GROUP:PORT IFACE SIZE DURATION BATCH
-		if len(args) != 6 {
-			return errors.New("usage: blast group:port iface size duration batch")
+	case "blast": // blast GROUP:PORT IFACE SIZE DURATION BATCH RATE
+		if len(args) != 7 {
+			return errors.New("usage: blast group:port iface size duration batch rate")
 		}
 		size, err1 := strconv.Atoi(args[3])
 		d, err2 := time.ParseDuration(args[4])
 		batch, err3 := strconv.Atoi(args[5])
-		if err := errors.Join(err1, err2, err3); err != nil {
+		rate, err4 := strconv.ParseFloat(args[6], 64)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			return err
 		}
-		return blast(args[1], args[2], size, d, batch)
+		return blast(args[1], args[2], size, d, batch, rate)
 	case "sink": // sink GROUP:PORT IFACE RCVBUF IDLE TOTAL
 		if len(args) != 6 {
 			return errors.New("usage: sink group:port iface rcvbuf idle total")
@@ -76,13 +77,15 @@ func helperMain(args []string) error {
 	return fmt.Errorf("unknown mode %q", args[0])
 }
 
-// blast multicasts size-byte datagrams to group on iface as fast as it can
-// for d, batch datagrams per sendmmsg call, with multicast loopback off
-// (nothing listens on this host). It sends through huddle's own socket
-// layer (multicast.Open, WriteBatch), with huddle's socket options, so that
-// the ceiling and huddle differ by the protocol alone, not by how they
-// make their system calls.
-func blast(group, iface string, size int, d time.Duration, batch int) error {
+// blast multicasts size-byte datagrams to group on iface for d, batch
+// datagrams per sendmmsg call, with multicast loopback off (nothing
+// listens on this host): as fast as it can with rate 0, else paced to
+// rate datagrams per second (the count sent kept at rate × elapsed, in
+// steps of 200 µs). It sends through huddle's own socket layer
+// (multicast.Open, WriteBatch), with huddle's socket options, so that the
+// ceiling and huddle differ by the protocol alone, not by how they make
+// their system calls.
+func blast(group, iface string, size int, d time.Duration, batch int, rate float64) error {
 	ga, err := netip.ParseAddrPort(group)
 	if err != nil {
 		return err
@@ -99,19 +102,32 @@ func blast(group, iface string, size int, d time.Duration, batch int) error {
 	var res blastResult
 	start := time.Now()
 	end := start.Add(d)
-	for seq := uint64(0); time.Now().Before(end); {
-		for i := range dgrams {
+	for seq := uint64(0); ; {
+		now := time.Now()
+		if !now.Before(end) {
+			break
+		}
+		n := len(dgrams)
+		if rate > 0 {
+			due := int64(rate*now.Sub(start).Seconds()) - res.Sent
+			if due <= 0 {
+				time.Sleep(200 * time.Microsecond)
+				continue
+			}
+			n = int(min(due, int64(n)))
+		}
+		for i := range dgrams[:n] {
 			seq++
 			binary.BigEndian.PutUint64(dgrams[i], seq)
 		}
-		if err := c.WriteBatch(dgrams); err != nil {
+		if err := c.WriteBatch(dgrams[:n]); err != nil {
 			res.Errors++
 			if res.Errors > 1000 {
 				return fmt.Errorf("send: %w", err)
 			}
 			continue
 		}
-		res.Sent += int64(len(dgrams))
+		res.Sent += int64(n)
 	}
 	res.Seconds = time.Since(start).Seconds()
 	res.CPU = cpuSeconds()

@@ -32,7 +32,8 @@ import (
 // delivery to the moment it reached the total, at the slowest member
 // that counts.
 //
-//   - raw3, raw5: the ceilings, 1 blaster and 2 or 4 sinks, 1000 B.
+//   - raw3, raw4, raw5: the ceilings, 1 blaster and 2, 3 or 4 sinks, 1000 B:
+//     the loss-free rate (lossFree).
 //   - one3, one5: the members other than the sender start first and form
 //     the group (the highest ID founds it, so it coordinates and
 //     sequences); then host 1 starts with `--send-order total --send-size
@@ -79,7 +80,7 @@ import (
 // host).
 func BenchmarkOrder(b *testing.B) {
 	s := newSuite(b)
-	for _, n := range []int{3, 5} {
+	for _, n := range []int{3, 4, 5} {
 		s.run(fmt.Sprintf("raw%d", n), func(sc *scenario) { sc.metric(s.ceiling(sc, sc.name, sc.lan(orderHosts), n, sc.N), "dgram/s") })
 	}
 	s.run("one3", func(sc *scenario) { s.benchOne(sc, 3) })

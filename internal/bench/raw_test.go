@@ -19,7 +19,97 @@ type rawRun struct {
 	blast blastResult
 	sinks []sinkResult
 	hosts []int
-	load  string // the machine's CPU use during the blast
+	load  string  // the machine's CPU use during the blast
+	pace  float64 // datagrams/s the blaster was paced to; 0: unpaced
+	// of a loss-free search (lossFree): the unpaced blast it began with,
+	// and the paced runs it made
+	unpaced *rawRun
+	tries   []string
+}
+
+// lossFreeLimit is the loss at the worst receiver under which a paced run
+// counts as loss-free.
+const lossFreeLimit = 0.001
+
+// loss is the fraction of the datagrams sent that the worst receiver
+// did not get.
+func (r *rawRun) loss() float64 {
+	worst := int64(r.blast.Sent)
+	for _, s := range r.sinks {
+		worst = min(worst, s.Got)
+	}
+	return 1 - float64(worst)/float64(max(r.blast.Sent, 1))
+}
+
+// The loss-free search: an unpaced blast of blastFor bounds it, then
+// paced runs of searchFor step down until one is loss-free and bisect
+// between the two (searchRate).
+const (
+	searchDown   = 8
+	searchBisect = 5
+	searchFor    = 1500 * time.Millisecond
+)
+
+// lossFree finds the ceiling as multicast benchmarks define it: the highest rate
+// at which every receiver gets the datagrams with less than 0.1 % loss.
+// An unpaced blast overloads the receivers' CPUs and measures what they
+// keep up with under overload, which on two cores is about half of what
+// they take without loss. Its result is the last loss-free paced run.
+func lossFree(sc *scenario, l *lab.LAN, sender int, receivers []int, size int) *rawRun {
+	sc.Helper()
+	top := runRaw(sc, l, sender, receivers, size, blastFor, 0)
+	var best *rawRun
+	var tries []string
+	searchRate(float64(top.blast.Sent)/top.blast.Seconds, func(try float64) bool {
+		r := runRaw(sc, l, sender, receivers, size, searchFor, try)
+		tries = append(tries, fmt.Sprintf("%s %.2f%%", rate(try, "/s"), 100*r.loss()))
+		if r.loss() >= lossFreeLimit {
+			return false
+		}
+		best = r
+		return true
+	})
+	if best == nil { // nothing loss-free: the slowest receiver of the unpaced blast
+		best = top
+	}
+	best.unpaced, best.tries = top, tries
+	return best
+}
+
+// searchRate searches below hi, a rate known to be too high, for the
+// highest rate at which ok holds: down by 30 % a try until one holds (at
+// most searchDown tries), then searchBisect bisections. It returns the
+// highest rate that held, 0 if none did.
+func searchRate(hi float64, ok func(rate float64) bool) float64 {
+	lo := 0.0
+	for range searchDown {
+		if try := hi * 0.7; ok(try) {
+			lo = try
+			break
+		} else {
+			hi = try
+		}
+	}
+	if lo == 0 {
+		return 0
+	}
+	for range searchBisect {
+		if try := (lo + hi) / 2; ok(try) {
+			lo = try
+		} else {
+			hi = try
+		}
+	}
+	return lo
+}
+
+// ceilingRate is the ceiling's figure of a run: its pace when it is a
+// loss-free paced run, else the slowest receiver's rate.
+func (r *rawRun) ceilingRate() float64 {
+	if r.pace > 0 {
+		return r.pace
+	}
+	return r.rate(r.slowest())
 }
 
 // rate is the delivered datagrams per second at receiver i, from its first
@@ -43,8 +133,9 @@ func (r *rawRun) slowest() int {
 	return k
 }
 
-// runRaw blasts size-byte datagrams from sender to receivers for d.
-func runRaw(sc *scenario, l *lab.LAN, sender int, receivers []int, size int, d time.Duration) *rawRun {
+// runRaw blasts size-byte datagrams from sender to receivers for d, at
+// pace datagrams per second (0: as fast as the blaster can).
+func runRaw(sc *scenario, l *lab.LAN, sender int, receivers []int, size int, d time.Duration, pace float64) *rawRun {
 	sc.Helper()
 	group := groupAddr + ":" + strconv.Itoa(nextPort())
 	runSeq++
@@ -62,9 +153,10 @@ func runRaw(sc *scenario, l *lab.LAN, sender int, receivers []int, size int, d t
 			sc.Fatal(err)
 		}
 	}
-	r := &rawRun{size: size, hosts: receivers}
+	r := &rawRun{size: size, hosts: receivers, pace: pace}
 	c0 := readCPU()
-	out, err := l.Exec(sender, helperArgv(sc, "blast", group, lab.Iface, strconv.Itoa(size), d.String(), "64")...)
+	out, err := l.Exec(sender, helperArgv(sc, "blast", group, lab.Iface, strconv.Itoa(size), d.String(), "64",
+		strconv.FormatFloat(pace, 'f', 0, 64))...)
 	if err != nil {
 		sc.Fatalf("blaster: %v", err)
 	}
@@ -128,9 +220,29 @@ func rawDetail(r *rawRun, runs int) string {
 		cpu = append(cpu, fmt.Sprintf("%.1f (%.2f ctxsw/dgram)", usPer(s.CPU, s.Got), float64(s.CtxSw)/float64(max(s.Got, 1))))
 	}
 	sent := float64(r.blast.Sent) / r.blast.Seconds
-	return fmt.Sprintf("median of %d; blaster sent %d in %.2fs (%s, %d errors, sendmmsg of 64); received %s; "+
+	search := ""
+	if u := r.unpaced; u != nil {
+		search = fmt.Sprintf("loss-free rate (< %.1f %% at every receiver) of a search: unpaced blast sent %s, slowest kept %s; paced tries %s; chosen: ",
+			100*lossFreeLimit, rate(float64(u.blast.Sent)/u.blast.Seconds, "/s"), rate(u.rate(u.slowest()), "/s"), strings.Join(r.tries, ", "))
+	}
+	return search + fmt.Sprintf("median of %d; blaster sent %d in %.2fs (%s, %d errors, sendmmsg of 64); received %s; "+
 		"socket drops %s; rcvbuf %d B; lost at slowest %.1f %%; CPU µs/datagram: blaster %.1f (%.0f %% of a CPU), sinks %s; %s",
 		runs, r.blast.Sent, r.blast.Seconds, rate(sent, "dgram/s"), r.blast.Errors, strings.Join(per, ", "),
 		strings.Join(drops, "/"), r.sinks[0].RcvBuf, 100*(1-float64(r.sinks[r.slowest()].Got)/float64(max(r.blast.Sent, 1))),
 		usPer(r.blast.CPU, r.blast.Sent), 100*r.blast.CPU/r.blast.Seconds, strings.Join(cpu, "/"), r.load)
+}
+
+// TestSearchRate: the search ends within an eighth of the true limit from
+// an upper bound twice as high, never above the limit, and finds nothing
+// when nothing holds.
+func TestSearchRate(t *testing.T) {
+	for _, limit := range []float64{30_000, 80_000, 110_000, 190_000} {
+		got := searchRate(200_000, func(r float64) bool { return r <= limit })
+		if got > limit || got < limit*7/8 {
+			t.Errorf("limit %.0f: found %.0f", limit, got)
+		}
+	}
+	if got := searchRate(100_000, func(float64) bool { return false }); got != 0 {
+		t.Errorf("nothing holds: found %.0f", got)
+	}
 }
