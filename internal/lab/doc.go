@@ -6,7 +6,10 @@
 // Hosts are numbered 1..N. Host i has the interface eth0 with the i-th
 // address of the subnet (10.77.0.i/24 by default), lo and eth0 up, lo
 // multicast on and a route 224.0.0.0/4 dev eth0. The bridge has multicast
-// snooping off, so multicast floods to every host without an IGMP querier.
+// snooping off, so multicast floods to every host without an IGMP querier,
+// and the hub's bridge netfilter hooks off (where br_netfilter is loaded,
+// they ran the hub's iptables on every frame flooded, as no switch does);
+// IPv6 is off in every namespace.
 //
 // As root the namespaces are made with `ip netns`; otherwise (or with
 // Options.Rootless) a helper process started with `unshare -Urnm` holds a
