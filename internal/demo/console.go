@@ -75,9 +75,16 @@ func (c *console) status(text string) {
 		return
 	}
 	c.clear()
+	if r := []rune(text); len(r) > maxStatus {
+		text = string(r[:maxStatus])
+	}
 	c.shown = text
 	c.redraw()
 }
+
+// maxStatus is the longest progress line, in characters: one that wraps
+// on the terminal could not be erased.
+const maxStatus = 79
 
 // clearLine returns the cursor to the line's start and erases the line.
 const clearLine = "\r\x1b[K"

@@ -515,9 +515,9 @@ func (d *demo) progress(now time.Time) {
 	if !d.con.live {
 		return
 	}
-	view := "no view yet"
+	view := "no view"
 	if v := d.w.current(d.up()); v != nil {
-		view = fmt.Sprintf("view %s of %d", v.ID, len(v.Members))
+		view = fmt.Sprintf("view %s/%d", v.ID, len(v.Members))
 	}
 	_, delivered := total(d.cnt.delivered)
 	rate := d.w.rate(now, delivered)
@@ -525,7 +525,9 @@ func (d *demo) progress(now time.Time) {
 	for _, n := range d.w.entries {
 		entries += n
 	}
-	d.con.status(fmt.Sprintf("%7.1fs │ %s │ %.0f deliveries/s │ %d NACKs, %d repairs │ %d elections │ %d lock entries │ faults %d/%d",
+	// Short enough for an 80-column terminal: a line that wraps could not
+	// be erased.
+	d.con.status(fmt.Sprintf("%6.1fs  %s  %.0f dlv/s  %d NACK %d rep  %d elect  %d lock  fault %d/%d",
 		now.Sub(d.start).Seconds(), view, rate, d.w.rep[repNacks], d.w.rep[repRepairs], len(d.w.rounds), entries, d.applied, len(d.actions)))
 }
 
