@@ -71,10 +71,12 @@ func (e *Engine) armRequest(now time.Time, st *stream, s uint64, g *gap) {
 }
 
 // Bounds of the adapted request spread C2, and the duplicate requests per
-// loss it aims between.
+// loss it aims between. The ceiling grows with the group: spreadPerPeer
+// per peer that may request, at least maxSpread.
 const (
 	minSpread, maxSpread = 1.0, 12.0
-	dupsHigh, dupsLow    = 0.5, 0.2
+	spreadPerPeer        = 1.5
+	dupsHigh, dupsLow    = 0.3, 0.1
 )
 
 // adapt is SRM's adaptive request timer (Floyd et al. 1997, §VI-A),
@@ -84,11 +86,22 @@ const (
 // spread widens until one request suppresses the others; when losses are
 // independent there are none, and the spread narrows, which recovers
 // sooner. The paper's target is about one request per loss.
+//
+// On a LAN every receiver is as far from the source as any other (the
+// paper's star), and a request suppresses only the timers that fire more
+// than a one-way delay after it: the duplicates per shared loss are about
+// the number of receivers times that delay over the spread, so the spread
+// that keeps them down grows in proportion to the group, and so does the
+// step it widens by, to get there within tens of losses (0.25 up to 8
+// peers, as before). The first of n request timers uniform over a spread
+// S fires about S/n after the lower bound, so a wider spread in a larger
+// group costs recovery little.
 func (e *Engine) adapt(st *stream, dups int) {
 	st.dups += (float64(dups) - st.dups) / 4
+	ceiling := max(maxSpread, spreadPerPeer*float64(len(e.peers)))
 	switch {
 	case st.dups > dupsHigh:
-		st.c2 = min(st.c2+0.25, maxSpread)
+		st.c2 = min(st.c2+ceiling/48, ceiling)
 	case st.dups < dupsLow:
 		st.c2 = max(st.c2-0.05, minSpread)
 	}
