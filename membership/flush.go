@@ -60,7 +60,14 @@ func (m *Machine) flushDeadline() time.Time {
 	}
 	if r := m.initiation; r != nil {
 		early(r.resendAt)
-		early(r.phaseAt.Add(m.flushTimeout()))
+		// The phase's timeout matters only while members are silent: it
+		// is when tickFlush restarts without them. Past it with nobody
+		// silent, tickFlush has nothing to do, and a deadline at it would
+		// call Tick at the same instant for ever (a livelock the fuzzer
+		// found with a forged datagram: FuzzCoreInGroup/3e82bed7a0e61c86).
+		if len(m.silent()) > 0 {
+			early(r.phaseAt.Add(m.flushTimeout()))
+		}
 	}
 	if p := m.participation; p != nil {
 		if p.done {
