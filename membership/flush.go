@@ -65,7 +65,8 @@ func (m *Machine) flushDeadline() time.Time {
 		// silent, tickFlush has nothing to do, and a deadline at it would
 		// call Tick at the same instant for ever (a livelock the fuzzer
 		// found with a forged datagram: FuzzCoreInGroup/3e82bed7a0e61c86).
-		if len(m.silent()) > 0 {
+		// NextDeadline runs every turn of the loop: no list is built here.
+		if slices.ContainsFunc(r.members, func(x wire.Member) bool { return m.isSilent(x.ID) }) {
 			early(r.phaseAt.Add(m.flushTimeout()))
 		}
 	}
@@ -645,15 +646,20 @@ func (m *Machine) tickFlush(now time.Time) {
 
 // silent lists the proposed members that have not answered this phase.
 func (m *Machine) silent() []uint64 {
-	r := m.initiation
 	var out []uint64
-	for _, x := range r.members {
-		_, stated := r.states[x.ID]
-		if r.phase == wire.FlushState && !stated || r.phase == wire.FlushCut && !r.dones[x.ID] {
+	for _, x := range m.initiation.members {
+		if m.isSilent(x.ID) {
 			out = append(out, x.ID)
 		}
 	}
 	return out
+}
+
+// isSilent says whether proposed member id has not answered this phase.
+func (m *Machine) isSilent(id uint64) bool {
+	r := m.initiation
+	_, stated := r.states[id]
+	return r.phase == wire.FlushState && !stated || r.phase == wire.FlushCut && !r.dones[id]
 }
 
 // abandon gives up a flush whose initiator is gone without committing: the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -237,7 +238,7 @@ func (f *labFlags) scenario(fs *flag.FlagSet, files []string) (*scenario.Scenari
 			s.Args = append(s.Args, "--lock-think", f.think)
 		}
 		if set["hold"] || f.think != "" && !slices.Contains(s.Args, "--lock-hold") {
-			s.Args = append(s.Args, "--lock-hold", cmpDuration(f.hold, 4*time.Second).String())
+			s.Args = append(s.Args, "--lock-hold", cmp.Or(f.hold, 4*time.Second).String())
 		}
 	}
 	if set["crash-rate"] || set["down"] {
@@ -269,13 +270,6 @@ func (f *labFlags) scenario(fs *flag.FlagSet, files []string) (*scenario.Scenari
 		s.Fault = append(s.Fault, ft)
 	}
 	return s, nil
-}
-
-func cmpDuration(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // logDir makes the directory of a run's logs: dir, or a new temporary one.

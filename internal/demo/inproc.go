@@ -90,8 +90,8 @@ func (c *procCluster) pause(uint64) error  { return errNeedsProcesses }
 func (c *procCluster) resume(uint64) error { return errNeedsProcesses }
 
 func (c *procCluster) setLoss(id uint64, m lab.LossModel) error {
-	if m.Burst > 1 || m.Delay > 0 || m.Jitter > 0 {
-		return errors.New("bursts, delay and jitter need a virtual LAN; in this process loss is random only")
+	if !randomOnly(m) {
+		return errRandomOnly
 	}
 	c.loss[id] = m.Loss
 	c.applyLoss()

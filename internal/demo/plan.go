@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -108,8 +109,8 @@ func (a Action) Validate(n int, inProcess bool) error {
 		if err := a.Loss.Validate(); err != nil {
 			return fmt.Errorf("loss at %v: %w", a.At, err)
 		}
-		if inProcess && (a.Loss.Burst > 1 || a.Loss.Delay > 0 || a.Loss.Jitter > 0) {
-			return fmt.Errorf("loss at %v: bursts, delay and jitter need a virtual LAN; in this process loss is random only", a.At)
+		if inProcess && !randomOnly(a.Loss) {
+			return fmt.Errorf("loss at %v: %w", a.At, errRandomOnly)
 		}
 	case DoLock:
 		if needs {
@@ -124,6 +125,12 @@ func (a Action) Validate(n int, inProcess bool) error {
 	}
 	return nil
 }
+
+// randomOnly says whether m is random loss alone, all that the nodes in
+// this process can have (memnet's per-link loss).
+func randomOnly(m lab.LossModel) bool { return m.Burst <= 1 && m.Delay == 0 && m.Jitter == 0 }
+
+var errRandomOnly = errors.New("bursts, delay and jitter need a virtual LAN; in this process loss is random only")
 
 // Plan is what a lab run does instead of the demo's own story: the
 // nodes' settings, the network's loss and the schedule of faults and
@@ -175,8 +182,8 @@ func (p *Plan) validate(n int, inProcess bool) error {
 	}
 	if inProcess {
 		for id := uint64(0); id <= uint64(n); id++ {
-			if m := p.lossOf(id); m.Burst > 1 || m.Delay > 0 || m.Jitter > 0 {
-				return fmt.Errorf("loss %s: bursts, delay and jitter need a virtual LAN; in this process loss is random only", m)
+			if m := p.lossOf(id); !randomOnly(m) {
+				return fmt.Errorf("loss %s: %w", m, errRandomOnly)
 			}
 		}
 	}
