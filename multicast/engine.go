@@ -204,10 +204,12 @@ func (e *Engine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
 		e.onSession(now, p, &env.Session, env.View)
 	case wire.KindData:
 		e.onData(now, p, &env.Data, env.View)
+		e.ackEarly(now, p.id)
 	case wire.KindBatch:
 		for i := range env.Batch {
 			e.onData(now, p, &env.Batch[i], env.View)
 		}
+		e.ackEarly(now, p.id)
 	case wire.KindNack:
 		e.onNack(now, p, &env.Nack)
 	case wire.KindRepair:

@@ -28,6 +28,7 @@ type Stats struct {
 
 	SessionsSent uint64
 	TailProbes   uint64 // session messages sent early, announcing the last message sent when no more followed
+	EarlyAcks    uint64 // session messages sent early, after a quarter of a source's send window arrived
 	SessionsRecv uint64
 	StaleInc     uint64 // datagrams from an older incarnation of a peer, ignored
 	Unhandled    uint64 // datagrams of kinds this layer does not handle

@@ -266,7 +266,17 @@ func (n *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 		stats = t.C
 	}
 	for !n.core.Left() {
+		// Sends left over from the last turn's budget make the loop
+		// turn again at once, through a ready channel rather than the
+		// timer: select still takes whatever else is ready first, as
+		// often as not, and no system call is spent on a timer that
+		// would fire at once.
+		var again <-chan struct{}
+		if n.sendsDue {
+			again = closedChan
+		}
 		select {
+		case <-again:
 		case <-ctx.Done():
 			return nil
 		case err := <-rerr:
@@ -312,9 +322,12 @@ func (n *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 		n.report() // a view installed now is logged before what is sent in it
 		n.sendPending()
 		n.afterStep()
-		// Re-arm only for a new deadline: on most turns it has not
-		// moved, and re-arming costs a system call with a timerfd.
-		if next := n.deadline(); !pending || !next.Equal(armed) {
+		// Re-arm only for an earlier deadline: re-arming costs a system
+		// call with a timerfd, and a sending node's deadline moves later
+		// on nearly every turn (the tail probe follows the last data).
+		// A later one waits for the timer armed now: it fires early, the
+		// Tick finds nothing due, and the timer is armed again then.
+		if next := n.deadline(); !pending || next.Before(armed) {
 			armed, due, pending = next, later(next, time.Now()), true
 			timer.Reset(time.Until(due))
 		}
@@ -346,14 +359,12 @@ func (n *Node) newTimer(d time.Duration) loopTimer {
 }
 
 // deadline is when the loop must wake up without a datagram: the core's
-// next timer, or at once when calls to Multicast that fit the window wait
-// for the next turn (a turn sends only so many).
-func (n *Node) deadline() time.Time {
-	if n.sendsDue {
-		return time.Now()
-	}
-	return n.core.NextDeadline()
-}
+// next timer. (Calls to Multicast left for the next turn turn the loop
+// through closedChan.)
+func (n *Node) deadline() time.Time { return n.core.NextDeadline() }
+
+// closedChan is always ready to receive from.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 func later(a, b time.Time) time.Time {
 	if a.After(b) {

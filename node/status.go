@@ -123,7 +123,7 @@ func (n *Node) counters() Counters {
 		{"cleartext_dropped", ss.NotSealed}, {"sealed_dropped", cs.SealedDropped}, {"unknown_key", ss.UnknownKey},
 		{"seal_failed", ss.Failed}, {"replays", ss.Replays}, {"seal_mismatch", cs.SealMismatch}, {"starts_forgotten", ss.Forgotten},
 		{"send_errors", n.sendErrors}, {"encode_errors", cs.EncodeErrors},
-		{"sessions_sent", ms.SessionsSent}, {"sessions_recv", ms.SessionsRecv}, {"tail_probes", ms.TailProbes},
+		{"sessions_sent", ms.SessionsSent}, {"sessions_recv", ms.SessionsRecv}, {"tail_probes", ms.TailProbes}, {"early_acks", ms.EarlyAcks},
 		{"stale_incarnation", ms.StaleInc}, {"unhandled", ms.Unhandled}, {"peers", ms.Peers},
 		{"strangers", ms.Strangers}, {"strangers_evicted", ms.PeersEvicted}, {"strangers_unannounced", ms.PeersUnannounced},
 		{"foreign_data", ms.ForeignData}, {"nacks_refused", ms.NackRefused}, {"repairs_over_budget", ms.RepairBudget},

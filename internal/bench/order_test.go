@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -86,6 +87,8 @@ func BenchmarkOrder(b *testing.B) {
 	s.run("one3", func(sc *scenario) { s.benchOne(sc, 3) })
 	s.run("one5", func(sc *scenario) { s.benchOne(sc, 5) })
 	s.run("fifo3", s.benchFIFO)
+	s.run("small3", s.benchSmall)
+	s.run("big3", s.benchBig)
 	s.run("all3", func(sc *scenario) { s.benchAll(sc, 3) })
 	s.run("all5", func(sc *scenario) { s.benchAll(sc, 5) })
 	s.run("all5paced", benchAllPaced)
@@ -164,6 +167,29 @@ func (s *suite) benchFIFO(sc *scenario) {
 	spec := oneSpec(3, countFor(0.6*ceiling, orderFor))
 	spec.order, spec.notSequencer = "fifo", false
 	orderThroughput(sc, spec, "as one3 with --send-order fifo: slowest receiver / ceiling", ceiling, 0, "%ceiling", "")
+}
+
+// smallSize is the message size of small3.
+const smallSize = 100
+
+// benchSmall: fifo3 with 100-byte messages, which the sender bundles many
+// to a datagram. The ceiling is still raw3's datagrams/s of 1000 bytes:
+// the figure is messages/s, and the ratio says how many messages each
+// datagram of the ceiling is worth.
+func (s *suite) benchSmall(sc *scenario) {
+	ceiling := s.ensureCeiling(sc, "raw3", sc.lan(orderHosts), 3)
+	spec := oneSpec(3, countFor(4*ceiling, orderFor))
+	spec.order, spec.notSequencer, spec.size = "fifo", false, smallSize
+	orderThroughput(sc, spec, fmt.Sprintf("fifo3 with %d-byte messages: slowest receiver / ceiling (messages per datagram of it)", smallSize), ceiling, 0, "%ceiling", "")
+}
+
+// benchBig: fifo3 with --datagram-size 65000 (IP fragments on the veth).
+func (s *suite) benchBig(sc *scenario) {
+	ceiling := s.ensureCeiling(sc, "raw3", sc.lan(orderHosts), 3)
+	spec := oneSpec(3, countFor(ceiling, orderFor))
+	spec.order, spec.notSequencer = "fifo", false
+	spec.args = []string{"--datagram-size", "65000"}
+	orderThroughput(sc, spec, "fifo3 with --datagram-size 65000: slowest receiver / ceiling", ceiling, 0, "%ceiling", "")
 }
 
 // benchAll: every member sends total-order messages.
@@ -284,6 +310,7 @@ type orderSpec struct {
 	notSequencer bool          // the run fails when the (one) sender is the sequencer
 	timeout      time.Duration // for every member to deliver everything
 	args         []string      // more flags for every node (the sealed runs' key file)
+	size         int           // bytes of every message (0: msgSize)
 }
 
 // total is the number of messages every member must deliver.
@@ -361,7 +388,7 @@ func runOrder(sc *scenario, spec orderSpec) *orderRun {
 		if spec.rate > 0 {
 			rate = spec.rate
 		}
-		return []string{"--send-rate", strconv.Itoa(rate), "--send-size", strconv.Itoa(msgSize),
+		return []string{"--send-rate", strconv.Itoa(rate), "--send-size", strconv.Itoa(cmp.Or(spec.size, msgSize)),
 			"--send-count", strconv.Itoa(spec.count), "--send-order", spec.order, "--join-timeout", join.String()}
 	}
 	quiet := slices.DeleteFunc(slices.Clone(spec.members), func(h int) bool { return slices.Contains(spec.senders, h) })
@@ -797,7 +824,7 @@ func orderDetail(o *orderRun, runs int) string {
 	}
 	return fmt.Sprintf("median of %d; view %s (coordinator, sequencer h%d); %d sender(s) × %d msgs of %d B, order %s, complete=%v; delivered/s %s; "+
 		"%d order records (%.1f msgs each); CPU over %.1fs: %s; %s; window_full %s; unstable at end %s; socket drops %s; NACKs %s; repairs %s; VmHWM MB %s",
-		runs, o.view, o.coord, len(o.spec.senders), o.spec.count, msgSize, o.spec.order, o.complete, strings.Join(per, ", "),
+		runs, o.view, o.coord, len(o.spec.senders), o.spec.count, cmp.Or(o.spec.size, msgSize), o.spec.order, o.complete, strings.Join(per, ", "),
 		o.records, float64(o.spec.total())/float64(max(o.records, 1)), o.wall.Seconds(), strings.Join(cpus, ", "), o.load,
 		strings.Join(wf, "/"), strings.Join(unst, "/"), strings.Join(sock, "/"), strings.Join(nacks, "/"), strings.Join(rep, "/"),
 		strings.Join(mb, "/"))
