@@ -129,6 +129,10 @@ func (c *Conn) setRecvBuffer(n int, log zerolog.Logger) error {
 	return nil
 }
 
+// ReceiveBuffer is the receive buffer the kernel granted, in bytes (0:
+// unknown).
+func (c *Conn) ReceiveBuffer() int { return c.RcvBuf }
+
 // ReadBatch implements Transport.
 func (c *Conn) ReadBatch(pkts []Packet) (int, error) { return c.batch.read(pkts) }
 

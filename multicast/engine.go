@@ -20,7 +20,14 @@ type Options struct {
 	SuspectTimeout time.Duration // silence after which a peer is lost
 	DatagramSize   int           // largest datagram, bytes (default DefaultDatagramSize)
 	Window         int           // most unstable own messages (default DefaultWindow)
-	MaxMessage     int           // largest message, reassembled, bytes (default DefaultMaxMessage)
+	// WindowBytes bounds the payload bytes of the unstable own messages
+	// too (0: no bound), shared as Window is: a sender's window must fit
+	// the receivers' socket buffers, or a receiver descheduled for a few
+	// milliseconds drops what the window let through. The node sets half
+	// the receive buffer the kernel granted it, assuming its peers got the
+	// same: the kernel counts a datagram at about twice its payload.
+	WindowBytes int
+	MaxMessage  int // largest message, reassembled, bytes (default DefaultMaxMessage)
 
 	// SRM timer constants (Floyd et al. 1997 §III): requests wait
 	// uniform [C1·d, (C1+C2)·d], repairs [D1·d, (D1+D2)·d]. When all four

@@ -483,6 +483,74 @@ func TestSendersShareTheWindow(t *testing.T) {
 	}
 }
 
+// TestWindowInBytes: besides its messages, a sender's unstable payload
+// bytes are bounded (WindowBytes, less the order records' eighth), so
+// that a window of large messages fits the receivers' socket buffers; a
+// window of small ones is bounded by its count as before.
+func TestWindowInBytes(t *testing.T) {
+	fill := func(size int) int {
+		e := New(Options{Self: 1, Inc: 1, Group: 7, Heartbeat: hb, SuspectTimeout: suspect, Window: 1024, WindowBytes: 64000}, t0)
+		e.Step(t0, addr2, session(2, 1, t0)) // a live peer that reports nothing of ours
+		n := 0
+		for ; n < 2000; n++ {
+			if _, err := e.Multicast(nil, make([]byte, size), wire.FIFO, 0); err != nil {
+				break
+			}
+		}
+		return n
+	}
+	if n := fill(1000); n != 56 {
+		t.Fatalf("1000-byte messages: %d fit, want 56 (64000 bytes less the eighth)", n)
+	}
+	if n := fill(10); n != 896 {
+		t.Fatalf("10-byte messages: %d fit, want the 896 the count allows", n)
+	}
+}
+
+// TestEarlyAck: a receiver reports as soon as a quarter of a source's
+// share of the window arrived, in messages or in bytes, rather than at
+// its next heartbeat, so that the source's window reopens within a round
+// trip.
+func TestEarlyAck(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		size, after int
+		opt         Options
+	}{
+		// The source and this node send: shares of 896/2, a quarter 112.
+		{"messages", 1, 112, Options{Window: 1024}},
+		// 350000 bytes less the eighth, shared by 2: a quarter 43750,
+		// the 44th of 1000 bytes.
+		{"bytes", 1000, 44, Options{Window: 1024, WindowBytes: 400000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.opt
+			o.Self, o.Inc, o.Group, o.Heartbeat, o.SuspectTimeout = 1, 1, 7, hb, suspect
+			e := New(o, t0)
+			e.Step(t0, addr2, session(2, 5, t0))
+			e.Tick(t0)
+			e.TakeOutput()
+			for seq := uint64(1); seq <= uint64(tc.after); seq++ {
+				d := data(2, 5, seq)
+				d.Data.Payload = make([]byte, tc.size)
+				e.Step(t0, addr2, d)
+				out := e.TakeOutput()
+				if seq < uint64(tc.after) && len(out) != 0 {
+					t.Fatalf("after %d messages: sent %+v, want nothing yet", seq, out)
+				}
+				if seq == uint64(tc.after) {
+					if len(out) != 1 || out[0].Kind != wire.KindSession || len(out[0].Session.Peers) != 1 || out[0].Session.Peers[0].Seq != seq {
+						t.Fatalf("after %d messages: sent %+v, want a session message reporting %d", seq, out, seq)
+					}
+				}
+			}
+			if s := e.Stats(); s.EarlyAcks != 1 {
+				t.Fatalf("EarlyAcks = %d, want 1", s.EarlyAcks)
+			}
+		})
+	}
+}
+
 // TestTailProbe: a message followed by silence is announced by a session
 // message two one-way delays later (the floor, 500 µs, doubled), not at
 // the next heartbeat, so a receiver that lost it finds the gap at once;

@@ -19,8 +19,8 @@ func (e *Engine) Multicast(service, payload []byte, order wire.Order, dest uint6
 	if err != nil {
 		return 0, err
 	}
-	if limit := e.limit(order); !e.fits(n, limit) {
-		if e.refreshOwn(); !e.fits(n, limit) {
+	if size := len(service)*n + len(payload); !e.fits(n, size, order) {
+		if e.refreshOwn(); !e.fits(n, size, order) {
 			return 0, ErrWindowFull
 		}
 	}
@@ -68,18 +68,23 @@ func (e *Engine) fragments(serviceLen, payloadLen int) (int, error) {
 // now (a message too large ever to fit reports true: Multicast will say so).
 func (e *Engine) Fits(serviceLen, payloadLen int) bool {
 	n, err := e.fragments(serviceLen, payloadLen)
-	limit := e.limit(wire.FIFO)
-	if err == nil && !e.fits(n, limit) {
+	size := serviceLen*n + payloadLen
+	if err == nil && !e.fits(n, size, wire.FIFO) {
 		e.refreshOwn()
 	}
-	return err != nil || e.fits(n, limit)
+	return err != nil || e.fits(n, size, wire.FIFO)
 }
 
-// fits reports whether n more fragments fit within limit now. A message
+// fits reports whether n more fragments of size bytes in all fit this
+// order's share of the window now, in messages and in bytes. A message
 // larger than a sender's share goes out alone.
-func (e *Engine) fits(n, limit int) bool {
+func (e *Engine) fits(n, size int, order wire.Order) bool {
 	u := e.Unstable()
-	return u+n <= limit || u == 0
+	if u == 0 {
+		return true
+	}
+	b := e.byteLimit(order)
+	return u+n <= e.limit(order) && (b == 0 || e.own.ring.bytes+size <= b)
 }
 
 // limit is how much of the window messages of an order may fill. Order
@@ -102,6 +107,19 @@ func (e *Engine) limit(order wire.Order) int {
 
 // minShare is the least a sender's share of the window shrinks to.
 const minShare = 64
+
+// byteLimit is limit in payload bytes (Options.WindowBytes), shared the
+// same way, at least minShare datagrams' worth; 0 when there is no bound.
+func (e *Engine) byteLimit(order wire.Order) int {
+	w := e.opt.WindowBytes
+	if w <= 0 {
+		return 0
+	}
+	if order != wire.Record {
+		w -= w / 8
+	}
+	return max(min(minShare*e.opt.DatagramSize, w), w/max(1, e.senders))
+}
 
 // countSenders counts this node and the sources that sent data within
 // the last two heartbeats.

@@ -193,7 +193,7 @@ func (e *Engine) sendSession(now time.Time) {
 		for _, id := range chunk {
 			st := e.streams[id]
 			ps := wire.PeerState{ID: id, Inc: st.inc, Seq: st.received()}
-			st.reported = ps.Seq
+			st.reported, st.gotTold = ps.Seq, st.got
 			if p := e.peers[id]; p != nil && p.inc == st.inc && p.echo != 0 {
 				ps.Echo, ps.Held = p.echo, int64(now.Sub(p.echoAt))
 			}

@@ -31,6 +31,8 @@ type stream struct {
 	lostAt   time.Time // when its source was lost; zero while it is live
 	dataAt   time.Time // when data of it last arrived (not repairs)
 	reported uint64    // received() as the last session message told it
+	got      uint64    // payload bytes stored, all told
+	gotTold  uint64    // got when the last session message was sent
 }
 
 // gap is a message known to exist and not received (SRM: a loss).
@@ -104,7 +106,8 @@ func (e *Engine) onData(now time.Time, p *peer, d *wire.Data, v wire.ViewID) {
 }
 
 // ackEarly sends a session message at once when this node received a
-// quarter of src's send window since its last one: the source learns
+// quarter of src's send window (in messages or in bytes) since its last
+// one: the source learns
 // stability and reopens its window within a round trip, instead of
 // stalling on a full window until the next heartbeat (at 100-byte
 // messages the window is a few milliseconds of traffic). A receiver sends
@@ -115,7 +118,8 @@ func (e *Engine) ackEarly(now time.Time, src uint64) {
 	if st == nil || !st.lostAt.IsZero() {
 		return
 	}
-	if st.received()-st.reported >= uint64(max(1, e.limit(wire.FIFO)/4)) {
+	if st.received()-st.reported >= uint64(max(1, e.limit(wire.FIFO)/4)) ||
+		e.opt.WindowBytes > 0 && st.got-st.gotTold >= uint64(max(1, e.byteLimit(wire.FIFO)/4)) {
 		e.sendSession(now)
 		e.stats.EarlyAcks++
 	}
@@ -138,6 +142,7 @@ func (e *Engine) receive(now time.Time, st *stream, d *wire.Data, v wire.ViewID,
 		return
 	}
 	st.ring.put(owned(d), v)
+	st.got += uint64(len(d.Payload))
 	if g := st.gaps[s]; g != nil {
 		e.stats.GapsRecovered++
 		e.stats.Recovery.Add(now.Sub(g.detected))

@@ -28,6 +28,7 @@ type CoreOptions struct {
 	Heartbeat      time.Duration
 	SuspectTimeout time.Duration
 	Window         int
+	WindowBytes    int // multicast.Options.WindowBytes
 	MaxMessage     int
 	C1, C2, D1, D2 float64
 	MinDelay       time.Duration
@@ -57,7 +58,7 @@ func CoreOptionsFrom(c config.Config, inc, seed uint64) CoreOptions {
 	return CoreOptions{
 		ID: c.ID, Inc: inc, Group: c.Group, DatagramSize: c.DatagramSize,
 		Heartbeat: c.Heartbeat.D(), SuspectTimeout: c.SuspectTimeout.D(),
-		Window: c.SendWindow, MaxMessage: c.MaxMessageSize,
+		Window: c.SendWindow, WindowBytes: c.RecvBuffer / 2, MaxMessage: c.MaxMessageSize,
 		C1: c.SRM.C1, C2: c.SRM.C2, D1: c.SRM.D1, D2: c.SRM.D2, MinDelay: c.SRM.MinDelay.D(),
 		JoinTimeout: c.JoinTimeout.D(), Settings: Settings(c), Seed: seed,
 		Election: election.Algorithm(c.Election.Algorithm),
@@ -196,7 +197,7 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 		Engine: multicast.Options{
 			Self: o.ID, Inc: o.Inc, Group: c.group,
 			Heartbeat: o.Heartbeat, SuspectTimeout: o.SuspectTimeout,
-			DatagramSize: room, Window: o.Window, MaxMessage: o.MaxMessage,
+			DatagramSize: room, Window: o.Window, WindowBytes: o.WindowBytes, MaxMessage: o.MaxMessage,
 			C1: o.C1, C2: o.C2, D1: o.D1, D2: o.D2, MinDelay: o.MinDelay,
 			Rand: rand.New(rand.NewPCG(o.Seed, o.ID)),
 		},

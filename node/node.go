@@ -124,6 +124,11 @@ func New(o Options) *Node {
 func newCore(o Options, seed uint64) *Core {
 	co := CoreOptionsFrom(o.Config, o.Inc, seed)
 	co.Keys = o.Keys
+	// The window fits the receive buffer the kernel granted, when it
+	// granted less than the configuration asked for.
+	if t, ok := o.Transport.(interface{ ReceiveBuffer() int }); ok && t.ReceiveBuffer() > 0 {
+		co.WindowBytes = min(co.WindowBytes, t.ReceiveBuffer()/2)
+	}
 	return NewCore(co, time.Now())
 }
 
