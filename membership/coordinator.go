@@ -10,8 +10,8 @@ import (
 	"github.com/huddle-lan/huddle/multicast"
 )
 
-// fits reports whether the commit of a view of these members would fit one
-// datagram: it lists every member and where its stream starts, and the cut
+// fits reports whether the commit of a view of these members would fit
+// the largest membership message (Options.MessageSize): it lists every member and where its stream starts, and the cut
 // of each prior view (priors of them). Sequence numbers are bounded by
 // what each member holds now plus a window it might still send.
 func (m *Machine) fits(members []wire.Member, priors int) bool {
@@ -30,7 +30,7 @@ func (m *Machine) fits(members []wire.Member, priors int) bool {
 	env := wire.Envelope{Header: wire.Header{Group: ^uint32(0), From: m.self, Inc: m.inc, Kind: wire.KindView,
 		View: wire.ViewID{Epoch: m.maxEpoch + 1, Coord: m.self}}, Commit: c}
 	n, err := wire.EncodedSize(&env)
-	return err == nil && n <= m.engine.Options().DatagramSize
+	return err == nil && n <= cmp.Or(m.opt.MessageSize, m.engine.Options().DatagramSize)
 }
 
 // acting reports whether this node coordinates its view now: it is the

@@ -22,6 +22,12 @@ type Options struct {
 	// whose settings differ from the coordinator's is refused, naming the
 	// first that differs.
 	Settings []Setting
+	// MessageSize is the largest membership message (a flush, its reply,
+	// a view commit) the node below can carry, in bytes: a view lists only
+	// as many members as its commit fits. 0: one datagram
+	// (Engine.DatagramSize). The node carries larger ones in pieces
+	// (wire.KindChunk).
+	MessageSize int
 }
 
 // Setting is one protocol-relevant setting, by its configuration key.

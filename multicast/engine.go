@@ -87,32 +87,33 @@ var (
 // suppressed repair timers, stability from the session messages' receive
 // reports, a send window, fragmentation and batching.
 type Engine struct {
-	opt         Options
-	peers       map[uint64]*peer
-	streams     map[uint64]*stream // by source ID; not our own
-	own         *stream            // what we send
-	timers      timerHeap
-	nextSession time.Time
-	probeAt     time.Time              // a session message announcing the tail of what was just sent; zero for none
-	probeAfter  time.Duration          // how long after the last data (probeDelay, at each heartbeat)
-	lastNow     time.Time              // of the last Step or Tick
-	fullSince   time.Time              // since when the send window has been full; zero when it is not
-	lagReported bool                   // the laggards of this full window were reported
-	senders     int                    // members sending now, this one included: they share the window
-	sendq       []uint64               // own seqs to transmit at the next flush
-	batchBuf    []wire.Data            // backing array of the batches packed from sendq
-	view        wire.ViewID            // this node's view, stamped on what it sends
-	members     map[uint64]uint64      // the view's members and their incarnations; nil: every live peer counts for stability
-	absent      map[uint64]*peer       // members lost but not yet excluded: their last reports still count for stability
-	expected    map[uint64]expectation // nodes a flush in progress proposes: admitted as members are (Expect)
-	expireAt    time.Time              // when the first expectation runs out; zero for none
-	strangers   strangers              // nodes outside the view: only heard (strangers.go)
-	seenLimit   limiter                // of strangers' PeerSeen events
-	out         []wire.Envelope
-	events      []Event
-	deliveries  []Delivery
-	ready       Ready // handed out by the last Ready; its slices are reused
-	stats       Stats
+	opt           Options
+	peers         map[uint64]*peer
+	streams       map[uint64]*stream // by source ID; not our own
+	own           *stream            // what we send
+	timers        timerHeap
+	nextSession   time.Time
+	probeAt       time.Time              // a session message announcing the tail of what was just sent; zero for none
+	probeAfter    time.Duration          // how long after the last data (probeDelay, at each heartbeat)
+	lastNow       time.Time              // of the last Step or Tick
+	fullSince     time.Time              // since when the send window has been full; zero when it is not
+	lagReported   bool                   // the laggards of this full window were reported
+	senders       int                    // members sending now, this one included: they share the window
+	sendq         []uint64               // own seqs to transmit at the next flush
+	batchBuf      []wire.Data            // backing array of the batches packed from sendq
+	sortedStreams []uint64               // the streams' sources in order (streamIDs); nil: to be sorted again
+	view          wire.ViewID            // this node's view, stamped on what it sends
+	members       map[uint64]uint64      // the view's members and their incarnations; nil: every live peer counts for stability
+	absent        map[uint64]*peer       // members lost but not yet excluded: their last reports still count for stability
+	expected      map[uint64]expectation // nodes a flush in progress proposes: admitted as members are (Expect)
+	expireAt      time.Time              // when the first expectation runs out; zero for none
+	strangers     strangers              // nodes outside the view: only heard (strangers.go)
+	seenLimit     limiter                // of strangers' PeerSeen events
+	out           []wire.Envelope
+	events        []Event
+	deliveries    []Delivery
+	ready         Ready // handed out by the last Ready; its slices are reused
+	stats         Stats
 }
 
 // EventKind says what happened.

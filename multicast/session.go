@@ -221,6 +221,12 @@ func (e *Engine) updateStability(now time.Time) {
 	e.refreshOwn()
 	for _, id := range e.streamIDs() { // in order: openGaps draws randomness
 		st := e.streams[id]
+		// A stream all stable cannot move: skip the peers' reports (a
+		// session message would otherwise cost members² lookups, most
+		// of a large group's time).
+		if st.stable >= st.received() {
+			continue
+		}
 		if e.advanceStable(st, e.minReport(st, false)) {
 			e.openGaps(now, st) // the ring reaches further now
 		}
@@ -233,7 +239,7 @@ func (e *Engine) updateStability(now time.Time) {
 // window under load is flow control; only one that no peer lets move for
 // a suspect timeout names the peers holding it).
 func (e *Engine) refreshOwn() {
-	if e.advanceStable(e.own, e.minReport(e.own, true)) {
+	if e.own.stable < e.own.received() && e.advanceStable(e.own, e.minReport(e.own, true)) {
 		e.fullSince, e.lagReported = time.Time{}, false
 	}
 }
@@ -369,6 +375,7 @@ func (e *Engine) dropStream(st *stream) {
 		e.events = append(e.events, Event{Kind: StreamSkipped, Peer: st.src, Inc: st.inc, From: st.next, Skipped: n})
 	}
 	delete(e.streams, st.src)
+	e.streamsChanged()
 }
 
 func (e *Engine) peerIDs() []uint64 {
@@ -380,11 +387,22 @@ func (e *Engine) peerIDs() []uint64 {
 	return ids
 }
 
+// streamIDs lists the sources of the streams in increasing order. The
+// list is kept until a stream comes or goes (streamsChanged); a caller
+// may go on with the list it got while streams are dropped, for the next
+// list is a new one.
 func (e *Engine) streamIDs() []uint64 {
+	if e.sortedStreams != nil {
+		return e.sortedStreams
+	}
 	ids := make([]uint64, 0, len(e.streams))
 	for id := range e.streams {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	e.sortedStreams = ids
 	return ids
 }
+
+// streamsChanged forgets the sorted list of streams.
+func (e *Engine) streamsChanged() { e.sortedStreams = nil }

@@ -277,6 +277,7 @@ func (e *Engine) unexpect(id, inc uint64) {
 	}
 	if st := e.streams[id]; st != nil && st.inc == inc {
 		delete(e.streams, id) // never a member: none of its messages are this node's to deliver
+		e.streamsChanged()
 	}
 }
 

@@ -83,6 +83,7 @@ func (e *Engine) streamFor(src, inc, first uint64) *stream {
 	st = newStream(src, inc, max(first, 1), e.ringSize())
 	st.c2 = e.opt.C2
 	e.streams[src] = st
+	e.streamsChanged()
 	return st
 }
 

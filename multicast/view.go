@@ -70,6 +70,7 @@ func (e *Engine) SetMembers(members []wire.Member) {
 	for _, id := range e.streamIDs() {
 		if st := e.streams[id]; !e.member(id, st.inc) {
 			delete(e.streams, id) // it left the view: what it sent no member delivers now
+			e.streamsChanged()
 		}
 	}
 	for _, x := range members {
@@ -148,6 +149,7 @@ func (e *Engine) Start(now time.Time, src, inc, next uint64) {
 func (e *Engine) Forget(src, inc uint64) {
 	if st := e.streams[src]; st != nil && st.inc == inc {
 		delete(e.streams, src)
+		e.streamsChanged()
 	}
 }
 

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -51,6 +52,10 @@ type CoreOptions struct {
 	// Salt is where the sealer draws its start's salt; nil:
 	// crypto/rand. The simulator passes a seeded source.
 	Salt io.Reader
+	// MessageSize bounds a membership message (and so the view's size);
+	// 0: what wire.MaxChunks pieces carry (wire.ChunkedMax). Tests set
+	// it to make a group full.
+	MessageSize int
 }
 
 // CoreOptionsFrom takes a Core's options from a node's configuration.
@@ -115,6 +120,9 @@ type Core struct {
 	events     []Event           // since the last Ready, in order
 	ready      []Event           // handed out by the last Ready
 	out        outbox            // datagrams since the last TakeOutboxes
+	chunks     assembler         // pieces of large membership messages (chunks.go)
+	chunkBuf   []byte            // a large message's encoding, before it goes in pieces
+	chunkMsg   uint64            // large messages sent in pieces
 	stats      CoreStats
 }
 
@@ -143,6 +151,10 @@ type CoreStats struct {
 	InjectedDrops uint64 // datagrams the built-in fault injection dropped (Drop)
 	SealedDropped uint64 // sealed datagrams, which a node without a key cannot open
 	SealMismatch  uint64 // opened datagrams whose inner sender is not the one the seal names
+	ChunksSent    uint64 // pieces of large membership messages sent (chunks.go)
+	ChunksRecv    uint64 // pieces received
+	ChunkedRecv   uint64 // large messages put together from their pieces
+	ChunksDropped uint64 // pieces dropped: stale, duplicate, inconsistent, or evicted unfinished
 	ProtocolMsgs  uint64 // deliveries taken by the node's own protocols (election, lock), of the engine's
 	AppDelivered  uint64 // messages of other nodes handed to the application (every service but the election's and the lock's)
 }
@@ -202,6 +214,7 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 			Rand: rand.New(rand.NewPCG(o.Seed, o.ID)),
 		},
 		JoinTimeout: o.JoinTimeout, Settings: o.Settings,
+		MessageSize: cmp.Or(o.MessageSize, wire.ChunkedMax(room)),
 	}, now)
 	c.engine = c.membership.Engine()
 	c.election = newElectionPart(o.ID, o.Election, o.Heartbeat, o.SuspectTimeout)
@@ -227,6 +240,9 @@ func (c *Core) Receive(now time.Time, src netip.AddrPort, data []byte) {
 	}
 	if c.drop.hit(c.env.From) {
 		c.stats.InjectedDrops++
+		return
+	}
+	if c.env.Kind == wire.KindChunk && !c.assemble(now) {
 		return
 	}
 	c.lastInput = now
@@ -470,23 +486,44 @@ func (c *Core) encode(envs []wire.Envelope) {
 	}
 	for i := range envs {
 		env := &envs[i]
-		b, err := c.encodeOne(o.buffer(c.opt.DatagramSize), env)
-		if err != nil {
-			c.stats.EncodeErrors++
-			continue
+		if chunkable(env.Kind) {
+			if n, err := wire.EncodedSize(env); err == nil && n > c.room() {
+				c.emitChunks(env)
+				continue
+			}
 		}
-		if len(b) > c.opt.DatagramSize {
-			c.stats.OversizedSent++
-		}
-		c.stats.DatagramsOut++
-		c.stats.BytesOut += uint64(len(b))
-		if env.Kind == wire.KindNack || env.Kind == wire.KindRepair {
-			o.ctl = append(o.ctl, b)
-		} else {
-			o.data = append(o.data, b)
-		}
-		o.bufs[o.used-1] = b // keep it if encoding grew it
+		c.emit(env)
 	}
+}
+
+// emit encodes env into one datagram.
+func (c *Core) emit(env *wire.Envelope) {
+	o := &c.out
+	b, err := c.encodeOne(o.buffer(c.opt.DatagramSize), env)
+	if err != nil {
+		c.stats.EncodeErrors++
+		return
+	}
+	if len(b) > c.opt.DatagramSize {
+		c.stats.OversizedSent++
+	}
+	c.stats.DatagramsOut++
+	c.stats.BytesOut += uint64(len(b))
+	if env.Kind == wire.KindNack || env.Kind == wire.KindRepair {
+		o.ctl = append(o.ctl, b)
+	} else {
+		o.data = append(o.data, b)
+	}
+	o.bufs[o.used-1] = b // keep it if encoding grew it
+}
+
+// room is what an envelope may take of a datagram: all of it, less the
+// seal's overhead with a key.
+func (c *Core) room() int {
+	if c.seal.sealer != nil {
+		return c.opt.DatagramSize - seal.Overhead
+	}
+	return c.opt.DatagramSize
 }
 
 // encodeOne encodes env into buf, and seals it with a key.

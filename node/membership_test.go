@@ -112,8 +112,8 @@ func TestCrashIsExcluded(t *testing.T) {
 	}
 }
 
-// TestFullGroupRefusesJoiners: with small datagrams a view commit lists
-// only so many members; the coordinator refuses the joiners past that,
+// TestFullGroupRefusesJoiners: with a small bound on membership messages
+// (one 250-byte datagram here) a view commit lists only so many members; the coordinator refuses the joiners past that,
 // and the others form one view.
 func TestFullGroupRefusesJoiners(t *testing.T) {
 	w := sim.New(sim.Options{Seed: 9})
@@ -129,7 +129,7 @@ func TestFullGroupRefusesJoiners(t *testing.T) {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
 			// Incarnations as large as real ones (start times in ns).
 			return NewCore(CoreOptions{ID: id, Inc: 1_763_800_000_000_000_000 + inc, Group: "huddle", DatagramSize: 250,
-				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin, Seed: uint64(seed)}, w.Now())
+				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin, Seed: uint64(seed), MessageSize: 250}, w.Now())
 		})
 	}
 	if err := w.RunFor(time.Second); err != nil {

@@ -122,6 +122,7 @@ func (n *Node) counters() Counters {
 		{"injected_drops", cs.InjectedDrops},
 		{"cleartext_dropped", ss.NotSealed}, {"sealed_dropped", cs.SealedDropped}, {"unknown_key", ss.UnknownKey},
 		{"seal_failed", ss.Failed}, {"replays", ss.Replays}, {"seal_mismatch", cs.SealMismatch}, {"starts_forgotten", ss.Forgotten},
+		{"chunks_sent", cs.ChunksSent}, {"chunks_recv", cs.ChunksRecv}, {"chunked_recv", cs.ChunkedRecv}, {"chunks_dropped", cs.ChunksDropped},
 		{"send_errors", n.sendErrors}, {"encode_errors", cs.EncodeErrors},
 		{"sessions_sent", ms.SessionsSent}, {"sessions_recv", ms.SessionsRecv}, {"tail_probes", ms.TailProbes}, {"early_acks", ms.EarlyAcks},
 		{"stale_incarnation", ms.StaleInc}, {"unhandled", ms.Unhandled}, {"peers", ms.Peers},

@@ -57,6 +57,9 @@ import (
 //     another for 1 s; "never" when none does within 10 s). Target ≤ 3 s.
 //     The detail also gives the first view of all 5, and how many views
 //     were installed in between.
+//   - crash32: crash in a group of 32 processes on a LAN of 32 hosts,
+//     each sending 10 messages/s: its flushes and view commits take
+//     several datagrams each (wire.KindChunk). Target ≤ 600 ms.
 //   - nofalse: 5 nodes with the lab's 5 % random loss on every host and
 //     --send-rate 500, for BENCH_NOFALSE_DURATION (default 60s; the issue
 //     asks for 10m): member.suspected and view.installed events after the
@@ -75,6 +78,7 @@ func BenchmarkMembership(b *testing.B) {
 		s.run(spec.name, func(sc *scenario) { benchRemoval(sc, spec) })
 	}
 	s.run("merge", benchMerge)
+	s.run("crash32", benchCrashLarge)
 	s.run("nofalse", func(sc *scenario) { benchNoFalse(sc, noFalse) })
 	s.print("huddle membership benchmark", fmt.Sprintf("%d nodes on a virtual LAN, --profile lan (heartbeat 50ms, "+
 		"suspect_timeout 400ms, join_timeout 500ms), --send-rate %d --send-size 1000 per node; nofalse %v", memMembers, memRate, noFalse),
@@ -83,7 +87,8 @@ func BenchmarkMembership(b *testing.B) {
 				fmt.Sprintf("  crash detection  huddle %s (crash), %s (coordcrash), %s (hang) | JGroups 1.5 s stock, 0.77 s tuned | Corosync 8 s default, 0.66 s tuned\n",
 					s.value("crash"), s.value("coordcrash"), s.value("hang")) +
 				fmt.Sprintf("  join             huddle %s from node.started | JGroups ~110 ms of protocol after 0.45 s JVM start | Corosync ~130 ms\n", s.value("join")) +
-				fmt.Sprintf("  merge            huddle %s after the heal | JGroups MERGE3 10–48 s\n", s.value("merge"))
+				fmt.Sprintf("  merge            huddle %s after the heal | JGroups MERGE3 10–48 s\n", s.value("merge")) +
+				fmt.Sprintf("  crash, %d nodes  huddle %s\n", largeMembers, s.value("crash32"))
 		})
 }
 
@@ -220,7 +225,7 @@ var (
 var sigName = map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGSTOP: "SIGSTOP", syscall.SIGTERM: "SIGTERM"}
 
 func benchRemoval(sc *scenario, s removal) {
-	rs := timings(sc, func(i int, g *group) timing { return removalRun(sc, g, s, i) })
+	rs := timings(sc, func(i int, g *group) timing { return removalRun(sc, g, s, i, hosts(1, memMembers)) })
 	alt := ""
 	if s.sig == syscall.SIGSTOP {
 		alt = "SIGCONT → one stable view of all 5 (last install)"
@@ -229,8 +234,7 @@ func benchRemoval(sc *scenario, s removal) {
 }
 
 // removal runs one iteration of s.
-func removalRun(sc *scenario, g *group, s removal, i int) timing {
-	all := hosts(1, memMembers)
+func removalRun(sc *scenario, g *group, s removal, i int, all []int) timing {
 	r := timing{alt: math.NaN()}
 	cur := g.views(1)
 	view := cur[len(cur)-1]
@@ -320,6 +324,35 @@ func fieldOf(v lab.View, field string) []uint64 {
 		return v.Left
 	}
 	return v.Crashed
+}
+
+// largeMembers is the group size of crash32, and largeRate what each of
+// its members sends.
+const (
+	largeMembers = 32
+	largeRate    = 10
+)
+
+// benchCrashLarge: crash in a group of 32 processes, one per host, whose
+// flushes and view commits take several datagrams each.
+func benchCrashLarge(sc *scenario) {
+	all := hosts(1, largeMembers)
+	rs := repeat(sc.N, func(i int) timing {
+		r := func() timing {
+			g := sc.newGroup(largeMembers, false, "--profile", "lan")
+			defer g.stop(3 * time.Second)
+			g.form(all, func(int) []string { return memberLoad(largeRate) })
+			if g.err != nil {
+				return failed(g.err.Error())
+			}
+			time.Sleep(memSettle)
+			return removalRun(sc, g, crashSpec, i, all)
+		}()
+		r.run = i + 1
+		sc.Logf("run %d: %s ms; %s", r.run, fmtMs(r.ms), r.detail)
+		return r
+	})
+	report(sc, fmt.Sprintf("SIGKILL a member of %d → last survivor's view without it", largeMembers), 600, rs, "")
 }
 
 // benchJoin: a 6th node started into the running group.

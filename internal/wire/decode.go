@@ -136,6 +136,8 @@ func (d *Decoder) body(env *Envelope) error {
 		return d.commit(&env.Commit)
 	case KindRefuse:
 		return d.refuse(&env.Refuse)
+	case KindChunk:
+		return d.chunk(&env.Chunk)
 	}
 	return fmt.Errorf("%w: %v", ErrUnknownKind, env.Kind)
 }
@@ -613,4 +615,29 @@ func grow[T any](s []T, n int) []T {
 		return s[:n]
 	}
 	return make([]T, n)
+}
+
+func (d *Decoder) chunk(m *Chunk) (err error) {
+	if m.Message, err = d.uint(); err != nil {
+		return err
+	}
+	i, err := d.uintMax(MaxChunks - 1)
+	if err != nil {
+		return err
+	}
+	n, err := d.uintMax(MaxChunks)
+	if err != nil {
+		return err
+	}
+	if n < 2 || i >= n {
+		return d.fail("chunk %d of %d", i, n)
+	}
+	m.Index, m.Count = uint32(i), uint32(n)
+	if m.Bytes, err = d.bytes(); err != nil {
+		return err
+	}
+	if len(m.Bytes) == 0 {
+		return d.fail("empty chunk")
+	}
+	return nil
 }

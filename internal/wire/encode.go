@@ -84,6 +84,8 @@ func bodyFields(env *Envelope) (int, error) {
 		return 3, nil
 	case KindFlush, KindView, KindRefuse:
 		return 5, nil
+	case KindChunk:
+		return 4, nil
 	case KindFlushOK:
 		return 10, nil
 	}
@@ -137,6 +139,10 @@ func (e *Encoder) membership(env *Envelope) {
 		e.cuts(f.Has)
 	case KindView:
 		e.commit(&env.Commit)
+	case KindChunk:
+		c := &env.Chunk
+		e.uints(c.Message, uint64(c.Index), uint64(c.Count))
+		e.bytes(c.Bytes)
 	case KindRefuse:
 		r := &env.Refuse
 		e.uints(r.Target, r.TargetInc)

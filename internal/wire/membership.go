@@ -118,6 +118,31 @@ type Refuse struct {
 	Theirs    []byte
 }
 
+// Chunk (KindChunk) is one piece of a membership message too large for
+// one datagram (a large group's flush, flush reply or view commit):
+// [message, index, count, bytes]. The pieces' bytes, in index order, are
+// the whole message's encoding, header included; each piece travels (and
+// is sealed) as a datagram of its own. Message counts the sender's
+// chunked messages in its incarnation. Bytes aliases the datagram after
+// Decode.
+type Chunk struct {
+	Message      uint64
+	Index, Count uint32
+	Bytes        []byte
+}
+
+// MaxChunks is the most pieces one message may take: with 1400-byte
+// datagrams about 43 kB, a view commit of several hundred members.
+const MaxChunks = 32
+
+// ChunkOverhead is the most a piece's datagram adds to its bytes: a
+// header, the three numbers and the bytes' length.
+const ChunkOverhead = MaxHeader + 9 + 1 + 1 + 5
+
+// ChunkedMax is the largest message that fits MaxChunks pieces in
+// datagrams of datagramSize bytes.
+func ChunkedMax(datagramSize int) int { return MaxChunks * max(0, datagramSize-ChunkOverhead) }
+
 // Smallest encodings the decoder accepts, which bound how many elements a
 // list can claim: an array header, then one byte per int or empty byte
 // field; a view cut's own cuts list is at least an empty array.

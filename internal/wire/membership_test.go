@@ -41,6 +41,9 @@ func normalizeMembership(e *Envelope, out *Envelope) {
 	case KindRefuse:
 		r := e.Refuse
 		out.Refuse = Refuse{Target: r.Target, TargetInc: r.TargetInc, Setting: bs(r.Setting), Ours: bs(r.Ours), Theirs: bs(r.Theirs)}
+	case KindChunk:
+		out.Chunk = e.Chunk
+		out.Chunk.Bytes = bs(e.Chunk.Bytes)
 	}
 }
 
@@ -70,9 +73,11 @@ func edgeSamples() []*Envelope {
 	v0, v1 := mk(KindView), mk(KindView)
 	v1.Commit = ViewCommit{Members: []ViewMember{{max, max, MaxSeq - 1}}, Left: []uint64{0, max}, Cuts: []ViewCut{{}}}
 	r0 := mk(KindRefuse)
+	c1 := mk(KindChunk)
+	c1.Chunk = Chunk{Message: max, Index: MaxChunks - 1, Count: MaxChunks, Bytes: make([]byte, 70000)}
 	rp := mk(KindRepair)
 	rp.Repair = Repair{Source: max, SourceInc: max, View: ViewID{max, max}, Data: Data{Seq: MaxSeq - 1}}
-	return []*Envelope{j0, j1, l, f0, f1, ok0, ok1, v0, v1, r0, rp}
+	return []*Envelope{j0, j1, l, f0, f1, ok0, ok1, v0, v1, r0, c1, rp}
 }
 
 func TestMembershipEdges(t *testing.T) {
@@ -301,6 +306,32 @@ func TestListElementSizes(t *testing.T) {
 	b, _ := NewEncoder().Append(nil, e)
 	if n, _ := EncodedSize(e); n != len(b) {
 		t.Errorf("EncodedSize of a long list = %d, encoding is %d", n, len(b))
+	}
+}
+
+// TestChunkBounds: a chunk's datagram adds at most ChunkOverhead to its
+// bytes; a chunk out of place, alone or empty does not decode.
+func TestChunkBounds(t *testing.T) {
+	e := sample(KindChunk)
+	e.From, e.Inc, e.View = math.MaxUint64, math.MaxUint64, ViewID{math.MaxUint64, math.MaxUint64}
+	e.Chunk = Chunk{Message: math.MaxUint64, Index: MaxChunks - 1, Count: MaxChunks, Bytes: make([]byte, 65000)}
+	if n, _ := EncodedSize(e); n > len(e.Chunk.Bytes)+ChunkOverhead {
+		t.Errorf("worst-case chunk of %d bytes takes %d, more than ChunkOverhead %d", len(e.Chunk.Bytes), n, ChunkOverhead)
+	}
+	for name, c := range map[string]Chunk{
+		"index past count": {Index: 3, Count: 3, Bytes: []byte{1}},
+		"one of one":       {Index: 0, Count: 1, Bytes: []byte{1}},
+		"too many":         {Index: 0, Count: MaxChunks + 1, Bytes: []byte{1}},
+		"empty":            {Index: 0, Count: 2},
+	} {
+		e.Chunk = c
+		b, err := NewEncoder().Append(nil, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := NewDecoder().Decode(b, NewEnvelope(1400)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: decode says %v, want ErrMalformed", name, err)
+		}
 	}
 }
 

@@ -163,6 +163,9 @@ func membershipSize(env *Envelope) int {
 	case KindRefuse:
 		r := &env.Refuse
 		return uintsSize(r.Target, r.TargetInc) + nameSize(len(r.Setting)) + binSize(len(r.Ours)) + binSize(len(r.Theirs))
+	case KindChunk:
+		c := &env.Chunk
+		return uintsSize(c.Message, uint64(c.Index), uint64(c.Count)) + binSize(len(c.Bytes))
 	}
 	return 0
 }

@@ -46,14 +46,15 @@ const (
 	KindOrder   Kind = 11 // total order records from the sequencer
 	KindMerge   Kind = 12 // membership: coordinator beacon for merging
 	KindRefuse  Kind = 13 // membership: the coordinator refuses a joiner
-	kindLimit   Kind = 14 // first unassigned number
+	KindChunk   Kind = 14 // a piece of a membership message too large for one datagram
+	kindLimit   Kind = 15 // first unassigned number
 )
 
 var kindNames = [...]string{
 	KindData: "data", KindBatch: "batch", KindNack: "nack", KindRepair: "repair",
 	KindSession: "session", KindJoin: "join", KindLeave: "leave", KindFlush: "flush",
 	KindFlushOK: "flush-ok", KindView: "view", KindOrder: "order", KindMerge: "merge",
-	KindRefuse: "refuse",
+	KindRefuse: "refuse", KindChunk: "chunk",
 }
 
 func (k Kind) String() string {
@@ -213,6 +214,7 @@ type Envelope struct {
 	FlushOK FlushOK    // KindFlushOK
 	Commit  ViewCommit // KindView (Header.View is the sender's current view)
 	Refuse  Refuse     // KindRefuse
+	Chunk   Chunk      // KindChunk
 }
 
 // GroupHash is the 32-bit FNV-1a hash of a group name, carried in every

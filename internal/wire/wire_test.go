@@ -44,7 +44,9 @@ func membershipSamples(mk func(Kind) *Envelope) []*Envelope {
 	v.Commit = ViewCommit{Epoch: 8, Attempt: 2, Members: []ViewMember{{2, 99, 18}, {3, 1, 1 << 40}}, Left: []uint64{4, 1 << 33}, Cuts: cuts}
 	rf := mk(KindRefuse)
 	rf.Refuse = Refuse{Target: 6, TargetInc: 12, Setting: []byte("datagram"), Ours: []byte("1400"), Theirs: []byte("9000")}
-	return []*Envelope{j, l, f, ok, v, rf}
+	ch := mk(KindChunk)
+	ch.Chunk = Chunk{Message: 3, Index: 1, Count: 4, Bytes: []byte("a piece of a view commit")}
+	return []*Envelope{j, l, f, ok, v, rf, ch}
 }
 
 // normalize makes an envelope comparable with reflect.DeepEqual after a
