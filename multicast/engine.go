@@ -23,9 +23,10 @@ type Options struct {
 	// WindowBytes bounds the payload bytes of the unstable own messages
 	// too (0: no bound), shared as Window is: a sender's window must fit
 	// the receivers' socket buffers, or a receiver descheduled for a few
-	// milliseconds drops what the window let through. The node sets half
-	// the receive buffer the kernel granted it, assuming its peers got the
-	// same: the kernel counts a datagram at about twice its payload.
+	// milliseconds drops what the window let through. The node sets three
+	// quarters of the receive buffer the kernel granted it, assuming its
+	// peers got the same (Linux sizes the buffer at twice the request, and
+	// counts a datagram at about twice its payload).
 	WindowBytes int
 	MaxMessage  int // largest message, reassembled, bytes (default DefaultMaxMessage)
 
@@ -102,6 +103,7 @@ type Engine struct {
 	sendq         []uint64               // own seqs to transmit at the next flush
 	batchBuf      []wire.Data            // backing array of the batches packed from sendq
 	sortedStreams []uint64               // the streams' sources in order (streamIDs); nil: to be sorted again
+	earlyAt       time.Time              // when the last early acknowledgement went (ackEarly)
 	view          wire.ViewID            // this node's view, stamped on what it sends
 	members       map[uint64]uint64      // the view's members and their incarnations; nil: every live peer counts for stability
 	absent        map[uint64]*peer       // members lost but not yet excluded: their last reports still count for stability

@@ -547,6 +547,24 @@ func TestEarlyAck(t *testing.T) {
 			if s := e.Stats(); s.EarlyAcks != 1 {
 				t.Fatalf("EarlyAcks = %d, want 1", s.EarlyAcks)
 			}
+			// Another quarter at once waits: early acks are at least a
+			// thirty-second of a heartbeat apart.
+			seq := uint64(tc.after)
+			for range tc.after {
+				seq++
+				d := data(2, 5, seq)
+				d.Data.Payload = make([]byte, tc.size)
+				e.Step(t0, addr2, d)
+			}
+			if out := e.TakeOutput(); len(out) != 0 {
+				t.Fatalf("a second quarter at once: sent %+v, want nothing", out)
+			}
+			d := data(2, 5, seq+1)
+			d.Data.Payload = make([]byte, tc.size)
+			e.Step(t0.Add(hb/32), addr2, d)
+			if out := e.TakeOutput(); len(out) != 1 || out[0].Session.Peers[0].Seq != seq+1 {
+				t.Fatalf("a thirty-second of a heartbeat later: sent %+v, want a session message reporting %d", out, seq+1)
+			}
 		})
 	}
 }

@@ -106,6 +106,10 @@ func (e *Engine) onData(now time.Time, p *peer, d *wire.Data, v wire.ViewID) {
 	}
 }
 
+// earlyAckGap: early acknowledgements are at least a heartbeat divided by
+// this apart.
+const earlyAckGap = 32
+
 // ackEarly sends a session message at once when this node received a
 // quarter of src's send window (in messages or in bytes) since its last
 // one: the source learns
@@ -113,15 +117,18 @@ func (e *Engine) onData(now time.Time, p *peer, d *wire.Data, v wire.ViewID) {
 // stalling on a full window until the next heartbeat (at 100-byte
 // messages the window is a few milliseconds of traffic). A receiver sends
 // one more session message per quarter window, a few hundred a second at
-// full speed.
+// full speed. They come at most one per earlyAckGap heartbeat: with many
+// members sending at once every share is small, and a receiver acking a
+// quarter of each would flood the group with session messages.
 func (e *Engine) ackEarly(now time.Time, src uint64) {
 	st := e.streams[src]
-	if st == nil || !st.lostAt.IsZero() {
+	if st == nil || !st.lostAt.IsZero() || now.Sub(e.earlyAt) < e.opt.Heartbeat/earlyAckGap {
 		return
 	}
 	if st.received()-st.reported >= uint64(max(1, e.limit(wire.FIFO)/4)) ||
 		e.opt.WindowBytes > 0 && st.got-st.gotTold >= uint64(max(1, e.byteLimit(wire.FIFO)/4)) {
 		e.sendSession(now)
+		e.earlyAt = now
 		e.stats.EarlyAcks++
 	}
 }

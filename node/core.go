@@ -63,7 +63,7 @@ func CoreOptionsFrom(c config.Config, inc, seed uint64) CoreOptions {
 	return CoreOptions{
 		ID: c.ID, Inc: inc, Group: c.Group, DatagramSize: c.DatagramSize,
 		Heartbeat: c.Heartbeat.D(), SuspectTimeout: c.SuspectTimeout.D(),
-		Window: c.SendWindow, WindowBytes: c.RecvBuffer / 2, MaxMessage: c.MaxMessageSize,
+		Window: c.SendWindow, WindowBytes: c.RecvBuffer * 3 / 4, MaxMessage: c.MaxMessageSize,
 		C1: c.SRM.C1, C2: c.SRM.C2, D1: c.SRM.D1, D2: c.SRM.D2, MinDelay: c.SRM.MinDelay.D(),
 		JoinTimeout: c.JoinTimeout.D(), Settings: Settings(c), Seed: seed,
 		Election: election.Algorithm(c.Election.Algorithm),
