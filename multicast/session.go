@@ -131,8 +131,25 @@ func (e *Engine) onSession(now time.Time, p *peer, s *wire.Session, view wire.Vi
 			}
 		}
 	}
-	e.updateStability(now)
+	// In a large group the other streams' stable points (which only free
+	// memory) move at most every stabilityGap: with everyone sending,
+	// working them out on every session message (members² reports each)
+	// took most of a node's time. Tick does what waits. The node's own
+	// stable point, its send window, moves at once.
+	if len(e.peers) <= largeGroup || now.Sub(e.stabilityAt) >= e.opt.Heartbeat/stabilityGap {
+		e.updateStability(now)
+	} else {
+		e.refreshOwn()
+		e.stabilityDue = true
+	}
 }
+
+// A group of more peers than largeGroup works out the other streams'
+// stable points at most a heartbeat divided by stabilityGap apart.
+const (
+	largeGroup   = 32
+	stabilityGap = 16
+)
 
 // rttSamples is how many recent round-trip samples the estimate keeps.
 const rttSamples = 8
@@ -218,6 +235,7 @@ func (e *Engine) peersPerSession() int {
 // for a remote stream only peers that report that source count (one that
 // cannot hear the source will never need it from us).
 func (e *Engine) updateStability(now time.Time) {
+	e.stabilityAt, e.stabilityDue = now, false
 	e.refreshOwn()
 	for _, id := range e.streamIDs() { // in order: openGaps draws randomness
 		st := e.streams[id]
