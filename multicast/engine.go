@@ -104,7 +104,7 @@ type Engine struct {
 	batchBuf      []wire.Data            // backing array of the batches packed from sendq
 	sortedStreams []uint64               // the streams' sources in order (streamIDs); nil: to be sorted again
 	earlyAt       time.Time              // when the last early acknowledgement went (ackEarly)
-	stabilityAt   time.Time              // when the streams\' stable points last moved (updateStability)
+	stabilityAt   time.Time              // when the streams' stable points last moved (updateStability)
 	stabilityDue  bool                   // in a large group: a session message came since, and they wait for Tick
 	view          wire.ViewID            // this node's view, stamped on what it sends
 	members       map[uint64]uint64      // the view's members and their incarnations; nil: every live peer counts for stability
@@ -236,7 +236,7 @@ func (e *Engine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
 func (e *Engine) Tick(now time.Time) {
 	e.lastNow = now
 	e.fireTimers(now)
-	if e.stabilityDue && now.Sub(e.stabilityAt) >= e.opt.Heartbeat/stabilityGap {
+	if e.stabilityDue && !now.Before(e.stabilityNext()) {
 		e.updateStability(now)
 	}
 	e.countSenders(now)
@@ -316,7 +316,7 @@ func (e *Engine) NextDeadline() time.Time {
 	if t := e.timers.next(); !t.IsZero() && t.Before(d) {
 		d = t
 	}
-	if t := e.stabilityAt.Add(e.opt.Heartbeat / stabilityGap); e.stabilityDue && t.Before(d) {
+	if t := e.stabilityNext(); e.stabilityDue && t.Before(d) {
 		d = t
 	}
 	for _, p := range e.peers {

@@ -136,7 +136,7 @@ func (e *Engine) onSession(now time.Time, p *peer, s *wire.Session, view wire.Vi
 	// working them out on every session message (members² reports each)
 	// took most of a node's time. Tick does what waits. The node's own
 	// stable point, its send window, moves at once.
-	if len(e.peers) <= largeGroup || now.Sub(e.stabilityAt) >= e.opt.Heartbeat/stabilityGap {
+	if len(e.peers) <= largeGroup || !now.Before(e.stabilityNext()) {
 		e.updateStability(now)
 	} else {
 		e.refreshOwn()
@@ -150,6 +150,10 @@ const (
 	largeGroup   = 32
 	stabilityGap = 16
 )
+
+// stabilityNext is when the other streams' stable points may move again
+// in a large group.
+func (e *Engine) stabilityNext() time.Time { return e.stabilityAt.Add(e.opt.Heartbeat / stabilityGap) }
 
 // rttSamples is how many recent round-trip samples the estimate keeps.
 const rttSamples = 8

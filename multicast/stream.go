@@ -112,10 +112,9 @@ const earlyAckGap = 32
 
 // ackEarly sends a session message at once when this node received a
 // quarter of src's send window (in messages or in bytes) since its last
-// one: the source learns
-// stability and reopens its window within a round trip, instead of
-// stalling on a full window until the next heartbeat (at 100-byte
-// messages the window is a few milliseconds of traffic). A receiver sends
+// one: the source learns stability and reopens its window within a round
+// trip, instead of stalling on a full window until the next heartbeat (at
+// 100-byte messages the window is a few milliseconds of traffic). A receiver sends
 // one more session message per quarter window, a few hundred a second at
 // full speed. They come at most one per earlyAckGap heartbeat: with many
 // members sending at once every share is small, and a receiver acking a

@@ -127,7 +127,7 @@ func newCore(o Options, seed uint64) *Core {
 	// The window fits the receive buffer the kernel granted, when it
 	// granted less than the configuration asked for.
 	if t, ok := o.Transport.(interface{ ReceiveBuffer() int }); ok && t.ReceiveBuffer() > 0 {
-		co.WindowBytes = min(co.WindowBytes, t.ReceiveBuffer()*3/4)
+		co.WindowBytes = min(co.WindowBytes, windowBytes(t.ReceiveBuffer()))
 	}
 	return NewCore(co, time.Now())
 }

@@ -120,10 +120,11 @@ func noFalseDuration(b *testing.B) time.Duration {
 	return d
 }
 
-// memberGroup forms a group of the nodes on hs, each sending rate
-// messages/s, with the LAN profile; g.err says why it did not form.
-func memberGroup(sc *scenario, hs []int, rate int) *group {
-	g := sc.newGroup(memHosts, false, "--profile", "lan")
+// memberGroup forms a group of the nodes on hs of a LAN of lanHosts
+// hosts, each sending rate messages/s, with the LAN profile; g.err says
+// why it did not form.
+func memberGroup(sc *scenario, lanHosts int, hs []int, rate int) *group {
+	g := sc.newGroup(lanHosts, false, "--profile", "lan")
 	g.form(hs, func(int) []string { return memberLoad(rate) })
 	return g
 }
@@ -152,9 +153,15 @@ func failed(detail string) timing {
 // timings runs f b.N times, each time in a fresh group of the 5 members
 // that has run for memSettle, and returns the results in the order run.
 func timings(sc *scenario, f func(i int, g *group) timing) []timing {
+	return timingsOf(sc, memHosts, hosts(1, memMembers), memRate, f)
+}
+
+// timingsOf is timings with a group of the nodes on hs of a LAN of
+// lanHosts hosts, each sending rate messages/s.
+func timingsOf(sc *scenario, lanHosts int, hs []int, rate int, f func(i int, g *group) timing) []timing {
 	return repeat(sc.N, func(i int) timing {
 		r := func() timing {
-			g := memberGroup(sc, hosts(1, memMembers), memRate)
+			g := memberGroup(sc, lanHosts, hs, rate)
 			defer g.stop(3 * time.Second)
 			if g.err != nil {
 				return failed(g.err.Error())
@@ -337,21 +344,7 @@ const (
 // flushes and view commits take several datagrams each.
 func benchCrashLarge(sc *scenario) {
 	all := hosts(1, largeMembers)
-	rs := repeat(sc.N, func(i int) timing {
-		r := func() timing {
-			g := sc.newGroup(largeMembers, false, "--profile", "lan")
-			defer g.stop(3 * time.Second)
-			g.form(all, func(int) []string { return memberLoad(largeRate) })
-			if g.err != nil {
-				return failed(g.err.Error())
-			}
-			time.Sleep(memSettle)
-			return removalRun(sc, g, crashSpec, i, all)
-		}()
-		r.run = i + 1
-		sc.Logf("run %d: %s ms; %s", r.run, fmtMs(r.ms), r.detail)
-		return r
-	})
+	rs := timingsOf(sc, largeMembers, all, largeRate, func(i int, g *group) timing { return removalRun(sc, g, crashSpec, i, all) })
 	report(sc, fmt.Sprintf("SIGKILL a member of %d → last survivor's view without it", largeMembers), 600, rs, "")
 }
 
@@ -511,7 +504,7 @@ func benchNoFalse(sc *scenario, duration time.Duration) {
 	sc.Logf("nofalse: %d nodes, %.0f %% loss on every host (%s), --send-rate %d, for %v ($%s; the issue asks for 10m)",
 		memMembers, 100*memLoss, l.LossMethod(), memNoFalseMPS, duration, noFalseEnv)
 	what := fmt.Sprintf("%.0f %% loss, %d msg/s each, %v: member.suspected", 100*memLoss, memNoFalseMPS, duration)
-	g := memberGroup(sc, all, memNoFalseMPS)
+	g := memberGroup(sc, memHosts, all, memNoFalseMPS)
 	defer g.stop(3 * time.Second)
 	if g.err != nil {
 		sc.add(what, "no group", "0", "FAIL", g.err.Error())
