@@ -664,3 +664,81 @@ func (e *Engine) TakeDeliveries() []Delivery {
 	h.Deliveries = nil
 	return ds
 }
+
+// TestSlotsArePermutations: for each message, the members take the
+// request slots in an order they all compute alike, a permutation of
+// 0..n-1, and over many messages each member is first about as often as
+// any other.
+func TestSlotsArePermutations(t *testing.T) {
+	const src, members = 1, 8
+	var es []*Engine
+	for id := uint64(2); id <= members+1; id++ {
+		e := newEngine(id)
+		for p := uint64(1); p <= members+1; p++ {
+			if p != id {
+				e.Step(t0, addr2, session(p, 5, t0))
+			}
+		}
+		es = append(es, e)
+	}
+	lo, hi := time.Millisecond, 9*time.Millisecond
+	width := (hi - lo) / members
+	first := map[uint64]int{}
+	const messages = 4000
+	for s := uint64(1); s <= messages; s++ {
+		taken := map[time.Duration]uint64{}
+		st := &stream{src: src}
+		for _, e := range es {
+			a, b := e.slot(st, s, lo, hi)
+			if b-a != width/8 || (a-lo)%width != 0 {
+				t.Fatalf("message %d: node %d's timer in [%v, %v], want the first eighth of a slot of %v from %v", s, e.opt.Self, a, b, width, lo)
+			}
+			if other, ok := taken[a]; ok {
+				t.Fatalf("message %d: nodes %d and %d took the same slot at %v", s, other, e.opt.Self, a)
+			}
+			taken[a] = e.opt.Self
+			if a == lo {
+				first[e.opt.Self]++
+			}
+		}
+	}
+	for id := uint64(2); id <= members+1; id++ {
+		if n := first[id]; n < messages/members*3/4 || n > messages/members*5/4 {
+			t.Fatalf("node %d was first for %d of %d messages, want about %d: %v", id, n, messages, messages/members, first)
+		}
+	}
+}
+
+// TestRequestHeardAheadSuppresses: a NACK that overtakes the data (it
+// asks for a message this node does not yet know is missing) is kept, and
+// when the gap opens, this node's request waits as if suppressed by it.
+func TestRequestHeardAheadSuppresses(t *testing.T) {
+	e := newEngine(1)
+	e.Step(t0, addr2, data(2, 5, 1))
+	e.Step(t0, addr2, session(3, 7, t0)) // another receiver
+	nack := &wire.Envelope{Header: wire.Header{Group: 7, From: 3, Inc: 7, Kind: wire.KindNack}}
+	nack.Nack = wire.Nack{Source: 2, SourceInc: 5, Ranges: []wire.SeqRange{{First: 2, Last: 2}}}
+	e.Step(t0.Add(100*time.Microsecond), addr2, nack)
+	if e.stats.NacksAhead != 1 {
+		t.Fatalf("nacks_ahead %d, want 1", e.stats.NacksAhead)
+	}
+	e.Step(t0.Add(200*time.Microsecond), addr2, data(2, 5, 3)) // reveals the gap at 2
+	g := e.streams[2].gaps[2]
+	if g == nil || g.backoff != 1 || e.stats.NacksSuppressed != 1 {
+		t.Fatalf("gap %+v, nacks_suppressed %d: want the gap open and backed off once", g, e.stats.NacksSuppressed)
+	}
+	if len(e.streams[2].ahead) != 0 {
+		t.Fatalf("%d requests still kept after the gap opened", len(e.streams[2].ahead))
+	}
+	// Requests for what could not be buffered are not kept, nor more than
+	// maxAhead of them.
+	for s := uint64(10); s < 10+2*maxAhead; s++ {
+		nack.Nack.Ranges = []wire.SeqRange{{First: s, Last: s}}
+		e.Step(t0.Add(time.Millisecond), addr2, nack)
+	}
+	nack.Nack.Ranges = []wire.SeqRange{{First: wire.MaxSeq - 1, Last: wire.MaxSeq - 1}}
+	e.Step(t0.Add(time.Millisecond), addr2, nack)
+	if n := len(e.streams[2].ahead); n != maxAhead {
+		t.Fatalf("%d requests kept, want the bound %d", n, maxAhead)
+	}
+}

@@ -16,6 +16,7 @@ type Stats struct {
 	NacksSuppressed   uint64 // our requests postponed because another member asked first
 	NacksRecv         uint64 // NACK datagrams received
 	NacksUnanswerable uint64 // requests for messages that are already stable and gone
+	NacksAhead        uint64 // requests heard for messages not yet known missing (they overtook the data): ours then waits as if suppressed
 	RepairsSent       uint64
 	RepairsSuppressed uint64 // our repairs cancelled because another member repaired first
 	RepairsRecv       uint64

@@ -19,9 +19,10 @@ type stream struct {
 	stable   uint64 // every seq ≤ stable is held by all live members
 	ring     ring   // messages held, from stable+1 on
 	gaps     map[uint64]*gap
-	answer   time.Duration // smoothed time from our request to its repair
-	c2       float64       // this source's request-timer spread C2, adapted (SRM §VI-A)
-	dups     float64       // smoothed duplicate requests per loss of this source
+	ahead    map[uint64]time.Time // requests heard for messages not yet known missing, and when (nil when none)
+	answer   time.Duration        // smoothed time from our request to its repair
+	c2       float64              // this source's request-timer spread C2, adapted (SRM §VI-A)
+	dups     float64              // smoothed duplicate requests per loss of this source
 	repairs  map[uint64]*repairState
 	frag     []byte    // payload of a fragmented message being reassembled
 	fragSeq  uint64    // seq of its first fragment
@@ -41,7 +42,7 @@ type gap struct {
 	due        time.Time // when the armed request timer fires
 	ignoreTill time.Time // SRM: requests heard before this do not back off again
 	askedAt    time.Time // when this node last requested it; zero = never
-	requests   int       // requests for it this node sent or heard
+	requests   int       // requests of its first round (attempt 0) this node sent or heard
 	backoff    uint      // SRM exponential back-off: the request interval is multiplied by 2^backoff
 	gen        uint32    // generation of the armed request timer
 }
@@ -149,6 +150,9 @@ func (e *Engine) receive(now time.Time, st *stream, d *wire.Data, v wire.ViewID,
 		return
 	}
 	st.ring.put(owned(d), v)
+	if st.ahead != nil {
+		delete(st.ahead, s) // it arrived: the request heard for it was someone else's loss
+	}
 	st.got += uint64(len(d.Payload))
 	if g := st.gaps[s]; g != nil {
 		e.stats.GapsRecovered++
@@ -207,9 +211,48 @@ func (e *Engine) openGaps(now time.Time, st *stream) {
 		g := &gap{detected: now}
 		st.gaps[s] = g
 		e.stats.GapsDetected++
+		if at, ok := st.ahead[s]; ok && now.Sub(at) < e.opt.Heartbeat {
+			// Another member asked for it before this node knew it
+			// was missing: that request is already answered or on its
+			// way, so this one waits as if suppressed by it.
+			g.requests, g.backoff = 1, 1
+			e.stats.NacksSuppressed++
+		}
 		e.armRequest(now, st, s, g)
 	}
 	st.opened = max(st.opened, s-1)
+	if st.ahead != nil {
+		for a := range st.ahead {
+			if a <= st.opened {
+				delete(st.ahead, a)
+			}
+		}
+	}
+}
+
+// maxAhead bounds the requests a stream remembers for messages it does
+// not yet know are missing.
+const maxAhead = 256
+
+// heardAhead remembers a request heard for message s of st, which this
+// node neither holds nor knows to be missing: the request overtook the
+// data (requests travel on their own port and are read first, so on a
+// busy host they overtake data still queued in the socket). When the gap
+// opens, its own request then waits as if that request suppressed it
+// (openGaps), where it would otherwise be one more duplicate. Only what
+// the ring could buffer is remembered, at most maxAhead; the entries go
+// when the gap opens or the message arrives.
+func (e *Engine) heardAhead(now time.Time, st *stream, s uint64) {
+	if s <= st.opened || s > st.ring.reach() || !st.lostAt.IsZero() {
+		return
+	}
+	if st.ahead == nil {
+		st.ahead = map[uint64]time.Time{}
+	}
+	if _, ok := st.ahead[s]; ok || len(st.ahead) < maxAhead {
+		st.ahead[s] = now
+		e.stats.NacksAhead++
+	}
 }
 
 // deliver hands the messages that are now in order to the layer above,
