@@ -73,6 +73,8 @@ func helperMain(args []string) error {
 		return sink(args[1], args[2], rcvbuf, idle, total)
 	case "token": // token LISTEN NEXT RUN IDLE TOTAL INJECT
 		return tokenMain(args)
+	case "ping": // ping LISTEN PEER SIZE RATE COUNT PINGER
+		return pingMain(args)
 	}
 	return fmt.Errorf("unknown mode %q", args[0])
 }

@@ -61,7 +61,18 @@ import (
 //     p99 ≤ 2 ms; safe p50 ≤ 2 ms). The traces are checked with logcheck
 //     (CheckMembership, CheckLiveness, CheckOrder, senders delivering their
 //     own messages), and every member must log the delivery of every
-//     message, in the run's view and the order it was sent as.
+//     message, in the run's view and the order it was sent as. lattotal
+//     also reports the same messages at the member that is neither the
+//     sender nor the sequencer.
+//   - rawrtt: the raw floor of the latency scenarios: a UDP datagram of
+//     1000 bytes from h1 to h3 (the sequencer's host) and straight back,
+//     1000 a second for 3 s, round trip p50 and p99. Total order's
+//     self-delivery is a round trip too.
+//   - latfifo: the floor of the latency scenarios, as lattotal with
+//     --send-order fifo: a FIFO sender delivers its own copy at once, so
+//     the figure is the time from h1's send to the delivery at that other
+//     member, one hop. Total order's self-delivery takes two (h1 → the
+//     sequencer → h1), and so does its delivery at the other member.
 //   - loss1, loss5: one3 with the lab's 1 % / 5 % random loss on every
 //     host's input (iptables or nft statistic drop); msg/s at the slowest
 //     receiver / one3's (target ≥ 50 %).
@@ -92,8 +103,10 @@ func BenchmarkOrder(b *testing.B) {
 	s.run("all3", func(sc *scenario) { s.benchAll(sc, 3) })
 	s.run("all5", func(sc *scenario) { s.benchAll(sc, 5) })
 	s.run("all5paced", benchAllPaced)
-	s.run("lattotal", func(sc *scenario) { benchLatency(sc, "total") })
-	s.run("latsafe", func(sc *scenario) { benchLatency(sc, "safe") })
+	s.run("rawrtt", s.benchRawRTT)
+	s.run("latfifo", benchFIFOLatency)
+	s.run("lattotal", func(sc *scenario) { benchLatency(sc, "total", time.Duration(s.baseline["rawrtt"])) })
+	s.run("latsafe", func(sc *scenario) { benchLatency(sc, "safe", 0) })
 	s.run("loss1", func(sc *scenario) { s.benchOrderLoss(sc, 0.01) })
 	s.run("loss5", func(sc *scenario) { s.benchOrderLoss(sc, 0.05) })
 	method, veth := "", "?"
@@ -218,10 +231,16 @@ type latRun struct {
 	p50, p99, max time.Duration
 	n, missing    int
 	final         int // own messages delivered at a view's end, not by a record
+	// The same messages from h1's send to their delivery at the member
+	// that is neither the sender nor the sequencer: one hop for FIFO, the
+	// data's hop beside the sequencer's two for total order.
+	otherP50, otherP99 time.Duration
+	other              int // that member's host
 }
 
-// benchLatency: one non-sequencer sender at 1000 msg/s, send → own deliver.
-func benchLatency(sc *scenario, order string) {
+// benchLatency: one non-sequencer sender at 1000 msg/s, send → own
+// deliver; rtt is rawrtt's p50 when it ran.
+func benchLatency(sc *scenario, order string, rtt time.Duration) {
 	spec := latencySpec(order)
 	r, runs := median(sc.N, func() *latRun { return runLatency(sc, spec) }, func(r *latRun) float64 { return float64(r.p50) })
 	o := r.o
@@ -230,6 +249,12 @@ func benchLatency(sc *scenario, order string) {
 	if order == "total" {
 		sc.add("total order at 1000 msg/s: send → own deliver, p50", fmtDur(r.p50), "≤ 0.25 ms", verdict(r.n > 0 && r.p50 <= 250*time.Microsecond), detail)
 		sc.add("  p99", fmtDur(r.p99), "≤ 2 ms", verdict(r.n > 0 && r.p99 <= 2*time.Millisecond), "")
+		sc.add("  at the other member (h1 → sequencer → it), p50 / p99", fmtDur(r.otherP50)+" / "+fmtDur(r.otherP99), "-", "info",
+			fmt.Sprintf("h%d; set beside latfifo's one hop: a sequencer that adds exactly one hop doubles it", r.other))
+		if rtt > 0 {
+			sc.add("  p50 / raw UDP round trip p50 (rawrtt)", fmt.Sprintf("%.2f", float64(r.p50)/float64(rtt)), "-", "info",
+				fmt.Sprintf("raw %s; self-delivery of a total-order message is a round trip through the sequencer", fmtDur(rtt)))
+		}
 	} else {
 		sc.add("safe order at 1000 msg/s: send → own deliver, p50", fmtDur(r.p50), "≤ 2 ms", verdict(r.n > 0 && r.p50 <= 2*time.Millisecond), detail)
 		sc.add("  p99", fmtDur(r.p99), "-", "info", "")
@@ -253,11 +278,33 @@ func runLatency(sc *scenario, spec orderSpec) *latRun {
 	o := runOrder(sc, spec)
 	lr := &latRun{o: o}
 	if s := o.member(1); s != nil && s.life != nil {
-		ls, missing, final := latencies(s.life)
+		ls, missing, final := latencies(s.life, s.life)
 		lr.n, lr.missing, lr.final = len(ls), missing, final
 		lr.p50, lr.p99, lr.max = quantile(ls, 0.5), quantile(ls, 0.99), quantile(ls, 1)
+		for _, m := range o.nodes {
+			if m.Host != 1 && m.Host != o.coord && m.life != nil {
+				ol, _, _ := latencies(s.life, m.life)
+				lr.otherP50, lr.otherP99, lr.other = quantile(ol, 0.5), quantile(ol, 0.99), m.Host
+				break
+			}
+		}
 	}
 	return lr
+}
+
+// benchFIFOLatency: the floor of the latency scenarios. h1 sends FIFO at
+// 1000 msg/s; its own copy is delivered at once, so the figure is the
+// time from its send to the delivery at another member (not the
+// sequencer): one hop.
+func benchFIFOLatency(sc *scenario) {
+	r, runs := median(sc.N, func() *latRun { return runLatency(sc, latencySpec("fifo")) }, func(r *latRun) float64 { return float64(r.otherP50) })
+	sc.add("FIFO at 1000 msg/s: h1's send → delivery at another member, p50", fmtDur(r.otherP50), "-", "info",
+		fmt.Sprintf("median of %d (by p50); one hop, the floor of lattotal; h1 → h%d; p99 %s; view %s; CPU %s", runs, r.other, fmtDur(r.otherP99), r.o.view, cpuLine(r.o)))
+	sc.add("  p99", fmtDur(r.otherP99), "-", "info", "")
+	ok, how := r.o.traceCheck()
+	sc.add("trace checks: logcheck, all delivered", okWord(ok), "ok", verdict(ok), how)
+	sc.metric(float64(r.otherP50.Microseconds()), "p50-µs")
+	sc.metric(float64(r.otherP99.Microseconds()), "p99-µs")
 }
 
 // benchOrderLoss: one3 with random loss on every host.
@@ -716,17 +763,18 @@ func (o *orderRun) oddities() []string {
 
 // --- traces: latency and the total order ---
 
-// latencies are the times from each send of a life to its own delivery
-// of the same seq, in send order, the sends never delivered, and the
-// own deliveries at a view's end (final) rather than by an order record.
-func latencies(l *logcheck.Life) (ls []time.Duration, missing, final int) {
+// latencies are the times from each send of life l to the delivery of
+// the same seq at life r (l itself for its own deliveries), in send order,
+// the sends never delivered there, and the deliveries at a view's end
+// (final) rather than by an order record.
+func latencies(l, r *logcheck.Life) (ls []time.Duration, missing, final int) {
 	type del struct {
 		at    time.Time
 		final bool
 	}
 	at := map[uint64]del{}
-	for _, d := range l.Delivers {
-		if d.From == l.Node {
+	for _, d := range r.Delivers {
+		if d.From == l.Node && (l.Inc == 0 || d.FromInc == 0 || d.FromInc == l.Inc) {
 			at[d.Seq] = del{d.Time, d.Final}
 		}
 	}
@@ -855,7 +903,7 @@ func TestOrderFigures(t *testing.T) {
 	if err := r.Read("h1.json", strings.NewReader(log)); err != nil || len(r.Lives) != 1 {
 		t.Fatalf("Read: %v, %d lives", err, len(r.Lives))
 	}
-	ls, missing, final := latencies(r.Lives[0])
+	ls, missing, final := latencies(r.Lives[0], r.Lives[0])
 	if want := []time.Duration{200 * time.Microsecond, 2 * time.Millisecond}; !slices.Equal(ls, want) || missing != 1 || final != 1 {
 		t.Errorf("latencies %v missing %d final %d, want %v 1 1", ls, missing, final, want)
 	}

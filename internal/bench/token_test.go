@@ -39,16 +39,10 @@ const tokenLost = 100 * time.Millisecond
 
 // tokenMain: token LISTEN NEXT RUN IDLE TOTAL INJECT
 func tokenMain(args []string) error {
-	if len(args) != 7 {
-		return errors.New("usage: token listen next run idle total inject")
-	}
-	listen, err1 := netip.ParseAddrPort(args[1])
-	next, err2 := netip.ParseAddrPort(args[2])
-	run, err3 := time.ParseDuration(args[3])
-	idle, err4 := time.ParseDuration(args[4])
-	total, err5 := time.ParseDuration(args[5])
-	inject, err6 := strconv.ParseBool(args[6])
-	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
+	var listen, next netip.AddrPort
+	var run, idle, total time.Duration
+	var inject bool
+	if err := helperArgs(args, "token listen next run idle total inject", &listen, &next, &run, &idle, &total, &inject); err != nil {
 		return err
 	}
 	// One P, as huddle runs.
@@ -58,6 +52,33 @@ func tokenMain(args []string) error {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// helperArgs parses a helper's arguments after its mode into vs, one each
+// (*netip.AddrPort, *time.Duration, *int or *bool); usage names them.
+func helperArgs(args []string, usage string, vs ...any) error {
+	if len(args) != len(vs)+1 {
+		return errors.New("usage: " + usage)
+	}
+	var errs []error
+	for i, v := range vs {
+		a := args[i+1]
+		var err error
+		switch v := v.(type) {
+		case *netip.AddrPort:
+			*v, err = netip.ParseAddrPort(a)
+		case *time.Duration:
+			*v, err = time.ParseDuration(a)
+		case *int:
+			*v, err = strconv.Atoi(a)
+		case *bool:
+			*v, err = strconv.ParseBool(a)
+		default:
+			err = fmt.Errorf("helperArgs: %T", v)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // tokenRing is one node of the ring: it forwards every token it receives
