@@ -43,6 +43,8 @@ import (
 //     slowest receiver / ceiling (target ≥ 60 %).
 //   - fifo3: one3 with --send-order fifo, for information: what the
 //     layers below the total order deliver in the same set-up.
+//   - fifo4: the same with 3 receivers (4 members), against raw4, the
+//     ceiling to 3 receivers (target ≥ 80 %).
 //   - all3, all5: every member sends N/members total-order messages. So
 //     that each sends only in the view of exactly the members (the founder
 //     of a group otherwise sends alone for a moment), a temporary node on
@@ -98,6 +100,7 @@ func BenchmarkOrder(b *testing.B) {
 	s.run("one3", func(sc *scenario) { s.benchOne(sc, 3) })
 	s.run("one5", func(sc *scenario) { s.benchOne(sc, 5) })
 	s.run("fifo3", s.benchFIFO)
+	s.run("fifo4", s.benchFIFO4)
 	s.run("small3", s.benchSmall)
 	s.run("big3", s.benchBig)
 	s.run("all3", func(sc *scenario) { s.benchAll(sc, 3) })
@@ -180,6 +183,15 @@ func (s *suite) benchFIFO(sc *scenario) {
 	spec := oneSpec(3, countFor(0.6*ceiling, orderFor))
 	spec.order, spec.notSequencer = "fifo", false
 	orderThroughput(sc, spec, "as one3 with --send-order fifo: slowest receiver / ceiling", ceiling, 0, "%ceiling", "")
+}
+
+// benchFIFO4: one FIFO sender and 3 receivers (4 members), against raw4,
+// the raw ceiling to 3 receivers. Target ≥ 80 %.
+func (s *suite) benchFIFO4(sc *scenario) {
+	ceiling := s.ensureCeiling(sc, "raw4", sc.lan(orderHosts), 4)
+	spec := oneSpec(4, countFor(0.6*ceiling, orderFor))
+	spec.order, spec.notSequencer = "fifo", false
+	orderThroughput(sc, spec, "1 FIFO sender, 3 receivers: slowest receiver / raw4", ceiling, 0.80, "%ceiling", "")
 }
 
 // smallSize is the message size of small3.
