@@ -455,6 +455,13 @@ func TestEveryCounterIsDocumented(t *testing.T) {
 	if !slices.Contains(names, "injected_drops") || len(names) < 50 {
 		t.Fatalf("a node's status lists %d counters: %v", len(names), names)
 	}
+	seen := map[string]bool{}
+	for _, name := range names {
+		if seen[name] {
+			t.Errorf("counter %s is listed twice (node.stats and the status JSON would carry it twice)", name)
+		}
+		seen[name] = true
+	}
 	doc := section(t, page, read(t, page), "The counters of node.stats")
 	for _, name := range names {
 		if !strings.Contains(doc, "`"+name+"`") {

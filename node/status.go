@@ -133,7 +133,7 @@ func (n *Node) counters() Counters {
 		{"msgs_delivered", ms.MsgsDelivered}, {"bytes_delivered", ms.BytesDelivered}, {"protocol_msgs", cs.ProtocolMsgs}, {"app_delivered", cs.AppDelivered}, {"for_others", gs.ForOthers},
 		{"duplicates", ms.Duplicates}, {"gaps_detected", ms.GapsDetected}, {"gaps_recovered", ms.GapsRecovered},
 		{"nacks_sent", ms.NacksSent}, {"nacked_seqs", ms.NackedSeqs}, {"nacks_suppressed", ms.NacksSuppressed},
-		{"nacks_recv", ms.NacksRecv}, {"nacks_unanswerable", ms.NacksUnanswerable}, {"nacks_ahead", ms.NacksAhead}, {"nacks_ahead", ms.NacksAhead},
+		{"nacks_recv", ms.NacksRecv}, {"nacks_unanswerable", ms.NacksUnanswerable}, {"nacks_ahead", ms.NacksAhead},
 		{"repairs_sent", ms.RepairsSent}, {"repairs_suppressed", ms.RepairsSuppressed}, {"repairs_recv", ms.RepairsRecv},
 		{"skipped", ms.Skipped}, {"overrun", ms.Overrun}, {"bad_fragments", ms.BadFragments}, {"too_large", ms.TooLarge},
 		{"buffered", ms.Buffered}, {"buffer_bytes", ms.BufferBytes}, {"unstable", ms.Unstable},
