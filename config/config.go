@@ -166,6 +166,21 @@ type Config struct {
 
 	// Drop injects receive-side loss for experiments.
 	Drop Drop `toml:"drop"`
+
+	// Metrics configures the Prometheus endpoint.
+	Metrics Metrics `toml:"metrics"`
+}
+
+// Metrics configures the node's HTTP endpoint for Prometheus.
+type Metrics struct {
+	// Addr is the HOST:PORT the node serves /metrics on (Prometheus text
+	// and OpenMetrics). Default empty: no endpoint. A port of 0 picks a
+	// free one, which node.started logs.
+	Addr string `toml:"addr"`
+	// Pprof adds Go's /debug/pprof handlers to the endpoint. Default
+	// false: profiles show the node's internals to whoever reaches the
+	// port.
+	Pprof bool `toml:"pprof"`
 }
 
 // SRM holds the timer constants of Scalable Reliable Multicast (Floyd et

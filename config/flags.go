@@ -77,6 +77,8 @@ var usage = map[string]string{
 	"drop.from":          "experiment: drop only datagrams from these node `IDs` (e.g. 3,4); empty is every sender",
 	"drop.seed":          "experiment: `seed` of the drop's random choices; 0 derives one from the node's incarnation",
 	"drop.burst":         "experiment: drop in bursts of this mean `length` in datagrams, 1 to 1000, at the same long-run rate; 0 or 1 drops independently",
+	"metrics.addr":       "serve Prometheus metrics on `host:port` (/metrics); empty is off",
+	"metrics.pprof":      "also serve Go's /debug/pprof on the metrics endpoint",
 }
 
 // AddFlags registers one flag per Config field on fs, named after its TOML

@@ -469,6 +469,7 @@ func everything() Config {
 		Mutex:           Mutex{Quorum: 5, Think: "3s-5s", Hold: ms(4000)},
 		Security:        Security{Key: "0123456789abcdef-'\"x"},
 		Drop:            Drop{Rate: 0.25, From: IDList{3, 4}, Seed: 9, Burst: 2.5},
+		Metrics:         Metrics{Addr: "127.0.0.1:9468", Pprof: true},
 	}
 }
 

@@ -73,7 +73,28 @@ func (c *Config) problems() []error {
 		inRange("drop.rate", c.Drop.Rate, 0, 1),
 		checkIDs("drop.from", c.Drop.From),
 		checkBurst("drop.burst", c.Drop.Burst, c.Drop.Rate),
+		checkMetrics(c.Metrics),
 	}
+}
+
+// checkMetrics: the endpoint's address is host:port with a port from 0
+// (any free one) to 65535, and pprof needs the endpoint.
+func checkMetrics(m Metrics) error {
+	const allowed = "host:port, e.g. 127.0.0.1:9468 or :9468; empty is off"
+	if m.Addr == "" {
+		if m.Pprof {
+			return problem("metrics.pprof", "", "true needs metrics.addr (pprof is served on the metrics endpoint)")
+		}
+		return nil
+	}
+	_, port, err := net.SplitHostPort(m.Addr)
+	if err != nil {
+		return problem("metrics.addr", "", "%q is not host:port (%s)", m.Addr, allowed)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return problem("metrics.addr", "", "port %q is out of range (0 to 65535; %s)", port, allowed)
+	}
+	return nil
 }
 
 // GroupAddr returns Addr parsed; it is valid once Validate has passed.

@@ -12,6 +12,7 @@ type Histogram struct {
 	counts [histBuckets]uint64
 	total  uint64
 	max    time.Duration
+	sum    time.Duration
 }
 
 const (
@@ -51,6 +52,30 @@ func (h *Histogram) Add(d time.Duration) {
 	h.counts[min(histIndex(d), histBuckets-1)]++
 	h.total++
 	h.max = max(h.max, d)
+	h.sum += d
+}
+
+// Sum is the total of the durations added.
+func (h *Histogram) Sum() time.Duration { return h.sum }
+
+// Cumulative returns, for each of bounds (ascending), how many durations
+// fell in buckets that lie wholly at or below it: Prometheus' cumulative
+// buckets, low by at most the durations of one bucket (6.25 % wide) below
+// each bound.
+func (h *Histogram) Cumulative(bounds []time.Duration) []uint64 {
+	out := make([]uint64, len(bounds))
+	for i, c := range h.counts {
+		if c == 0 {
+			continue
+		}
+		up := histUpper(i)
+		for j, b := range bounds {
+			if up <= b {
+				out[j] += c
+			}
+		}
+	}
+	return out
 }
 
 // Count is the number of durations added.
@@ -84,4 +109,5 @@ func (h *Histogram) Merge(o *Histogram) {
 	}
 	h.total += o.total
 	h.max = max(h.max, o.max)
+	h.sum += o.sum
 }

@@ -54,3 +54,41 @@ func TestHistogramQuantiles(t *testing.T) {
 		t.Error("empty histogram has a quantile")
 	}
 }
+
+// TestHistogramCumulative: the cumulative counts at each bound are those
+// of the durations at most the bound, low by no more than the durations
+// within a bucket's width below it, and the sum is exact.
+func TestHistogramCumulative(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 2))
+	var h Histogram
+	var all []time.Duration
+	var sum time.Duration
+	for range 20000 {
+		d := time.Duration(r.ExpFloat64() * float64(3*time.Millisecond))
+		h.Add(d)
+		all = append(all, d)
+		sum += d
+	}
+	bounds := []time.Duration{100 * time.Microsecond, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, time.Second}
+	got := h.Cumulative(bounds)
+	for j, b := range bounds {
+		var exact, near uint64
+		for _, d := range all {
+			if d <= b {
+				exact++
+				if d > b-b/16-time.Microsecond {
+					near++
+				}
+			}
+		}
+		if got[j] > exact || got[j]+near < exact {
+			t.Errorf("at or below %v: %d counted, want %d less at most the %d within a bucket below it", b, got[j], exact, near)
+		}
+	}
+	if got[len(got)-1] != uint64(len(all)) {
+		t.Errorf("at or below 1s: %d of %d", got[len(got)-1], len(all))
+	}
+	if h.Sum() != sum {
+		t.Errorf("sum %v, want %v", h.Sum(), sum)
+	}
+}

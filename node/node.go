@@ -106,6 +106,7 @@ type Node struct {
 	refused     error         // the group refused this node
 	lockWaiter  chan struct{} // a Lock call waiting for the lock
 	lockLost    bool          // the lock was taken away since the last request
+	hist        Histograms    // Recovery aside, which the multicast layer keeps
 }
 
 // New returns a node ready to Run.

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"fmt"
 	"hash/crc32"
 	"net/netip"
@@ -47,6 +48,9 @@ func (n *Node) logMembership(ev *membership.Event) {
 			Uints64(logs.LeftKey, orEmpty(ev.Left)).Uints64(logs.CrashedKey, orEmpty(ev.Crashed)).
 			Int64(logs.FlushMsKey, ev.Flush.Milliseconds()).Str(logs.PriorKey, ev.Prior.String()).
 			Msgf("view %s installed", ev.View)
+		if ev.Flush > 0 {
+			n.hist.Flush.Add(ev.Flush)
+		}
 	case membership.FlushStarted:
 		n.log.Info().Str(logs.EventKey, logs.ViewFlushStarted).Str(logs.ViewKey, ev.View.ID.String()).
 			Uint64(logs.EpochKey, ev.Epoch).Uint64(logs.AttemptKey, ev.Attempt).Uints64(logs.ProposedKey, ev.Proposed).
@@ -154,7 +158,8 @@ func (n *Node) logStarted() {
 		Str(logs.SrcKey, n.o.Transport.LocalAddr().String()).Str(logs.ProfileKey, c.Profile).
 		Int64(logs.HeartbeatMsKey, c.Heartbeat.D().Milliseconds()).Int64(logs.SuspectMsKey, c.SuspectTimeout.D().Milliseconds()).
 		Int(logs.DatagramSizeKey, c.DatagramSize).Int(logs.TTLKey, c.TTL).Bool(logs.LoopbackKey, c.Loopback).
-		Str(logs.ControlSocketKey, c.ControlSocket).Strs(logs.FingerprintsKey, fingerprints(n.core.Keys())).Msg("node started")
+		Str(logs.ControlSocketKey, c.ControlSocket).Str(logs.MetricsKey, cmp.Or(c.Metrics.Addr, "off")).
+		Strs(logs.FingerprintsKey, fingerprints(n.core.Keys())).Msg("node started")
 	if d := n.core.Drop(); d.Active() {
 		n.logDrop(d)
 	}
@@ -177,6 +182,7 @@ func (n *Node) logElection(ev election.Event) {
 	case election.Won:
 		e.Str(logs.EventKey, logs.ElectionWon).Uint64(logs.LeaderKey, ev.Leader).Msg("elected leader")
 	case election.LeaderChanged:
+		n.hist.Election.Add(ev.Duration)
 		e.Str(logs.EventKey, logs.LeaderChanged).Uint64(logs.LeaderKey, ev.Leader).
 			Float64(logs.DurationMsKey, float64(ev.Duration.Microseconds())/1000).Msgf("leader %d", ev.Leader)
 	case election.Done:
@@ -198,6 +204,7 @@ func (n *Node) lockEvent(ev mutex.Event) {
 	case mutex.Requested:
 		e.Str(logs.EventKey, logs.MutexRequested).Msg("lock requested")
 	case mutex.Acquired:
+		n.hist.LockWait.Add(ev.Wait)
 		e.Str(logs.EventKey, logs.MutexAcquired).Float64(logs.WaitMsKey, ms(ev.Wait)).Int(logs.MessagesKey, ev.Messages).
 			Int(logs.DatagramsKey, ev.Datagrams).Msg("lock acquired")
 		if n.lockWaiter != nil {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 
 	"github.com/rs/zerolog"
+
+	"github.com/huddle-lan/huddle/multicast"
 )
 
 // Status is what a running node reports about itself: who it is, the view
@@ -32,6 +34,18 @@ type Status struct {
 	Drop        *Drop    `json:"drop,omitempty"` // the built-in fault injection, when on
 	Keys        []string `json:"keys,omitempty"` // the group keys' fingerprints, the sealing one first; none: in the clear
 	Counters    Counters `json:"counters"`
+	// Histograms are the node's distributions of durations, for the
+	// metrics endpoint; not in the JSON.
+	Histograms *Histograms `json:"-"`
+}
+
+// Histograms are the durations a node measures, each in a
+// multicast.Histogram (within 6.25 %).
+type Histograms struct {
+	Recovery multicast.Histogram // finding a message missing → receiving it
+	Flush    multicast.Histogram // a view change at this node: its start here → the install
+	LockWait multicast.Histogram // a lock request → its grant
+	Election multicast.Histogram // this node's first part in a round → learning its leader
 }
 
 // The states of Status.State.
@@ -64,6 +78,10 @@ func (n *Node) status() Status {
 		Coordinator: v.Coordinator(), Members: make([]Member, len(v.Members)),
 		Peers: orEmpty(n.core.Peers()), Counters: n.counters(),
 	}
+	h := n.hist
+	_, ms := n.core.Stats()
+	h.Recovery = ms.Recovery
+	s.Histograms = &h
 	s.Leader, s.LeaderRound = n.core.Leader()
 	s.Election = c.Election.Algorithm
 	s.Lock = n.core.LockState().String()

@@ -40,7 +40,8 @@
 //     multicast-capable, or has no IPv4 address to derive the ID from;
 //     the group socket fails (no route for the group, address in use,
 //     permission denied); the control socket cannot be made (another node
-//     answers there, say). 2 for a bad command line or configuration: an
+//     answers there, say); the metrics endpoint cannot be opened (its port
+//     is in use). 2 for a bad command line or configuration: an
 //     unknown flag or key, a value out of range, a key file others may
 //     read or that cannot be read, or a log file or --cpu-profile file
 //     that cannot be created. 3 when the group refused the node: another

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -23,6 +24,7 @@ import (
 	"github.com/huddle-lan/huddle/internal/control"
 	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/logx"
+	"github.com/huddle-lan/huddle/internal/metrics"
 	"github.com/huddle-lan/huddle/internal/workload"
 )
 
@@ -282,10 +284,28 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 		}
 		defer srv.Close()
 	}
+	// The metrics endpoint's port next, so that node.started logs the
+	// address it took (a port of 0 picks one).
+	var metricsLn net.Listener
+	if cfg.Metrics.Addr != "" {
+		if metricsLn, err = net.Listen("tcp", cfg.Metrics.Addr); err != nil {
+			return failed("cannot open the metrics endpoint", fmt.Errorf("metrics.addr %s: %w", cfg.Metrics.Addr, err))
+		}
+		defer metricsLn.Close()
+		cfg.Metrics.Addr = metricsLn.Addr().String()
+	}
 	start := time.Now()
 	g, err := huddle.Start(ctx, cfg, log)
 	if err != nil {
 		return failed("cannot open the group socket", err)
+	}
+	if metricsLn != nil {
+		h := metrics.Handler(metrics.New(g, cfg.SendWindow), cfg.Metrics.Pprof)
+		go func() {
+			if err := metrics.Serve(ctx, metricsLn, h); err != nil {
+				nodeLog.Warn().Str(logs.EventKey, logs.NodeWarning).Str(logs.WhatKey, "metrics").Err(err).Msg("the metrics endpoint stopped answering")
+			}
+		}()
 	}
 	if srv != nil {
 		maps.Copy(cmds, control.Commands(control.ForGroup(g)))

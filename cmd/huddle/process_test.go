@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,6 +187,41 @@ func TestProcess(t *testing.T) {
 		if last := lines[len(lines)-1]; last[logs.EventKey] != logs.NodeFailed || last[logs.LevelKey] != logs.LevelError {
 			t.Errorf("last log line %v, want an error node.failed", last)
 		}
+	})
+
+	t.Run("metrics", func(t *testing.T) {
+		// Port 0: the node picks one and logs it in node.started.
+		n := startProc(t, bin, 1, "--metrics-addr", "127.0.0.1:0")
+		started := n.waitEvent(t, 5*time.Second, logs.NodeStarted, nil)
+		addr, _ := started[logs.MetricsKey].(string)
+		if !strings.HasPrefix(addr, "127.0.0.1:") || strings.HasSuffix(addr, ":0") {
+			t.Fatalf("node.started logs metrics %q, want the address taken", addr)
+		}
+		n.waitEvent(t, 5*time.Second, logs.ViewInstalled, nil)
+		get := func(path string) (int, string) {
+			res, err := http.Get("http://" + addr + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			body, _ := io.ReadAll(res.Body)
+			return res.StatusCode, string(body)
+		}
+		code, body := get("/metrics")
+		for _, want := range []string{"huddle_up 1\n", "huddle_view_members 1\n", `huddle_state{state="member"} 1`, "# TYPE huddle_sessions_sent_total counter"} {
+			if code != 200 || !strings.Contains(body, want) {
+				t.Errorf("GET /metrics: %d, no %q in:\n%s", code, want, body)
+			}
+		}
+		if code, _ := get("/debug/pprof/"); code != http.StatusNotFound {
+			t.Errorf("/debug/pprof/ without --metrics-pprof: %d, want 404", code)
+		}
+		// A second node cannot take the same port: it says so and exits 1.
+		code2, stderr := runBinary(t, bin, "run", "--profile", "local", "--iface", "lo", "--id", "2", "--metrics-addr", addr, "--duration", "5s")
+		if code2 != exitFailure || !strings.Contains(stderr, "metrics.addr "+addr) || !strings.Contains(stderr, "address already in use") {
+			t.Errorf("a second node on the metrics port: exit %d, stderr %q; want %d and the address in use", code2, stderr, exitFailure)
+		}
+		n.stop(t, syscall.SIGTERM)
 	})
 
 	t.Run("console log", func(t *testing.T) {

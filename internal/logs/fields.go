@@ -37,6 +37,7 @@ const (
 	TTLKey           = "ttl"
 	LoopbackKey      = "loopback"
 	ControlSocketKey = "control_socket"
+	MetricsKey       = "metrics" // node.started: the metrics endpoint's address, or "off"
 
 	// node.drop
 	RateKey  = "rate"
