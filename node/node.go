@@ -107,7 +107,18 @@ type Node struct {
 	lockWaiter  chan struct{} // a Lock call waiting for the lock
 	lockLost    bool          // the lock was taken away since the last request
 	hist        Histograms    // Recovery aside, which the multicast layer keeps
+	sentAt      []sentAt      // when own total and safe messages were sent, by seq modulo its length
 }
+
+// sentAt is when an own message was sent (Histograms.Delivery).
+type sentAt struct {
+	seq uint64
+	at  time.Time
+}
+
+// sentRing is how many own ordered messages in flight Histograms.Delivery
+// follows at once: the default send window; past it, some go unmeasured.
+const sentRing = 4096
 
 // New returns a node ready to Run.
 func New(o Options) *Node {

@@ -10,6 +10,7 @@ import (
 	"github.com/huddle-lan/huddle/election"
 	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/seal"
+	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
 	"github.com/huddle-lan/huddle/mutex"
@@ -19,6 +20,9 @@ import (
 // from what the Core reports (docs/logs.md).
 
 func (n *Node) logDelivery(d *membership.Delivery) {
+	if d.Order != wire.FIFO && d.Source == n.o.Config.ID && d.Inc == n.o.Inc {
+		n.noteDelivered(d.Seq)
+	}
 	if n.o.Config.TraceDeliveries {
 		e := n.log.Info().Str(logs.EventKey, logs.Deliver).Str(logs.ViewKey, d.View.String()).Uint64(logs.FromKey, d.Source).
 			Uint64(logs.FromIncarnationKey, d.Inc).Uint64(logs.SeqKey, d.Seq).Str(logs.OrderKey, d.Order.String())

@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/wire"
@@ -175,6 +176,9 @@ func (n *Node) sendPending() {
 		view := n.core.View().ID
 		seq, err := n.core.Multicast(req.service, p, req.order, req.dest)
 		if err == nil {
+			if req.order != wire.FIFO {
+				n.noteSent(seq)
+			}
 			if req.sent == 0 {
 				req.first = seq
 			}
@@ -211,4 +215,25 @@ func (n *Node) failPending(err error) {
 		}
 	}
 	n.pending = nil
+}
+
+// noteSent remembers when own ordered message seq was sent, for
+// Histograms.Delivery.
+func (n *Node) noteSent(seq uint64) {
+	if n.sentAt == nil {
+		n.sentAt = make([]sentAt, sentRing)
+	}
+	n.sentAt[seq%sentRing] = sentAt{seq, time.Now()}
+}
+
+// noteDelivered measures an own ordered message's time from its send to
+// its delivery here.
+func (n *Node) noteDelivered(seq uint64) {
+	if n.sentAt == nil {
+		return
+	}
+	if e := &n.sentAt[seq%sentRing]; e.seq == seq && !e.at.IsZero() {
+		n.hist.Delivery.Add(time.Since(e.at))
+		*e = sentAt{}
+	}
 }

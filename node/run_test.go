@@ -345,3 +345,57 @@ func TestMulticastBlocksOnAFullWindow(t *testing.T) {
 		}
 	})
 }
+
+// TestHistograms: two nodes on the simulated network; the one that is not
+// the sequencer multicasts total-order messages and takes the lock, and
+// its status then counts each in its histograms (delivery, lock wait, the
+// view change that admitted the other), which the metrics endpoint serves.
+func TestHistograms(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := memnet.New(netmodel.Options{Seed: 1})
+		ctx, cancel := context.WithCancel(context.Background())
+		var nodes []*Node
+		errs := make(chan error, 2)
+		for id := uint64(1); id <= 2; id++ {
+			n := New(Options{Config: testConfig(id), Transport: net.Endpoint(netmodel.Addr(id)), Log: zerolog.Nop(), Inc: id})
+			nodes = append(nodes, n)
+			go func() { errs <- n.Run(ctx) }()
+		}
+		time.Sleep(time.Second) // one view of both
+		n := nodes[0]           // the younger ID: not the coordinator, not the sequencer
+		if st, err := n.Status(ctx); err != nil || len(st.Members) != 2 || st.Coordinator == 1 {
+			t.Fatalf("status %+v, %v: want a view of 2 coordinated by node 2", st, err)
+		}
+		const sent = 5
+		for i := range sent {
+			if _, err := n.Multicast(ctx, nil, []byte{byte(i)}, wire.Total); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := n.Multicast(ctx, nil, []byte("fifo"), wire.FIFO); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		st, err := n.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := st.Histograms
+		if got := h.Delivery.Count(); got != sent || h.Delivery.Max() <= 0 {
+			t.Errorf("delivery histogram: %d messages, max %v; want the %d total-order ones (FIFO is delivered at once), each taking time", got, h.Delivery.Max(), sent)
+		}
+		if got := h.LockWait.Count(); got != 1 {
+			t.Errorf("lock wait histogram: %d, want 1", got)
+		}
+		if got := h.Flush.Count(); got == 0 {
+			t.Errorf("flush histogram: empty, want the view change that formed the group")
+		}
+		cancel()
+		for range 2 {
+			<-errs
+		}
+	})
+}

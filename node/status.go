@@ -46,6 +46,7 @@ type Histograms struct {
 	Flush    multicast.Histogram // a view change at this node: its start here → the install
 	LockWait multicast.Histogram // a lock request → its grant
 	Election multicast.Histogram // this node's first part in a round → learning its leader
+	Delivery multicast.Histogram // an own total or safe message: its send → its delivery here
 }
 
 // The states of Status.State.

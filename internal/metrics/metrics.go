@@ -7,7 +7,8 @@
 // Every scrape reads the node's status in its loop, as `huddle status`
 // does: the counters of node.stats (named in catalogue), gauges of the
 // view, the leader and the lock, and histograms of loss recovery, view
-// changes, lock waits and elections.
+// changes, lock waits, elections and the ordering latency of the node's
+// own total and safe messages.
 package metrics
 
 import (
@@ -74,6 +75,8 @@ var histograms = []struct {
 		prometheus.NewDesc("huddle_lock_wait_seconds", "Time from a lock request to its grant.", nil, nil)},
 	{func(h *node.Histograms) *multicast.Histogram { return &h.Election },
 		prometheus.NewDesc("huddle_election_seconds", "Time from this node's first part in an election round to learning its leader.", nil, nil)},
+	{func(h *node.Histograms) *multicast.Histogram { return &h.Delivery },
+		prometheus.NewDesc("huddle_delivery_seconds", "Time from this node's multicast of a total or safe message to its own delivery of it.", nil, nil)},
 }
 
 // bounds are the histograms' bucket bounds: 100 µs to 10 s.

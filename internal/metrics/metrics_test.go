@@ -190,6 +190,7 @@ func TestScrape(t *testing.T) {
 	one("huddle_recovery_seconds", dto.MetricType_HISTOGRAM)
 	one("huddle_flush_seconds", dto.MetricType_HISTOGRAM)
 	one("huddle_election_seconds", dto.MetricType_HISTOGRAM)
+	one("huddle_delivery_seconds", dto.MetricType_HISTOGRAM)
 	one("go_goroutines", dto.MetricType_GAUGE)
 
 	// OpenMetrics, when the scraper asks for it.
