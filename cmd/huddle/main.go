@@ -316,6 +316,14 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 		}()
 	}
 	go workload.Run(ctx, g, cfg, start) // traffic, lock use, elections: clients, like any program
+	notified := make(chan struct{})
+	go func() { notifyService(ctx, g, nodeLog); close(notified) }()
+	defer func() {
+		select { // STOPPING=1 reaches the service manager before the process ends
+		case <-notified:
+		case <-time.After(time.Second):
+		}
+	}()
 	go reloadOnHangup(ctx, g, nodeLog)
 	<-g.Done()
 	switch err := g.Err(); {

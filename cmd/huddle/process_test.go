@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -222,6 +223,48 @@ func TestProcess(t *testing.T) {
 			t.Errorf("a second node on the metrics port: exit %d, stderr %q; want %d and the address in use", code2, stderr, exitFailure)
 		}
 		n.stop(t, syscall.SIGTERM)
+	})
+
+	t.Run("systemd", func(t *testing.T) {
+		// The service manager's side of sd_notify: a datagram socket.
+		path := filepath.Join(t.TempDir(), "notify")
+		sock, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+		if err != nil {
+			t.Skipf("no unixgram socket: %v", err)
+		}
+		defer sock.Close()
+		t.Setenv("NOTIFY_SOCKET", path)
+		t.Setenv("WATCHDOG_USEC", "200000") // pings every 100ms
+		n := startProc(t, bin, 1)
+		var got []string
+		read := func(want string, within time.Duration) string {
+			t.Helper()
+			buf := make([]byte, 512)
+			deadline := time.Now().Add(within)
+			for {
+				sock.SetReadDeadline(deadline)
+				k, err := sock.Read(buf)
+				if err != nil {
+					t.Fatalf("no %q within %v; got %q", want, within, got)
+				}
+				got = append(got, string(buf[:k]))
+				if strings.Contains(string(buf[:k]), want) {
+					return string(buf[:k])
+				}
+			}
+		}
+		if msg := read("READY=1", 5*time.Second); !strings.Contains(msg, "STATUS=node 1 in view") {
+			t.Errorf("READY=1 came with %q, want the view in STATUS", msg)
+		}
+		pings := 0
+		for start := time.Now(); pings < 3; pings++ {
+			read("WATCHDOG=1", time.Second)
+			if time.Since(start) > 2*time.Second {
+				t.Fatalf("3 watchdog pings took %v, want one every 100ms", time.Since(start))
+			}
+		}
+		n.stop(t, syscall.SIGTERM)
+		read("STOPPING=1", time.Second)
 	})
 
 	t.Run("console log", func(t *testing.T) {
