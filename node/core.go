@@ -131,8 +131,24 @@ type Core struct {
 	chunks     assembler         // pieces of large membership messages (chunks.go)
 	chunkBuf   []byte            // a large message's encoding, before it goes in pieces
 	chunkMsg   uint64            // large messages sent in pieces
+	version    otherVersion      // datagrams of this group in another wire version
 	stats      CoreStats
 }
+
+// otherVersion is what a node heard of its group in another wire version.
+type otherVersion struct {
+	count    uint64 // datagrams
+	version  uint8  // the last one's version
+	from     uint64 // and sender
+	at       netip.AddrPort
+	refused  bool // this node refused itself for it
+	reported bool // the warning was handed out
+}
+
+// versionMismatchAfter is how many datagrams of its group in another wire
+// version a node alone in its view takes as proof that the group speaks
+// that version.
+const versionMismatchAfter = 3
 
 var _ sim.Machine = (*Core)(nil)
 
@@ -151,6 +167,7 @@ type CoreStats struct {
 	BytesOut      uint64
 	Malformed     uint64 // undecodable datagrams
 	NotHuddle     uint64 // wrong magic or wire version
+	OtherVersion  uint64 // of those, huddle datagrams of this group in another wire version
 	UnknownKind   uint64 // a kind this version does not know
 	ForeignGroup  uint64 // another group sharing the address
 	OwnEcho       uint64 // our own datagrams looped back
@@ -179,7 +196,15 @@ const (
 	ElectionEvent               // the election's (Election)
 	LockEvent                   // the lock's (Lock)
 	SecurityEventKind           // a datagram unusable because of the key (Security)
+	VersionEvent                // the group heard in another wire version (Version)
 )
+
+// VersionSeen is a node of this group heard in another wire version.
+type VersionSeen struct {
+	Version uint8          // its wire version
+	From    uint64         // its ID
+	Addr    netip.AddrPort // its address
+}
 
 // Event is something the Core reports, in the order it happened: a view
 // installed, a message for the application, an election round won...
@@ -189,6 +214,7 @@ type Event struct {
 	Election   election.Event
 	Lock       mutex.Event
 	Security   SecurityEvent
+	Version    VersionSeen
 }
 
 // NewCore returns a Core whose first timer is due at now.
@@ -239,6 +265,7 @@ func (c *Core) Receive(now time.Time, src netip.AddrPort, data []byte) {
 	}
 	if err := c.dec.Decode(data, c.env); err != nil {
 		c.countDecodeError(err)
+		c.noteVersion(src, err)
 		return
 	}
 	if c.seal.sealer != nil && (c.env.From != sealed.From || c.env.Inc != sealed.Inc) {
@@ -279,11 +306,46 @@ func (c *Core) countDecodeError(err error) {
 	}
 }
 
+// noteVersion counts a datagram of this group in another wire version.
+func (c *Core) noteVersion(src netip.AddrPort, err error) {
+	var ve *wire.VersionError
+	if !errors.As(err, &ve) || ve.Group != c.group {
+		return
+	}
+	v := &c.version
+	v.count++
+	v.version, v.from, v.at = ve.Version, ve.From, src
+	c.stats.OtherVersion++
+}
+
+// checkVersionRefusal: a node alone in its view (or still joining) past
+// the join timeout that hears its group only in another wire version
+// refuses itself, as a joiner with another key does: it cannot join, and
+// the message names both versions. A member of a larger view reports it
+// once (OtherVersion) and goes on: its group is there.
+func (c *Core) checkVersionRefusal(now time.Time) {
+	v := &c.version
+	if v.refused || v.count < versionMismatchAfter {
+		return
+	}
+	if len(c.membership.View().Members) > 1 || now.Sub(c.started) < c.opt.JoinTimeout {
+		if !v.reported {
+			v.reported = true
+			c.events = append(c.events, Event{Kind: VersionEvent, Version: VersionSeen{Version: v.version, From: v.from, Addr: v.at}})
+		}
+		return
+	}
+	v.refused = true
+	c.events = append(c.events, Event{Kind: MembershipEvent, Membership: membership.Event{Kind: membership.Refused,
+		Member: c.opt.ID, Setting: "wire_version", Ours: strconv.Itoa(wire.Version), Theirs: strconv.Itoa(int(v.version)), Addr: v.at}})
+}
+
 // Tick implements sim.Machine.
 func (c *Core) Tick(now time.Time) {
 	c.lastInput = now
 	c.membership.Tick(now)
 	c.checkKeyRefusal(now)
+	c.checkVersionRefusal(now)
 	c.route(now)
 	c.election.m.Tick(now)
 	c.lock.m.Tick(now)
@@ -457,7 +519,7 @@ func (c *Core) Leave(now time.Time) {
 }
 
 // Left reports whether the node left the group (or was refused).
-func (c *Core) Left() bool { return c.membership.Left() || c.seal.refused }
+func (c *Core) Left() bool { return c.membership.Left() || c.seal.refused || c.version.refused }
 
 // Leaving reports whether Leave was called.
 func (c *Core) Leaving() bool { return c.leaving }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
@@ -465,6 +466,11 @@ func (n *Node) report() {
 			n.lockEvent(ev.Lock)
 		case SecurityEventKind:
 			n.logSecurity(ev.Security)
+		case VersionEvent:
+			n.log.Warn().Str(logs.EventKey, logs.PeerVersion).Uint64(logs.PeerKey, ev.Version.From).Str(logs.AddrKey, ev.Version.Addr.String()).
+				Int(logs.VersionKey, int(ev.Version.Version)).Str(logs.OursKey, strconv.Itoa(wire.Version)).
+				Msgf("node %d at %s speaks wire version %d, this node %d: they cannot be in one group; its datagrams are dropped (other_version counts them)",
+					ev.Version.From, ev.Version.Addr.Addr(), ev.Version.Version, wire.Version)
 		}
 		if n.o.Handle != nil {
 			n.o.Handle(ev)

@@ -91,6 +91,8 @@ func (n *Node) logRefused(ev membership.Event) {
 		err = fmt.Errorf("%w: another live node at %s uses ID %d; give every node its own --id", ErrRefused, ev.Addr.Addr(), ev.Member)
 	case "members":
 		err = fmt.Errorf("%w: the group (coordinator at %s) is full: a view lists at most %s members with this datagram_size", ErrRefused, ev.Addr.Addr(), ev.Theirs)
+	case "wire_version":
+		err = fmt.Errorf("%w: the group (node %d at %s) speaks wire version %s, this node wire version %s; run one wire version in a group (docs/operations.md, Upgrading one node at a time)", ErrRefused, n.core.version.from, ev.Addr.Addr(), ev.Theirs, ev.Ours)
 	case "key":
 		err = fmt.Errorf("%w: key fingerprint mismatch: the group (a node at %s) seals with key %s, this node's key is %s; give every member the same key file", ErrRefused, ev.Addr.Addr(), ev.Theirs, ev.Ours)
 		if ev.Ours == "none" {

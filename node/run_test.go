@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -397,5 +398,89 @@ func TestHistograms(t *testing.T) {
 		for range 2 {
 			<-errs
 		}
+	})
+}
+
+// nextVersion returns a session datagram of group from node id in the next
+// wire version: the current encoding with the version byte raised.
+func nextVersion(t *testing.T, group string, id uint64) []byte {
+	t.Helper()
+	env := &wire.Envelope{Header: wire.Header{Group: wire.GroupHash(group), From: id, Inc: 5, Kind: wire.KindSession}}
+	b, err := wire.NewEncoder().Append(nil, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, []byte{0xcd, wire.MagicVersion >> 8, wire.Version})
+	if i < 0 {
+		t.Fatalf("no MagicVersion in %x", b)
+	}
+	b[i+2] = wire.Version + 1
+	return b
+}
+
+// TestOtherWireVersion: a node that hears its group only in another wire
+// version refuses itself after the join timeout, naming both versions
+// (exit 3 in huddle run); a member of a view of its own version reports
+// the other node once and goes on.
+func TestOtherWireVersion(t *testing.T) {
+	ours, theirs := strconv.Itoa(wire.Version), strconv.Itoa(wire.Version+1)
+	t.Run("alone", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			cfg := testConfig(1)
+			f := newFake()
+			for range 5 {
+				f.send(nextVersion(t, cfg.Group, 2))
+			}
+			var log bytes.Buffer
+			err := Run(context.Background(), Options{Config: cfg, Transport: f, Log: zerolog.New(&log), Inc: 1})
+			want := "speaks wire version " + theirs + ", this node wire version " + ours
+			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Run = %v, want ErrRefused naming both versions (%q)", err, want)
+			}
+			evs := events(t, &log)
+			r := find(evs, logs.MemberRefused)
+			if len(r) != 1 || str(r[0], logs.SettingKey) != "wire_version" || str(r[0], logs.OursKey) != ours || str(r[0], logs.TheirsKey) != theirs {
+				t.Fatalf("member.refused events %v, want one for wire_version %s/%s", r, ours, theirs)
+			}
+			stats := find(evs, logs.NodeStats)
+			if last := stats[len(stats)-1]; num(last, "other_version") != 5 || num(last, "not_huddle") != 5 {
+				t.Fatalf("final stats %v, want 5 other_version (and not_huddle)", last)
+			}
+		})
+	})
+	t.Run("member", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			net := memnet.New(netmodel.Options{Seed: 1})
+			ctx, cancel := context.WithCancel(context.Background())
+			logBufs := []*bytes.Buffer{{}, {}}
+			errs := make(chan error, 2)
+			for i, id := range []uint64{1, 2} {
+				o := Options{Config: testConfig(id), Transport: net.Endpoint(netmodel.Addr(id)), Log: zerolog.New(logBufs[i]), Inc: id}
+				go func() { errs <- Run(ctx, o) }()
+			}
+			time.Sleep(time.Second) // one view of both
+			stranger := net.Endpoint(netmodel.Addr(3))
+			for range 5 {
+				if err := stranger.WriteBatch([][]byte{nextVersion(t, testConfig(3).Group, 3)}); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			time.Sleep(time.Second)
+			cancel()
+			for range 2 {
+				if err := <-errs; err != nil {
+					t.Fatalf("a member stopped: %v", err)
+				}
+			}
+			evs := events(t, logBufs[0])
+			pv := find(evs, logs.PeerVersion)
+			if len(pv) != 1 || num(pv[0], logs.PeerKey) != 3 || num(pv[0], logs.VersionKey) != uint64(wire.Version+1) {
+				t.Fatalf("peer.version events %v, want one for node 3 in version %d", pv, wire.Version+1)
+			}
+			if r := find(evs, logs.MemberRefused); len(r) != 0 {
+				t.Fatalf("a member refused itself: %v", r)
+			}
+		})
 	})
 }

@@ -136,7 +136,7 @@ func (n *Node) counters() Counters {
 		{"id_conflicts", gs.IDConflicts}, {"events_suppressed", gs.EventsSuppressed}, {"flushes_abandoned", gs.FlushesAbandoned},
 		{"datagrams_in", cs.DatagramsIn}, {"datagrams_out", cs.DatagramsOut},
 		{"bytes_in", cs.BytesIn}, {"bytes_out", cs.BytesOut},
-		{"malformed", cs.Malformed}, {"not_huddle", cs.NotHuddle}, {"unknown_kind", cs.UnknownKind},
+		{"malformed", cs.Malformed}, {"not_huddle", cs.NotHuddle}, {"other_version", cs.OtherVersion}, {"unknown_kind", cs.UnknownKind},
 		{"foreign_group", cs.ForeignGroup}, {"own_echo", cs.OwnEcho}, {"truncated", n.truncated},
 		{"injected_drops", cs.InjectedDrops},
 		{"cleartext_dropped", ss.NotSealed}, {"sealed_dropped", cs.SealedDropped}, {"unknown_key", ss.UnknownKey},

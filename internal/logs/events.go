@@ -27,6 +27,7 @@ const (
 	// Peers and the multicast layer.
 	PeerSeen      = "peer.seen"
 	PeerLost      = "peer.lost"
+	PeerVersion   = "peer.version"
 	PeerLagging   = "peer.lagging"
 	PeerConflict  = "peer.conflict"
 	StreamSkipped = "stream.skipped"

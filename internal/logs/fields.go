@@ -93,6 +93,7 @@ const (
 	ByKey                     = "by"
 	SettingKey                = "setting"
 	OursKey                   = "ours"
+	VersionKey                = "version" // peer.version: the peer's wire version
 	TheirsKey                 = "theirs"
 
 	// send, deliver

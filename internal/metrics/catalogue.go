@@ -53,6 +53,7 @@ var catalogue = map[string]spec{
 	"bytes_out":         counter("huddle_sent_bytes", "Bytes of the datagrams written."),
 	"malformed":         counter("huddle_datagrams_malformed", "Datagrams dropped as undecodable."),
 	"not_huddle":        counter("huddle_datagrams_not_huddle", "Datagrams dropped: another protocol or wire version."),
+	"other_version":     counter("huddle_datagrams_other_version", "Datagrams of this group in another wire version, dropped."),
 	"unknown_kind":      counter("huddle_datagrams_unknown_kind", "Datagrams dropped: a kind this version does not know."),
 	"foreign_group":     counter("huddle_datagrams_foreign_group", "Datagrams of another group on the same address, dropped."),
 	"own_echo":          counter("huddle_datagrams_own_echo", "This node's own datagrams looped back by the host."),

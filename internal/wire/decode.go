@@ -55,10 +55,7 @@ func (d *Decoder) Decode(data []byte, env *Envelope) (err error) {
 	if err != nil {
 		return err
 	}
-	if n < HeaderFields {
-		return d.fail("datagram of %d fields, want at least %d", n, HeaderFields)
-	}
-	if err := d.header(&env.Header); err != nil {
+	if err := d.header(&env.Header, n); err != nil {
 		return err
 	}
 	if d.filter {
@@ -85,13 +82,32 @@ func (d *Decoder) Decode(data []byte, env *Envelope) (err error) {
 	return nil
 }
 
-func (d *Decoder) header(h *Header) error {
+// header reads the header of a datagram of n fields. A huddle datagram of
+// another wire version gives a *VersionError: every version begins a
+// datagram with MagicVersion, the group and the sender's ID (the
+// compatibility rule), so that versions can tell each other apart.
+func (d *Decoder) header(h *Header, n int) error {
+	if n < 3 {
+		return d.fail("datagram of %d fields, want at least %d", n, HeaderFields)
+	}
 	mv, err := d.uint()
 	if err != nil {
 		return err
 	}
 	if mv != MagicVersion {
+		if mv>>8 == MagicVersion>>8 && mv <= math.MaxUint16 {
+			ve := &VersionError{Version: uint8(mv)}
+			g, err1 := d.uintMax(math.MaxUint32)
+			from, err2 := d.uint()
+			if err1 == nil && err2 == nil {
+				ve.Group, ve.From = uint32(g), from
+				return ve
+			}
+		}
 		return fmt.Errorf("%w (magic+version %#x)", ErrNotHuddle, mv)
+	}
+	if n < HeaderFields {
+		return d.fail("datagram of %d fields, want at least %d", n, HeaderFields)
 	}
 	g, err := d.uintMax(math.MaxUint32)
 	if err != nil {

@@ -1,9 +1,11 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -345,5 +347,41 @@ func TestNoCodec(t *testing.T) {
 	}
 	if s := KindRefuse.String(); s != "refuse" {
 		t.Errorf("KindRefuse is %q", s)
+	}
+}
+
+// TestOtherWireVersion: a huddle datagram of another wire version is told
+// apart from one that is not huddle's, with its group and sender (the
+// compatibility rule), whatever its layout after them; it still counts as
+// ErrNotHuddle.
+func TestOtherWireVersion(t *testing.T) {
+	env := &Envelope{Header: Header{Group: 0xabcdef, From: 42, Inc: 7, Kind: KindSession}}
+	b, err := NewEncoder().Append(nil, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// MagicVersion is a msgpack uint16 right after the array's header.
+	i := bytes.Index(b, []byte{0xcd, MagicVersion >> 8, Version})
+	if i < 0 {
+		t.Fatalf("no MagicVersion in %x", b)
+	}
+	next := slices.Clone(b)
+	next[i+2] = Version + 1
+	var got Envelope
+	err = NewDecoder().Decode(next, &got)
+	var ve *VersionError
+	if !errors.As(err, &ve) || ve.Version != Version+1 || ve.Group != 0xabcdef || ve.From != 42 || !errors.Is(err, ErrNotHuddle) {
+		t.Fatalf("decode of version %d: %v (%+v), want a VersionError with group and sender", Version+1, err, ve)
+	}
+	// A shorter header of another version: three fields are enough.
+	short := []byte{0x93, 0xcd, MagicVersion >> 8, Version + 1, 0xce, 0x00, 0xab, 0xcd, 0xef, 42}
+	if err := NewDecoder().Decode(short, &got); !errors.As(err, &ve) || ve.From != 42 {
+		t.Fatalf("a three-field datagram of another version: %v", err)
+	}
+	// Not huddle's at all: no VersionError.
+	other := slices.Clone(b)
+	other[i+1] = 'X'
+	if err := NewDecoder().Decode(other, &got); !errors.Is(err, ErrNotHuddle) || errors.As(err, &ve) {
+		t.Fatalf("a datagram of another protocol: %v, want ErrNotHuddle alone", err)
 	}
 }

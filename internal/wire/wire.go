@@ -77,6 +77,22 @@ var (
 	ErrOwnEcho      = errors.New("wire: this node's own datagram, looped back")
 )
 
+// VersionError is a huddle datagram of another wire version: Decode
+// returns it with what every version keeps in the same place, the group
+// and the sender's ID, and it wraps ErrNotHuddle.
+type VersionError struct {
+	Version uint8  // the datagram's wire version
+	Group   uint32 // its group (Group of its header)
+	From    uint64 // its sender's ID
+}
+
+func (e *VersionError) Error() string {
+	return "wire: a datagram of wire version " + itoa(uint64(e.Version)) + " (this node reads version " + itoa(Version) + ")"
+}
+
+// Unwrap makes a VersionError an ErrNotHuddle.
+func (e *VersionError) Unwrap() error { return ErrNotHuddle }
+
 // ViewID names a view: its epoch and its coordinator. View IDs are totally
 // ordered by epoch, then coordinator. The zero ViewID means "no view yet".
 type ViewID struct {
