@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -335,48 +336,136 @@ func printStatus(w io.Writer, st huddle.Status, path string) {
 	}
 }
 
+// rawPiece is the default size of the messages `huddle send --raw -` cuts
+// its standard input into.
+const rawPiece = 64 << 10
+
 func cmdSend(args []string, stdout, stderr io.Writer) int {
-	f := newControlFlags("huddle send", "huddle send [flags] TEXT",
+	return cmdSendFrom(args, os.Stdin, stdout, stderr)
+}
+
+func cmdSendFrom(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f := newControlFlags("huddle send", "huddle send [flags] TEXT | -",
 		"Multicasts TEXT to the group through the running node, and prints the sequence\n"+
-			"number it got (the seq of its deliver events). It waits while the node's send\n"+
-			"window is full or a view change holds sends, up to --timeout; a message that\n"+
-			"times out is not sent. Flags may follow TEXT; -- ends them.")
+			"number it got (the seq of its deliver events). With - instead of TEXT it sends\n"+
+			"standard input, a message per line (without its newline; empty lines too), or\n"+
+			"with --raw as a binary stream in messages of --raw-size bytes, in order: a\n"+
+			"receiver that joins the payloads of the deliveries gets the stream back. It\n"+
+			"waits while the node's send window is full or a view change holds sends, up to\n"+
+			"--timeout per message; a message that times out is not sent, nor what follows.\n"+
+			"Flags may follow TEXT; -- ends them.")
 	order := f.fs.String("order", control.DefaultOrder, "delivery `order`: fifo, total or safe")
 	service := f.fs.String("service", "", "the group `service` to send on (a program's Group.Service); empty is the application's channel")
+	raw := f.fs.Bool("raw", false, "with -: send standard input as a binary stream, not lines")
+	rawSize := f.fs.Int("raw-size", rawPiece, "with --raw: the most `bytes` of the stream in one message, 1 to 16 MiB")
 	rest, code, ok := f.parse(args, stdout, stderr)
 	if !ok {
 		return code
 	}
 	switch {
 	case len(rest) != 1:
-		fmt.Fprintf(stderr, "huddle send: want one TEXT argument (quote it), got %d\nUsage: huddle send [flags] TEXT (huddle send --help)\n", len(rest))
+		fmt.Fprintf(stderr, "huddle send: want one TEXT argument (quote it), or - for standard input, got %d\nUsage: huddle send [flags] TEXT | - (huddle send --help)\n", len(rest))
 		return exitUsage
 	case !slices.Contains(control.Orders, *order):
 		fmt.Fprintf(stderr, "huddle send: --order %q is not fifo, total or safe\n", *order)
 		return exitUsage
-	}
-	a := control.SendArgs{Text: rest[0], Order: *order, Service: *service}
-	if !utf8.ValidString(a.Text) {
-		a.Text, a.Payload = "", []byte(rest[0]) // JSON strings are UTF-8: send the bytes as they are
+	case *raw && rest[0] != "-":
+		fmt.Fprintln(stderr, "huddle send: --raw reads standard input: give - instead of TEXT")
+		return exitUsage
+	case *rawSize < 1 || *rawSize > 16<<20:
+		fmt.Fprintf(stderr, "huddle send: --raw-size %d is out of range (1 to %d bytes)\n", *rawSize, 16<<20)
+		return exitUsage
 	}
 	t, err := f.findTarget(stderr)
 	if err != nil {
 		return fail(stderr, "huddle send", err, true)
 	}
-	res, _, err := t.call(*f.timeout, "send", a)
-	if err != nil {
-		return fail(stderr, "huddle send", err, false)
+	send := func(p []byte) (control.SendResult, error) {
+		a := control.SendArgs{Text: string(p), Order: *order, Service: *service}
+		if !utf8.Valid(p) {
+			a.Text, a.Payload = "", p // JSON strings are UTF-8: send the bytes as they are
+		}
+		res, _, err := t.call(*f.timeout, "send", a)
+		if err != nil {
+			return control.SendResult{}, err
+		}
+		if *f.json {
+			stdout.Write(append(bytes.TrimSpace(res), '\n'))
+		}
+		var r control.SendResult
+		if err := json.Unmarshal(res, &r); err != nil {
+			return r, fmt.Errorf("the node's answer is malformed: %w", err)
+		}
+		return r, nil
 	}
-	if *f.json {
-		stdout.Write(append(bytes.TrimSpace(res), '\n'))
+	if rest[0] != "-" {
+		r, err := send([]byte(rest[0]))
+		if err != nil {
+			return fail(stderr, "huddle send", err, false)
+		}
+		if !*f.json {
+			fmt.Fprintf(stdout, "sent: seq %d, order %s\n", r.Seq, r.Order)
+		}
 		return exitOK
 	}
-	var r control.SendResult
-	if err := json.Unmarshal(res, &r); err != nil {
-		return fail(stderr, "huddle send", fmt.Errorf("the node's answer is malformed: %w", err), false)
+	var first, last control.SendResult
+	n, err := eachMessage(stdin, *raw, *rawSize, func(p []byte) error {
+		r, err := send(p)
+		if err == nil {
+			if first.Seq == 0 {
+				first = r
+			}
+			last = r
+		}
+		return err
+	})
+	if !*f.json && n > 0 {
+		fmt.Fprintf(stdout, "sent %d messages: seq %d to %d, order %s\n", n, first.Seq, last.Seq, last.Order)
 	}
-	fmt.Fprintf(stdout, "sent: seq %d, order %s\n", r.Seq, r.Order)
+	if err != nil {
+		return fail(stderr, fmt.Sprintf("huddle send: after %d messages sent", n), err, false)
+	}
+	if n == 0 && !*f.json {
+		fmt.Fprintln(stdout, "sent nothing: standard input was empty")
+	}
 	return exitOK
+}
+
+// eachMessage cuts r into messages, lines or (raw) pieces of at most size
+// bytes, and hands each to send until one fails; it returns how many were
+// sent.
+func eachMessage(r io.Reader, raw bool, size int, send func([]byte) error) (int, error) {
+	n := 0
+	if raw {
+		buf := make([]byte, size)
+		for {
+			k, err := io.ReadFull(r, buf)
+			if k > 0 {
+				if err := send(buf[:k]); err != nil {
+					return n, err
+				}
+				n++
+			}
+			switch {
+			case err == io.EOF || err == io.ErrUnexpectedEOF:
+				return n, nil
+			case err != nil:
+				return n, fmt.Errorf("reading standard input: %w", err)
+			}
+		}
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		if err := send(bytes.TrimSuffix(sc.Bytes(), []byte("\r"))); err != nil {
+			return n, err
+		}
+		n++
+	}
+	if err := sc.Err(); err != nil {
+		return n, fmt.Errorf("reading standard input: %w", err)
+	}
+	return n, nil
 }
 
 func cmdElect(args []string, stdout, stderr io.Writer) int {

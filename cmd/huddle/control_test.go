@@ -167,8 +167,8 @@ func TestControlCommands(t *testing.T) {
 		{name: "send empty", args: []string{"send", "--id", "1", ""}, stdout: []string{"seq 1"}, sent: "/fifo"},
 		{name: "send while joining", args: []string{"send", "--group", "lab", "--id", "3", "x"}, code: 1,
 			stderr: []string{`huddle send: node 3 is not in a view yet: it is still joining group "lab"; try again in a moment` + "\n"}},
-		{name: "send no text", args: []string{"send", "--id", "1"}, code: 2, stderr: []string{"want one TEXT argument (quote it), got 0"}},
-		{name: "send two texts", args: []string{"send", "a", "b"}, code: 2, stderr: []string{"want one TEXT argument (quote it), got 2"}},
+		{name: "send no text", args: []string{"send", "--id", "1"}, code: 2, stderr: []string{"want one TEXT argument (quote it), or - for standard input, got 0"}},
+		{name: "send two texts", args: []string{"send", "a", "b"}, code: 2, stderr: []string{"want one TEXT argument (quote it), or - for standard input, got 2"}},
 		{name: "send bad order", args: []string{"send", "--order", "random", "a"}, code: 2, stderr: []string{`--order "random" is not fifo, total or safe`}},
 		{name: "send bad timeout", args: []string{"send", "--timeout", "0s", "a"}, code: 2, stderr: []string{"--timeout must be above 0"}},
 		{name: "send unknown flag", args: []string{"send", "a", "--bogus"}, code: 2, stderr: []string{"flag provided but not defined: -bogus"}},
@@ -428,4 +428,49 @@ func parseStatus(t *testing.T, out string) map[string]any {
 		}
 	}
 	return st
+}
+
+// TestSendStandardInput: huddle send - sends standard input a message per
+// line, or with --raw as a stream cut in --raw-size pieces whose payloads,
+// joined, are the stream.
+func TestSendStandardInput(t *testing.T) {
+	clearHuddleEnv(t)
+	xdg := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", xdg)
+	os.Mkdir(filepath.Join(xdg, "huddle"), 0o700)
+	one := &fakeNode{id: 1, group: "huddle"}
+	serveFake(t, control.DefaultPath("huddle", 1), one)
+	for _, c := range []struct {
+		name, stdin string
+		args        []string
+		code        int
+		stdout      string
+		sent        string
+	}{
+		{name: "lines", stdin: "one\ntwo\r\n\nlast without newline", args: []string{"-"},
+			stdout: "sent 4 messages: seq 1 to 4, order fifo\n", sent: "one/fifo two/fifo /fifo last without newline/fifo"},
+		{name: "lines total", stdin: "a\nb\n", args: []string{"--order", "total", "-"}, stdout: "sent 2 messages: seq 1 to 2, order total\n", sent: "a/total b/total"},
+		{name: "empty", stdin: "", args: []string{"-"}, stdout: "sent nothing: standard input was empty\n"},
+		{name: "raw", stdin: "abcdefg\x00\xff", args: []string{"--raw", "--raw-size", "4", "-"},
+			stdout: "sent 3 messages: seq 1 to 3, order fifo\n", sent: "abcd/fifo efg\x00/fifo \xff/fifo"},
+		{name: "raw needs -", args: []string{"--raw", "text"}, code: 2},
+		{name: "raw size", args: []string{"--raw", "--raw-size", "0", "-"}, code: 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			one.mu.Lock()
+			one.sent = nil
+			one.mu.Unlock()
+			var stdout, stderr bytes.Buffer
+			code := cmdSendFrom(append([]string{"--id", "1"}, c.args...), strings.NewReader(c.stdin), &stdout, &stderr)
+			if code != c.code || (c.code == 0 && stdout.String() != c.stdout) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want %d and %q", code, &stdout, &stderr, c.code, c.stdout)
+			}
+			one.mu.Lock()
+			sent := strings.Join(one.sent, " ")
+			one.mu.Unlock()
+			if sent != c.sent {
+				t.Errorf("node 1 got %q, want %q", sent, c.sent)
+			}
+		})
+	}
 }
