@@ -15,7 +15,7 @@ const module = "github.com/huddle-lan/huddle"
 // "The layers"). Foundations (layer 0) are leaves anything may use.
 var layers = map[string]int{
 	"internal/wire": 0, "internal/systool": 0, "internal/logx": 0, "internal/testutil/msgnet": 0, "internal/logs": 0,
-	"internal/seal": 0, "internal/netmodel": 0,
+	"internal/seal": 0, "internal/netmodel": 0, "internal/sdnotify": 0,
 	"multicast":  1,
 	"membership": 2, "internal/sim": 2, "internal/memnet": 2,
 	"election": 3, "mutex": 3,
@@ -23,7 +23,7 @@ var layers = map[string]int{
 	"node":             5,
 	"":                 6, // the Group API, package huddle
 	"internal/control": 7, "internal/workload": 7, "internal/lab": 7, "internal/logcheck": 7, "internal/testutil": 7,
-	"internal/ping": 7,
+	"internal/ping": 7, "internal/metrics": 7,
 	"internal/demo": 8, "internal/bench": 8, "internal/report": 8,
 	"internal/scenario": 9,
 	"cmd/huddle":        10,

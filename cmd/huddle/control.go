@@ -77,6 +77,9 @@ func printFlags(fs *flag.FlagSet, names []string) {
 // --order total); "--" ends the flags. It returns the arguments, or an
 // exit code when parsing ends the command.
 func (f *controlFlags) parse(args []string, stdout, stderr io.Writer) ([]string, int, bool) {
+	if inspected(f.fs) {
+		return nil, exitOK, false
+	}
 	var pos []string
 	for {
 		err := f.fs.Parse(args)

@@ -57,6 +57,8 @@ Usage:
   huddle report DIR      write an HTML report, with plots and CSV, of a run's or a sweep's directory
   huddle ping [flags]    tell whether multicast and unicast get through to the other machines, and why not
   huddle version         print the version, the revision, the Go and wire versions (--json)
+  huddle completion SH   print a completion script for bash, zsh or fish
+  huddle man             print huddle's manual page (roff): man <(huddle man)
   huddle help            print this help
 
 Run one node per machine of a LAN: with no flags, a node joins 239.192.72.68:7468
@@ -116,6 +118,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdPing(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return cmdVersion(args[1:], stdout, stderr)
+	case "completion":
+		return cmdCompletion(args[1:], stdout, stderr)
+	case "man":
+		return cmdMan(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -201,6 +207,9 @@ func newFlagSet(name string) (*flag.FlagSet, *bytes.Buffer) {
 // operands and, as parseArgs does, whether the command ends here. Each
 // flag is parsed once, so that flags given more than once add up.
 func parseOperands(fs *flag.FlagSet, out *bytes.Buffer, args []string, stdout, stderr io.Writer) (operands []string, code int, done bool) {
+	if inspected(fs) {
+		return nil, exitOK, true
+	}
 	for len(args) > 0 {
 		err := fs.Parse(args)
 		if err == nil && fs.NArg() == 0 {
@@ -219,6 +228,9 @@ func parseOperands(fs *flag.FlagSet, out *bytes.Buffer, args []string, stdout, s
 // and reports (with the exit code) whether the command ends here: help
 // asked for, or a bad command line.
 func parseArgs(fs *flag.FlagSet, out *bytes.Buffer, args []string, stdout, stderr io.Writer) (code int, done bool) {
+	if inspected(fs) {
+		return exitOK, true
+	}
 	err := fs.Parse(args)
 	fs.SetOutput(stderr)
 	if errors.Is(err, flag.ErrHelp) {

@@ -23,7 +23,7 @@ type buildInfo struct {
 	Go       string `json:"go"`
 	OS       string `json:"os"`
 	Arch     string `json:"arch"`
-	Wire     int    `json:"wire"` // wire.Version: nodes of different wire versions ignore each other
+	Wire     int    `json:"wire"` // wire.Version: nodes of different wire versions cannot form one group
 }
 
 // readBuildInfo returns this binary's buildInfo.
