@@ -57,8 +57,8 @@ var (
 	// group, or its socket failed: see Group.Err).
 	ErrClosed = errors.New("huddle: group closed")
 	// ErrReserved: Multicast or Send on the service of the node's own
-	// election ("election") or lock ("mutex").
-	ErrReserved = errors.New("huddle: the election's and the lock's services are the node's own")
+	// election ("election"), lock ("mutex") or probe ("probe").
+	ErrReserved = errors.New("huddle: the election's, the lock's and the probe's services are the node's own")
 	// ErrNotMember: Send to a node that is not a member of the view.
 	ErrNotMember = errors.New("huddle: not a member of the view")
 	// ErrRefused: the group refused this node (its ID is taken, or its
@@ -146,6 +146,7 @@ type Group struct {
 	closed   bool                // the node stopped: the readers' channels are closed
 
 	undeliverable atomic.Uint64
+	watching      atomic.Pointer[watcherList] // Watch's watchers; written under mu
 }
 
 // Service is a named channel of a group: its messages go only to the
@@ -280,6 +281,7 @@ func (g *Group) Joined() <-chan struct{} { return g.first }
 // handle runs in the node's loop with everything the node reports, in
 // order: it hands views and messages to the services.
 func (g *Group) handle(ev *node.Event) {
+	g.watch(ev)
 	if ev.Kind != node.MembershipEvent {
 		return
 	}
@@ -320,7 +322,8 @@ func (s *Service) put(ev Event) {
 }
 
 // Service returns the named service of the group (the same one for the
-// same name). Election and mutex use "election" and "mutex"; "" is the
+// same name). Election, mutex and the probe use "election", "mutex" and
+// "probe"; "" is the
 // default application service, the one `huddle send` and the traffic of
 // `huddle run --send-rate` use. It panics on a name longer than
 // MaxServiceName bytes.
@@ -612,6 +615,7 @@ func (g *Group) closeServices() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.closed = true
+	g.closeWatchers()
 	for name, s := range g.readers {
 		close(s.events)
 		delete(g.readers, name)

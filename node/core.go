@@ -119,6 +119,7 @@ type Core struct {
 	engine     *multicast.Engine // the membership layer's, for its counters and peers
 	election   electionPart      // the leader election, on the election service
 	lock       lockPart          // the Ricart–Agrawala lock, on the mutex service
+	probe      probePart         // the group probe's messages, on the probe service
 	drop       *dropper          // built-in fault injection
 	seal       sealing           // datagram sealing with the group key
 	started    time.Time         // when the Core was made
@@ -197,6 +198,7 @@ const (
 	LockEvent                   // the lock's (Lock)
 	SecurityEventKind           // a datagram unusable because of the key (Security)
 	VersionEvent                // the group heard in another wire version (Version)
+	ProbeEvent                  // a probe message from another member (Probe)
 )
 
 // VersionSeen is a node of this group heard in another wire version.
@@ -215,6 +217,7 @@ type Event struct {
 	Lock       mutex.Event
 	Security   SecurityEvent
 	Version    VersionSeen
+	Probe      ProbeSeen
 }
 
 // NewCore returns a Core whose first timer is due at now.
@@ -400,6 +403,8 @@ func (c *Core) protocolMessage(now time.Time, d *membership.Delivery) bool {
 		if d.Source != c.opt.ID { // its own multicast request comes back: not an input
 			c.lock.m.Receive(now, d.Source, d.Payload)
 		}
+	case ProbeService:
+		c.probeMessage(d)
 	default:
 		return false
 	}
@@ -419,6 +424,7 @@ func (c *Core) viewChanged(now time.Time, v membership.View) {
 	ids := v.IDs()
 	c.election.setView(now, v.ID, ids)
 	c.lock.setView(now, v.ID, ids, c.membership)
+	c.probe.out.clear()
 }
 
 // heard tells the lock, in quorum mode, that a datagram of node id was
@@ -449,6 +455,7 @@ func (c *Core) protocolsStep() {
 	}
 	c.election.out.send(c.membership, electionService)
 	c.lock.out.send(c.membership, mutexService)
+	c.probe.out.send(c.membership, probeService)
 }
 
 // Ready returns what the Core reported since the last call, in the order

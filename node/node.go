@@ -109,6 +109,14 @@ type Node struct {
 	lockLost    bool          // the lock was taken away since the last request
 	hist        Histograms    // Recovery aside, which the multicast layer keeps
 	sentAt      []sentAt      // when own total and safe messages were sent, by seq modulo its length
+	start       time.Time     // when New made the node (uptime)
+
+	probes         map[uint64]*probeWait // probes this node asked and waits for, by ID
+	probeSeq       uint64                // the last probe's ID
+	probeReplies   []queued              // answers to send once report is done
+	probeSent      bool                  // report sent some: afterStep writes them
+	probesAnswered uint64
+	probeBad       uint64
 }
 
 // sentAt is when an own message was sent (Histograms.Delivery).
@@ -128,7 +136,7 @@ func New(o Options) *Node {
 		seed = o.Inc
 	}
 	return &Node{
-		o: o, log: o.Log, warned: map[string]bool{},
+		o: o, log: o.Log, warned: map[string]bool{}, start: time.Now(), probes: map[uint64]*probeWait{},
 		sendc: make(chan *sendReq), calls: make(chan func(*Core)), stopped: make(chan struct{}),
 		core: newCore(o, seed),
 	}
@@ -449,6 +457,12 @@ func (n *Node) afterStep() {
 	n.write(ct, ctl)
 	n.write(n.o.Transport, data)
 	n.report()
+	if n.probeSent { // answers to probes that the report found
+		n.probeSent = false
+		ctl, data = n.core.TakeOutboxes()
+		n.write(ct, ctl)
+		n.write(n.o.Transport, data)
+	}
 }
 
 // report logs what the core reported, in the order it happened, and hands
@@ -466,6 +480,8 @@ func (n *Node) report() {
 			n.lockEvent(ev.Lock)
 		case SecurityEventKind:
 			n.logSecurity(ev.Security)
+		case ProbeEvent:
+			n.probeEvent(ev.Probe)
 		case VersionEvent:
 			n.log.Warn().Str(logs.EventKey, logs.PeerVersion).Uint64(logs.PeerKey, ev.Version.From).Str(logs.AddrKey, ev.Version.Addr.String()).
 				Int(logs.VersionKey, int(ev.Version.Version)).Str(logs.OursKey, strconv.Itoa(wire.Version)).
@@ -475,6 +491,9 @@ func (n *Node) report() {
 		if n.o.Handle != nil {
 			n.o.Handle(ev)
 		}
+	}
+	if n.sendProbeReplies() {
+		n.probeSent = true
 	}
 }
 

@@ -19,9 +19,11 @@ var ErrStopped = errors.New("node: stopped")
 const MaxServiceName = 64
 
 // Reserved reports whether service is one the node's own protocols use
-// (the election's and the lock's): their messages are not an
+// (the election's, the lock's and the probe's): their messages are not an
 // application's to send.
-func Reserved(service string) bool { return service == ElectionService || service == MutexService }
+func Reserved(service string) bool {
+	return service == ElectionService || service == MutexService || service == ProbeService
+}
 
 // A sendReq is one Multicast call handed to the loop: one message, or a
 // batch sent in order. Its state decides the race between the loop

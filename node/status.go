@@ -169,6 +169,7 @@ func (n *Node) counters() Counters {
 		{"lock_withdrawn", ls.Withdrawn}, {"lock_deferred", ls.Deferred}, {"lock_quarantines", ls.Quarantines},
 		{"lock_msgs_sent", ls.Sent.Total()}, {"lock_msgs_recv", ls.Received.Total()},
 		{"lock_stale", ls.Stale}, {"lock_bad", ls.Malformed + ls.Foreign + ls.OutOfBound + ls.Exhausted}, {"lock_dropped", ldropped},
+		{"probes_answered", n.probesAnswered}, {"probe_bad", n.probeBad}, {"probe_dropped", n.core.probe.out.dropped},
 	}
 }
 

@@ -32,7 +32,8 @@ func inspected(fs *flag.FlagSet) bool {
 // with their synopsis and what they do (the lines of usage).
 var commands = []struct{ name, synopsis, about string }{
 	{"run", "huddle run [flags]", "run a node on this machine"},
-	{"status", "huddle status [flags]", "print a running node's view, members and counters"},
+	{"status", "huddle status [--group] [flags]", "print a running node's view, members and counters; with --group, every member's"},
+	{"watch", "huddle watch [--service NAME]... [flags]", "stream what the running node sees: views, suspicions, leaders, the lock, deliveries"},
 	{"send", "huddle send [flags] TEXT | -", "multicast TEXT, or standard input, through the running node"},
 	{"elect", "huddle elect [flags]", "start a leader election from the running node and print the leader"},
 	{"lock", "huddle lock [flags]", "acquire the group's lock on the running node, hold it, release it"},

@@ -37,7 +37,7 @@ type controlFlags struct {
 
 // shownFlags are the configuration flags a control command's help lists:
 // those that find the node's socket. The others are accepted too.
-var shownFlags = []string{"config", "group", "id", "iface", "control-socket", "timeout", "json", "order", "service", "hold", "rate", "from", "seed"}
+var shownFlags = []string{"config", "group", "id", "iface", "control-socket", "timeout", "json", "order", "service", "hold", "rate", "from", "seed", "all", "wait"}
 
 func newControlFlags(name, synopsis, about string) *controlFlags {
 	f := &controlFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
@@ -108,6 +108,16 @@ func (f *controlFlags) parse(args []string, stdout, stderr io.Writer) ([]string,
 	return pos, 0, true
 }
 
+// parseNone is parse for a command that takes no arguments.
+func (f *controlFlags) parseNone(args []string, stdout, stderr io.Writer) (int, bool) {
+	rest, code, ok := f.parse(args, stdout, stderr)
+	if ok && len(rest) > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", f.fs.Name(), rest[0])
+		return exitUsage, false
+	}
+	return code, ok
+}
+
 // target is the socket of the node a command talks to.
 type target struct {
 	path string
@@ -148,11 +158,22 @@ func (f *controlFlags) findTarget(stderr io.Writer) (target, error) {
 // call runs cmd at the target's node, falling back to the only node of
 // the group on this host when allowed. It returns the path it reached.
 func (t target) call(timeout time.Duration, cmd string, args any) (json.RawMessage, string, error) {
-	ctx := context.Background()
+	var res json.RawMessage
+	path, err := t.reach(func(path string) (err error) {
+		res, err = control.Call(context.Background(), path, timeout, cmd, args)
+		return err
+	})
+	return res, path, err
+}
+
+// reach runs do with the target's node's socket, falling back to the only
+// node of the group on this host when allowed. It returns the path it
+// reached.
+func (t target) reach(do func(path string) error) (string, error) {
 	if t.path != "" {
-		res, err := control.Call(ctx, t.path, timeout, cmd, args)
+		err := do(t.path)
 		if !errors.Is(err, control.ErrNoNode) || !t.fallback {
-			return res, t.path, t.explain(err)
+			return t.path, t.explain(err)
 		}
 	}
 	live, stale := liveSockets(control.DefaultDir())
@@ -163,10 +184,9 @@ func (t target) call(timeout time.Duration, cmd string, args any) (json.RawMessa
 		}
 	}
 	if len(mine) != 1 {
-		return nil, "", t.noNode(live, stale, len(mine))
+		return "", t.noNode(live, stale, len(mine))
 	}
-	res, err := control.Call(ctx, mine[0].Path, timeout, cmd, args)
-	return res, mine[0].Path, t.explain(err)
+	return mine[0].Path, t.explain(do(mine[0].Path))
 }
 
 // explain adds to a failure to reach the node how to reach one.
@@ -247,35 +267,52 @@ func fail(stderr io.Writer, name string, err error, usage bool) int {
 }
 
 func cmdStatus(args []string, stdout, stderr io.Writer) int {
-	f := newControlFlags("huddle status", "huddle status [flags]",
+	f := newControlFlags("huddle status", "huddle status [--group] [flags]",
 		"Prints a running node's view (ID, coordinator, members with their incarnations),\n"+
-			"its identity and its counters (those of node.stats). --json prints one JSON object.")
-	rest, code, ok := f.parse(args, stdout, stderr)
-	if !ok {
+			"its identity and its counters (those of node.stats). --json prints one JSON object.\n\n"+
+			"With --group (or --all), the node asks every member of its view over the group\n"+
+			"and prints one row per member: ID, address, incarnation, view, role, uptime,\n"+
+			"messages delivered, NACKs and repairs sent, lock state and the leader it knows.\n"+
+			"Members that do not answer within --wait are shown as silent. --group with a\n"+
+			"value (--group NAME) still names the group, as for every command.")
+	all := f.fs.Bool("all", false, "ask every member of the view (the same as a bare --group)")
+	wait := f.fs.Duration("wait", control.DefaultProbeWait, "with --group: how long to wait for the members' answers")
+	if code, ok := f.parseNone(bareGroup(args), stdout, stderr); !ok {
 		return code
-	}
-	if len(rest) > 0 {
-		fmt.Fprintf(stderr, "huddle status: unexpected argument %q\n", rest[0])
-		return exitUsage
 	}
 	t, err := f.findTarget(stderr)
 	if err != nil {
 		return fail(stderr, "huddle status", err, true)
 	}
-	res, path, err := t.call(*f.timeout, "status", nil)
-	if err != nil {
-		return fail(stderr, "huddle status", err, false)
+	if *all {
+		return statusGroup(t, *wait, *f.json, stdout, stderr)
 	}
-	if *f.json {
-		stdout.Write(append(bytes.TrimSpace(res), '\n'))
+	return callAndPrint(t, *f.timeout, "huddle status", "status", nil, *f.json, stdout, stderr, func(st huddle.Status, path string) int {
+		if !*f.json {
+			printStatus(stdout, st, path)
+		}
 		return exitOK
+	})
+}
+
+// callAndPrint runs cmd with args at the target's node and decodes its
+// result into a T: as JSON it prints the result as the node sent it,
+// and show (which prints it for people unless asJSON) returns the exit
+// code. name is the command's, for its errors.
+func callAndPrint[T any](t target, timeout time.Duration, name, cmd string, args any, asJSON bool, stdout, stderr io.Writer,
+	show func(res T, path string) int) int {
+	raw, path, err := t.call(timeout, cmd, args)
+	if err != nil {
+		return fail(stderr, name, err, false)
 	}
-	var st huddle.Status
-	if err := json.Unmarshal(res, &st); err != nil {
-		return fail(stderr, "huddle status", fmt.Errorf("the node's answer is malformed: %w", err), false)
+	var res T
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fail(stderr, name, fmt.Errorf("the node's answer is malformed: %w", err), false)
 	}
-	printStatus(stdout, st, path)
-	return exitOK
+	if asJSON {
+		stdout.Write(append(bytes.TrimSpace(raw), '\n'))
+	}
+	return show(res, path)
 }
 
 // printStatus writes a node's status for people.
@@ -476,13 +513,8 @@ func cmdElect(args []string, stdout, stderr io.Writer) int {
 		"Starts an election from the running node (the group's algorithm: ring or bully),\n"+
 			"waits until the node knows the round's leader, up to --timeout, and prints it.\n"+
 			"The election's messages are logged as election.* and leader.changed events.")
-	rest, code, ok := f.parse(args, stdout, stderr)
-	if !ok {
+	if code, ok := f.parseNone(args, stdout, stderr); !ok {
 		return code
-	}
-	if len(rest) > 0 {
-		fmt.Fprintf(stderr, "huddle elect: unexpected argument %q\n", rest[0])
-		return exitUsage
 	}
 	t, err := f.findTarget(stderr)
 	if err != nil {
@@ -532,13 +564,8 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 			"--hold, releases it, and prints how long it waited and held. --timeout bounds\n"+
 			"the wait for the lock; a request that times out is withdrawn.")
 	hold := f.fs.Duration("hold", 0, "how long to hold the lock")
-	rest, code, ok := f.parse(args, stdout, stderr)
-	if !ok {
+	if code, ok := f.parseNone(args, stdout, stderr); !ok {
 		return code
-	}
-	if len(rest) > 0 {
-		fmt.Fprintf(stderr, "huddle lock: unexpected argument %q\n", rest[0])
-		return exitUsage
 	}
 	if *hold < 0 {
 		fmt.Fprintln(stderr, "huddle lock: --hold is negative")

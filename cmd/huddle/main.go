@@ -47,6 +47,8 @@ Usage:
   huddle lab [flags]     run an experiment: 2-32 nodes, loss, faults, elections, locks, checked
   huddle run [flags]     run a node on this machine (huddle run --help lists the flags)
   huddle status          print a running node's view, members and counters (--json)
+  huddle status --group  ask every member over the group and print one row each (like JGroups' probe)
+  huddle watch           stream the node's views, suspicions, leaders, lock events (and deliveries: --service)
   huddle send TEXT       multicast TEXT through the running node (--order fifo|total|safe)
   huddle elect           start a leader election from the running node and print the leader
   huddle lock [--hold D] acquire the group's lock on the running node, hold it, release it
@@ -96,6 +98,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdStatus(args[1:], stdout, stderr)
 	case "send":
 		return cmdSend(args[1:], stdout, stderr)
+	case "watch":
+		return cmdWatch(args[1:], stdout, stderr)
 	case "elect":
 		return cmdElect(args[1:], stdout, stderr)
 	case "lock":

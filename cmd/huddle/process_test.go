@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -265,6 +266,73 @@ func TestProcess(t *testing.T) {
 		}
 		n.stop(t, syscall.SIGTERM)
 		read("STOPPING=1", time.Second)
+	})
+
+	// huddle status --group and huddle watch against three real nodes:
+	// every member answers the probe with the view the asker has, and the
+	// watch sees a delivery and the view that drops a killed member.
+	t.Run("group status and watch", func(t *testing.T) {
+		n1, n2, n3 := startProc(t, bin, 1), startProc(t, bin, 2), startProc(t, bin, 3)
+		for _, n := range []*proc{n1, n2, n3} {
+			n.waitEvent(t, 10*time.Second, logs.ViewInstalled, func(l logLine) bool { return len(l[logs.MembersKey].([]any)) == 3 })
+		}
+		watch := exec.Command(bin, "watch", "--id", "1", "--json", "--service", "")
+		watch.Env = testEnv()
+		var wout syncBuffer
+		watch.Stdout, watch.Stderr = &wout, &wout
+		if err := watch.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer watch.Process.Kill()
+		time.Sleep(200 * time.Millisecond) // the watch is connected
+		if code, out := runBinary(t, bin, "send", "--id", "2", "hello group"); code != 0 {
+			t.Fatalf("huddle send: exit %d: %s", code, out)
+		}
+		code, out := runBinary(t, bin, "status", "--id", "1", "--group", "--json")
+		var pr struct {
+			View    string `json:"view"`
+			Members []struct {
+				ID       uint64 `json:"id"`
+				Answered bool   `json:"answered"`
+				Info     struct {
+					ID   uint64 `json:"id"`
+					View string `json:"view"`
+					Role string `json:"role"`
+				} `json:"info"`
+			} `json:"members"`
+		}
+		if err := json.Unmarshal([]byte(out), &pr); code != 0 || err != nil || len(pr.Members) != 3 {
+			t.Fatalf("huddle status --group: exit %d, %v:\n%s", code, err, out)
+		}
+		for i, m := range pr.Members {
+			if !m.Answered || m.Info.ID != m.ID || m.Info.View != pr.View || (i == 0) != strings.Contains(m.Info.Role, "coordinator") {
+				t.Errorf("member %d answered %+v in view %s", m.ID, m, pr.View)
+			}
+		}
+		if code, out := runBinary(t, bin, "status", "--id", "2", "--group"); code != 0 || !strings.Contains(out, "3 members, 3 answered") {
+			t.Errorf("huddle status --group: exit %d:\n%s", code, out)
+		}
+		n3.cmd.Process.Kill()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(wout.String(), `"crashed":[3]`) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the watch saw no view without node 3 in 10s:\n%s", wout.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		watch.Process.Signal(syscall.SIGINT)
+		if err := watch.Wait(); err != nil {
+			t.Errorf("huddle watch after SIGINT: %v\n%s", err, wout.String())
+		}
+		text := wout.String()
+		for _, want := range []string{`"event":"deliver","view":"`, `"from":2,"seq":1,"order":"fifo","payload":"` + base64.StdEncoding.EncodeToString([]byte("hello group")) + `"`,
+			`"event":"member.suspected"`, `"event":"view.installed"`} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the watch printed no %s:\n%s", want, text)
+			}
+		}
+		n1.stop(t, syscall.SIGTERM)
+		n2.stop(t, syscall.SIGTERM)
 	})
 
 	t.Run("console log", func(t *testing.T) {

@@ -27,24 +27,12 @@ const replyGrace = time.Second
 // the node reports is an *Error, to be matched with errors.Is against
 // ErrNotInView and the other codes.
 func Call(ctx context.Context, path string, timeout time.Duration, cmd string, args any) (json.RawMessage, error) {
-	req := Request{Cmd: cmd}
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	req.TimeoutMS = max(1, timeout.Milliseconds())
-	if args != nil {
-		b, err := json.Marshal(args)
-		if err != nil {
-			return nil, fmt.Errorf("control: %s: %w", cmd, err)
-		}
-		req.Args = b
-	}
-	line, err := json.Marshal(req)
+	line, err := request(cmd, timeout, args)
 	if err != nil {
-		return nil, fmt.Errorf("control: %s: %w", cmd, err)
-	}
-	if len(line) > MaxRequest {
-		return nil, errorf(ErrTooLarge, fmt.Sprintf("the request is %d bytes long; the node reads at most %d", len(line), MaxRequest))
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout+replyGrace)
 	defer cancel()
@@ -80,6 +68,76 @@ func Call(ctx context.Context, path string, timeout time.Duration, cmd string, a
 		return nil, rep.Error
 	}
 	return rep.Result, nil
+}
+
+// request encodes a request line.
+func request(cmd string, timeout time.Duration, args any) ([]byte, error) {
+	req := Request{Cmd: cmd, TimeoutMS: max(1, timeout.Milliseconds())}
+	if args != nil {
+		b, err := json.Marshal(args)
+		if err != nil {
+			return nil, fmt.Errorf("control: %s: %w", cmd, err)
+		}
+		req.Args = b
+	}
+	line, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("control: %s: %w", cmd, err)
+	}
+	if len(line) > MaxRequest {
+		return nil, errorf(ErrTooLarge, fmt.Sprintf("the request is %d bytes long; the node reads at most %d", len(line), MaxRequest))
+	}
+	return line, nil
+}
+
+// CallStream runs streaming command cmd (watch) at the node listening at
+// path and hands each event to fn, until the node ends the stream (its
+// last reply is returned as Call's), fn returns an error (returned), or
+// ctx ends (nil: the caller stopped watching). The node's stream has no
+// timeout.
+func CallStream(ctx context.Context, path, cmd string, args any, fn func(event json.RawMessage) error) (json.RawMessage, error) {
+	line, err := request(cmd, DefaultTimeout, args)
+	if err != nil {
+		return nil, err
+	}
+	c, err := dial(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	if _, err := c.Write(append(line, '\n')); err != nil {
+		return nil, fmt.Errorf("control: %s: sending the request to %s: %w", cmd, path, err)
+	}
+	br := bufio.NewReader(c)
+	for {
+		l, err := readLine(br, MaxReply, "reply")
+		switch {
+		case ctx.Err() != nil:
+			return nil, nil
+		case errors.Is(err, errEmpty):
+			return nil, fmt.Errorf("control: %s: the node closed the stream without a last reply", cmd)
+		case err != nil:
+			return nil, fmt.Errorf("control: %s: reading from %s: %v", cmd, path, err)
+		}
+		var rep Reply
+		if err := json.Unmarshal(l, &rep); err != nil {
+			return nil, fmt.Errorf("control: %s: malformed reply: %w", cmd, err)
+		}
+		switch {
+		case rep.Event != nil:
+			if err := fn(rep.Event); err != nil {
+				return nil, err
+			}
+		case rep.OK:
+			return rep.Result, nil
+		case rep.Error == nil:
+			return nil, errorf(ErrFailed, "the node replied with an error but said nothing")
+		default:
+			return nil, rep.Error
+		}
+	}
 }
 
 func dial(ctx context.Context, path string) (net.Conn, error) {

@@ -24,6 +24,15 @@ type Node interface {
 	Unlock(ctx context.Context) error
 	SetDrop(ctx context.Context, d node.Drop) (node.Drop, error)
 	ReloadKeys(ctx context.Context) error
+	Probe(ctx context.Context) (node.ProbeResult, error)
+	Watch(services ...string) Watch
+}
+
+// Watch is what watch needs of a watcher (huddle.Watcher).
+type Watch interface {
+	C() <-chan huddle.WatchEvent
+	Dropped() uint64
+	Close()
 }
 
 var _ Node = groupNode{}
@@ -38,14 +47,36 @@ func Commands(n Node) map[string]Handler {
 		"lock":   lockCommand(n),
 		"drop":   dropCommand(n),
 		"key":    keyCommand(n),
+		"watch":  watchCommand(n),
 	}
 }
 
-// statusCommand returns the node's node.Status; it takes no arguments.
+// StatusArgs are the arguments of status: none for the node's own
+// node.Status; Group for a node.ProbeResult of every member of its view,
+// each asked over the group, waiting up to WaitMS (0: DefaultProbeWait)
+// for their answers.
+type StatusArgs struct {
+	Group  bool  `json:"group,omitempty"`
+	WaitMS int64 `json:"wait_ms,omitempty"`
+}
+
+// DefaultProbeWait is how long status with group waits for the members'
+// answers; a member of a healthy group answers within milliseconds.
+const DefaultProbeWait = time.Second
+
+// statusCommand returns the node's node.Status, or with group the
+// members' answers to a probe.
 func statusCommand(n Node) Handler {
 	return func(ctx context.Context, args json.RawMessage) (any, error) {
-		if err := decodeArgs(args, &struct{}{}); err != nil {
+		var a StatusArgs
+		if err := decodeArgs(args, &a); err != nil {
 			return nil, err
+		}
+		if a.WaitMS < 0 || a.WaitMS > MaxTimeout.Milliseconds() {
+			return nil, errorf(ErrBadRequest, fmt.Sprintf("status: wait_ms %d is out of range (0 to %d)", a.WaitMS, MaxTimeout.Milliseconds()))
+		}
+		if a.Group {
+			return probe(ctx, n, time.Duration(a.WaitMS)*time.Millisecond)
 		}
 		st, err := n.Status(ctx)
 		if err != nil {
@@ -53,6 +84,87 @@ func statusCommand(n Node) Handler {
 		}
 		return st, nil
 	}
+}
+
+// probe asks every member for its summary, waiting up to wait (0:
+// DefaultProbeWait), and returns their answers.
+func probe(ctx context.Context, n Node, wait time.Duration) (any, error) {
+	if wait <= 0 {
+		wait = DefaultProbeWait
+	}
+	pctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	res, err := n.Probe(pctx)
+	switch {
+	case errors.Is(err, node.ErrProbeBusy):
+		return nil, errorf(ErrBusy, "status: 16 group probes of this node are waiting already; try again")
+	case err != nil:
+		return nil, nodeError(err, "probing the group", "its loop did not answer")
+	}
+	return res, nil
+}
+
+// WatchArgs are the arguments of watch: the services whose deliveries
+// to stream besides the views, suspicions, leaders and lock events ("" is
+// the application's default service).
+type WatchArgs struct {
+	Services []string `json:"services,omitempty"`
+}
+
+// MaxWatchServices bounds the services one watch follows.
+const MaxWatchServices = 16
+
+// watchCommand streams what the node sees (huddle.WatchEvent), one event
+// per line, until the client hangs up; a watch.dropped event says how many
+// were dropped before the next because the client read too slowly. Its
+// last line, when the node stops, is a stopped error.
+func watchCommand(n Node) Handler {
+	return func(_ context.Context, args json.RawMessage) (any, error) {
+		var a WatchArgs
+		if err := decodeArgs(args, &a); err != nil {
+			return nil, err
+		}
+		if len(a.Services) > MaxWatchServices {
+			return nil, errorf(ErrBadRequest, fmt.Sprintf("watch: %d services (at most %d)", len(a.Services), MaxWatchServices))
+		}
+		for _, s := range a.Services {
+			if len(s) > node.MaxServiceName {
+				return nil, errorf(ErrBadRequest, fmt.Sprintf("watch: service name of %d bytes (at most %d)", len(s), node.MaxServiceName))
+			}
+		}
+		return Stream(func(ctx context.Context, emit func(any) error) (any, error) {
+			w := n.Watch(a.Services...)
+			defer w.Close()
+			var told uint64
+			for {
+				select {
+				case <-ctx.Done():
+					return WatchResult{Dropped: w.Dropped()}, nil
+				case ev, ok := <-w.C():
+					if !ok {
+						return nil, errorf(ErrStopped, "the node stopped")
+					}
+					if d := w.Dropped(); d > told {
+						if err := emit(huddle.WatchEvent{Time: time.Now(), Event: WatchDropped, Count: d - told}); err != nil {
+							return nil, err
+						}
+						told = d
+					}
+					if err := emit(ev); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}), nil
+	}
+}
+
+// WatchDropped is the event that counts the events a slow watcher missed.
+const WatchDropped = "watch.dropped"
+
+// WatchResult ends a watch: how many events it dropped in all.
+type WatchResult struct {
+	Dropped uint64 `json:"dropped"`
 }
 
 // SendArgs are the arguments of send: the message, as Text or as Payload
@@ -63,7 +175,7 @@ type SendArgs struct {
 	Order   string `json:"order,omitempty"` // fifo, total or safe; empty is DefaultOrder
 	// Service is the group service to send on: "" (the default) is the
 	// application's channel, the workload's; programs open others with
-	// Group.Service. Not "election" nor "mutex", the node's own.
+	// Group.Service. Not "election", "mutex" nor "probe", the node's own.
 	Service string `json:"service,omitempty"`
 }
 
@@ -109,7 +221,7 @@ func sendCommand(n Node) Handler {
 		case len(a.Service) > node.MaxServiceName:
 			return nil, errorf(ErrBadRequest, fmt.Sprintf("send: service name of %d bytes (at most %d)", len(a.Service), node.MaxServiceName))
 		case node.Reserved(a.Service):
-			return nil, errorf(ErrBadRequest, fmt.Sprintf("send: service %q is the node's own (its election and lock use election and mutex)", a.Service))
+			return nil, errorf(ErrBadRequest, fmt.Sprintf("send: service %q is the node's own (its election, lock and probe use election, mutex and probe)", a.Service))
 		}
 		var service []byte
 		if a.Service != "" {

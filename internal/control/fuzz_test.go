@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/huddle-lan/huddle"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/node"
 )
@@ -47,7 +48,20 @@ func (f *fuzzNode) Multicast(_ context.Context, service, payload []byte, _ wire.
 func (f *fuzzNode) Elect(context.Context) (node.ElectResult, error) {
 	return node.ElectResult{}, f.err()
 }
-func (f *fuzzNode) Lock(context.Context) error   { return f.err() }
+func (f *fuzzNode) Lock(context.Context) error { return f.err() }
+
+func (f *fuzzNode) Probe(context.Context) (node.ProbeResult, error) {
+	return node.ProbeResult{View: "1.1", Members: []node.ProbeRow{{ID: 1}}}, f.err()
+}
+
+// Watch gives a watcher whose channel is closed at once: the stream ends
+// as when the node stops.
+func (f *fuzzNode) Watch(...string) Watch {
+	f.calls++
+	w := &fakeWatch{c: make(chan huddle.WatchEvent)}
+	close(w.c)
+	return w
+}
 func (f *fuzzNode) Unlock(context.Context) error { f.calls++; return nil }
 
 func (f *fuzzNode) ReloadKeys(ctx context.Context) error {

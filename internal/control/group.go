@@ -30,4 +30,8 @@ func (n groupNode) SetDrop(ctx context.Context, d huddle.Drop) (huddle.Drop, err
 	return n.g.SetDrop(ctx, d)
 }
 
+func (n groupNode) Probe(ctx context.Context) (huddle.ProbeResult, error) { return n.g.Probe(ctx) }
+
+func (n groupNode) Watch(services ...string) Watch { return n.g.Watch(services...) }
+
 func (n groupNode) ReloadKeys(ctx context.Context) error { return n.g.ReloadKeys(ctx) }

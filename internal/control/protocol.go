@@ -26,6 +26,9 @@ const (
 	// writeTimeout is how long a reply may wait for a client that does
 	// not read.
 	writeTimeout = 5 * time.Second
+	// MaxStreams is the most streaming requests (watch) a server serves
+	// at once, so that they leave room for the other commands.
+	MaxStreams = MaxConns / 2
 )
 
 // A Request is one command to the node, one JSON line.
@@ -55,6 +58,9 @@ type Reply struct {
 	OK     bool            `json:"ok"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *Error          `json:"error,omitempty"`
+	// Event is one event of a streaming command (watch): more lines
+	// follow, up to a last one without Event.
+	Event json.RawMessage `json:"event,omitempty"`
 }
 
 // An Error is a command's failure as the node reports it: a stable code

@@ -28,18 +28,26 @@ import (
 // ctx ends at the request's timeout or when the server closes.
 type Handler func(ctx context.Context, args json.RawMessage) (any, error)
 
+// A Stream is the result of a streaming command: the server calls it with
+// emit, which writes one event line to the client (a Reply with Event),
+// and a context that ends when the client hangs up or the server closes;
+// what it returns is the last line. At most MaxStreams run at once, and
+// they run without the request's timeout.
+type Stream func(ctx context.Context, emit func(event any) error) (any, error)
+
 // A Server serves commands on a Unix socket. Make it with Listen.
 type Server struct {
-	path  string
-	file  os.FileInfo // the socket file we bound, to remove only ours
-	ln    *net.UnixListener
-	cmds  map[string]Handler
-	log   zerolog.Logger
-	ctx   context.Context
-	stop  context.CancelFunc
-	slots chan struct{} // one per connection being handled
-	wg    sync.WaitGroup
-	once  sync.Once
+	path    string
+	file    os.FileInfo // the socket file we bound, to remove only ours
+	ln      *net.UnixListener
+	cmds    map[string]Handler
+	log     zerolog.Logger
+	ctx     context.Context
+	stop    context.CancelFunc
+	slots   chan struct{} // one per connection being handled
+	streams chan struct{} // one per stream running
+	wg      sync.WaitGroup
+	once    sync.Once
 
 	readTimeout time.Duration // tests shorten it
 }
@@ -81,7 +89,7 @@ func Listen(path string, cmds map[string]Handler, log zerolog.Logger) (*Server, 
 	ctx, stop := context.WithCancel(context.Background())
 	return &Server{
 		path: path, file: fi, ln: ln, cmds: cmds, log: log, ctx: ctx, stop: stop,
-		slots: make(chan struct{}, MaxConns), readTimeout: readTimeout,
+		slots: make(chan struct{}, MaxConns), streams: make(chan struct{}, MaxStreams), readTimeout: readTimeout,
 	}, nil
 }
 
@@ -213,7 +221,8 @@ func (s *Server) admit(c *net.UnixConn) {
 func (s *Server) handle(c *net.UnixConn) {
 	start := time.Now()
 	c.SetReadDeadline(start.Add(s.readTimeout))
-	line, err := readLine(bufio.NewReader(c), MaxRequest, "request")
+	br := bufio.NewReader(c)
+	line, err := readLine(br, MaxRequest, "request")
 	if e := (*Error)(nil); err != nil && !errors.As(err, &e) {
 		return // connected and went away, or said nothing: no one to answer
 	}
@@ -234,8 +243,44 @@ func (s *Server) handle(c *net.UnixConn) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, req.timeout())
 	defer cancel()
-	res, err := s.run(ctx, h, req)
+	res, err := s.run(req.Cmd, func() (any, error) { return h(ctx, req.Args) })
+	if st, ok := res.(Stream); ok && err == nil {
+		s.stream(c, br, req.Cmd, start, st)
+		return
+	}
 	s.reply(c, req.Cmd, start, res, err)
+}
+
+// stream runs a streaming command's Stream until it ends, the client
+// hangs up (anything it sends after the request is read and ignored) or
+// the server closes.
+func (s *Server) stream(c *net.UnixConn, br *bufio.Reader, cmd string, start time.Time, st Stream) {
+	select {
+	case s.streams <- struct{}{}:
+		defer func() { <-s.streams }()
+	default:
+		s.reply(c, cmd, start, nil, errorf(ErrBusy, fmt.Sprintf("the node serves %d streams (watch) already; stop one", MaxStreams)))
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	c.SetReadDeadline(time.Time{})
+	go func() {
+		io.Copy(io.Discard, br) // returns when the client hangs up, or handle closes c
+		cancel()
+	}()
+	emit := func(ev any) error {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		line, _ := json.Marshal(Reply{OK: true, Event: b}) // a Reply always encodes
+		c.SetWriteDeadline(time.Now().Add(writeTimeout))
+		_, err = c.Write(append(line, '\n'))
+		return err
+	}
+	res, err := s.run(cmd, func() (any, error) { return st(ctx, emit) })
+	s.reply(c, cmd, start, res, err)
 }
 
 var errEmpty = errors.New("control: empty request")
@@ -295,15 +340,16 @@ func parseRequest(line []byte) (Request, error) {
 	return req, nil
 }
 
-// run calls h; a panicking command fails its request, not the node.
-func (s *Server) run(ctx context.Context, h Handler, req Request) (res any, err error) {
+// run calls command cmd's f (its handler, or its stream); a panicking
+// command fails its request, not the node.
+func (s *Server) run(cmd string, f func() (any, error)) (res any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.Error().Str(logs.EventKey, logs.ControlError).Str(logs.CmdKey, req.Cmd).Interface(logs.PanicKey, p).Msg("control command panicked")
-			res, err = nil, errorf(ErrFailed, fmt.Sprintf("command %s failed: internal error: %v", req.Cmd, p))
+			s.log.Error().Str(logs.EventKey, logs.ControlError).Str(logs.CmdKey, cmd).Interface(logs.PanicKey, p).Msg("control command panicked")
+			res, err = nil, errorf(ErrFailed, fmt.Sprintf("command %s failed: internal error: %v", cmd, p))
 		}
 	}()
-	return h(ctx, req.Args)
+	return f()
 }
 
 // reply writes the reply to one request and logs it at debug level.

@@ -11,12 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
+	"github.com/huddle-lan/huddle"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/node"
 )
@@ -35,6 +37,7 @@ type fakeNode struct {
 	locks     int
 	drop      node.Drop
 	drops     uint64 // injected_drops reported
+	watch     *fakeWatch
 }
 
 type sentMsg struct {
@@ -58,6 +61,47 @@ func (f *fakeNode) Status(ctx context.Context) (node.Status, error) {
 		st.Counters = append(st.Counters, node.Counter{Name: "injected_drops", Value: f.drops})
 	}
 	return st, nil
+}
+
+func (f *fakeNode) Probe(ctx context.Context) (node.ProbeResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return node.ProbeResult{}, node.ErrStopped
+	}
+	<-ctx.Done() // member 2 never answers
+	return node.ProbeResult{View: "2.1", Asker: 1, Members: []node.ProbeRow{
+		{ID: 1, Incarnation: 10, Answered: true, Info: &node.ProbeInfo{ID: 1, Incarnation: 10, View: "2.1", Role: "coordinator"}},
+		{ID: 2, Incarnation: 20}}}, nil
+}
+
+// Watch gives the test's watcher (f.watch), made on first use.
+func (f *fakeNode) Watch(...string) Watch {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.watch == nil {
+		f.watch = &fakeWatch{c: make(chan huddle.WatchEvent, 8)}
+	}
+	f.watch.mu.Lock()
+	f.watch.closed = false
+	f.watch.mu.Unlock()
+	return f.watch
+}
+
+// fakeWatch is a watcher fed by the test.
+type fakeWatch struct {
+	c       chan huddle.WatchEvent
+	dropped atomic.Uint64
+	closed  bool
+	mu      sync.Mutex
+}
+
+func (w *fakeWatch) C() <-chan huddle.WatchEvent { return w.c }
+func (w *fakeWatch) Dropped() uint64             { return w.dropped.Load() }
+func (w *fakeWatch) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
 }
 
 func (f *fakeNode) Lock(ctx context.Context) error {
@@ -183,6 +227,13 @@ func TestRequests(t *testing.T) {
 		{name: "status without newline", raw: `{"cmd":"status"}`, half: true, want: `"view":"2.1"`},
 		{name: "status with CRLF", raw: `{"cmd":"status"}` + "\r\n", want: `"view":"2.1"`},
 		{name: "status with arguments", raw: `{"cmd":"status","args":{"x":1}}` + "\n", code: "bad_request", want: `unknown field \"x\"`},
+		{name: "status of the group", raw: `{"cmd":"status","args":{"group":true,"wait_ms":20}}` + "\n",
+			want: `{"view":"2.1","asker":1,"wait_ms":0,"members":[{"id":1,"incarnation":10,"answered":true,"info":{"id":1,`},
+		{name: "status of the group, silent member", raw: `{"cmd":"status","args":{"group":true,"wait_ms":20}}` + "\n", want: `{"id":2,"incarnation":20,"answered":false}]}`},
+		{name: "status of the group, bad wait", raw: `{"cmd":"status","args":{"group":true,"wait_ms":-1}}` + "\n", code: "bad_request", want: "wait_ms -1 is out of range"},
+		{name: "watch too many services", raw: `{"cmd":"watch","args":{"services":["1","2","3","4","5","6","7","8","9","10","11","12","13","14","15","16","17"]}}` + "\n",
+			code: "bad_request", want: "17 services (at most 16)"},
+		{name: "watch a long service", raw: `{"cmd":"watch","args":{"services":["` + strings.Repeat("s", 65) + `"]}}` + "\n", code: "bad_request", want: "65 bytes (at most 64)"},
 		{name: "send text", raw: `{"cmd":"send","args":{"text":"hi","order":"total"}}` + "\n", want: `{"seq":1,"order":"total"}`, sent: "hi/total"},
 		{name: "send payload", raw: `{"cmd":"send","args":{"payload":"/2hp"}}` + "\n", want: `"order":"fifo"`, sent: "\xffhi/fifo"},
 		{name: "send empty", raw: `{"cmd":"send","args":{"order":"safe"}}` + "\n", want: `"order":"safe"`, sent: "/safe"},
@@ -214,7 +265,7 @@ func TestRequests(t *testing.T) {
 		{name: "drop from without rate", raw: `{"cmd":"drop","args":{"from":[3]}}` + "\n", code: "bad_request", want: "go with a rate"},
 		{name: "drop from ID 0", raw: `{"cmd":"drop","args":{"rate":1,"from":[0]}}` + "\n", code: "bad_request", want: "sender ID 0 is out of range"},
 		{name: "drop on a stopping node", stopped: true, raw: `{"cmd":"drop","args":{"rate":1}}` + "\n", code: "stopped"},
-		{name: "unknown command", raw: `{"cmd":"unlock"}` + "\n", code: "unknown_command", want: `unknown command \"unlock\" (this node knows: drop, elect, key, lock, panic, send, status)`},
+		{name: "unknown command", raw: `{"cmd":"unlock"}` + "\n", code: "unknown_command", want: `unknown command \"unlock\" (this node knows: drop, elect, key, lock, panic, send, status, watch)`},
 		{name: "panicking command", raw: `{"cmd":"panic"}` + "\n", code: "failed", want: "internal error: boom"},
 		{name: "not JSON", raw: "status\n", code: "bad_request", want: "malformed request"},
 		{name: "no cmd", raw: "{}\n", code: "bad_request", want: `no \"cmd\"`},
@@ -268,6 +319,88 @@ func cmpOr(a, b string) string {
 
 // TestSilentClient: a client that connects and says nothing, or stops in
 // the middle of its request, loses its connection after the read timeout.
+// TestStream watches a fake node: events arrive one per line, a count of
+// dropped events comes before the next event, hanging up closes the
+// node's watcher, more than MaxStreams at once are refused, and closing
+// the server ends a stream with its last reply.
+func TestStream(t *testing.T) {
+	f := &fakeNode{state: node.StateMember}
+	s := serve(t, Commands(f))
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan string, 8)
+	done := make(chan error, 1)
+	go func() {
+		_, err := CallStream(ctx, s.Path(), "watch", WatchArgs{Services: []string{"chat"}}, func(ev json.RawMessage) error {
+			got <- string(ev)
+			return nil
+		})
+		done <- err
+	}()
+	var w *fakeWatch
+	for w == nil {
+		time.Sleep(time.Millisecond)
+		f.mu.Lock()
+		w = f.watch
+		f.mu.Unlock()
+	}
+	w.c <- huddle.WatchEvent{Event: "view.installed", View: "3.1"}
+	if ev := <-got; !strings.Contains(ev, `"event":"view.installed","view":"3.1"`) {
+		t.Errorf("first event %s", ev)
+	}
+	w.dropped.Store(5)
+	w.c <- huddle.WatchEvent{Event: "deliver", Payload: []byte("x")}
+	if ev := <-got; !strings.Contains(ev, `"event":"watch.dropped"`) || !strings.Contains(ev, `"count":5`) {
+		t.Errorf("after 5 drops: %s", ev)
+	}
+	if ev := <-got; !strings.Contains(ev, `"event":"deliver"`) || !strings.Contains(ev, `"payload":"eA=="`) {
+		t.Errorf("second event %s", ev)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("CallStream after its context ended: %v", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		w.mu.Lock()
+		closed := w.closed
+		w.mu.Unlock()
+		if closed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the client hung up and the node's watcher is still open")
+		}
+	}
+
+	// MaxStreams at once, then one more.
+	var results []chan error
+	for range MaxStreams {
+		r := make(chan error, 1)
+		results = append(results, r)
+		go func() {
+			res, err := CallStream(context.Background(), s.Path(), "watch", nil, func(json.RawMessage) error { return nil })
+			if err == nil && !strings.Contains(string(res), `"dropped":5`) {
+				err = fmt.Errorf("last reply %s", res)
+			}
+			r <- err
+		}()
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(s.streams) < MaxStreams; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d streams running, want %d", len(s.streams), MaxStreams)
+		}
+	}
+	_, err := CallStream(context.Background(), s.Path(), "watch", nil, func(json.RawMessage) error { return nil })
+	if !errors.Is(err, ErrBusy) {
+		t.Errorf("stream %d: %v, want busy", MaxStreams+1, err)
+	}
+	s.Close()
+	for _, r := range results {
+		if err := <-r; err != nil {
+			t.Errorf("a stream ended by Close: %v", err)
+		}
+	}
+}
+
 func TestSilentClient(t *testing.T) {
 	s := serveWith(t, Commands(&fakeNode{state: node.StateMember}), func(s *Server) { s.readTimeout = 50 * time.Millisecond })
 	for _, c := range []struct{ raw, want string }{{"", ""}, {`{"cmd":`, "incomplete request: no newline before the read timeout"}} {

@@ -141,4 +141,7 @@ var catalogue = map[string]spec{
 	"lock_stale":         counter("huddle_lock_messages_stale", "Lock replies to a withdrawn or older request."),
 	"lock_bad":           counter("huddle_lock_messages_bad", "Lock messages malformed, from outside the view, or out of bounds."),
 	"lock_dropped":       counter("huddle_lock_messages_dropped", "Lock messages the node could not send."),
+	"probes_answered":    counter("huddle_probes_answered", "Group probes (huddle status --group) of other members this node answered."),
+	"probe_bad":          counter("huddle_probe_messages_bad", "Probe messages dropped: malformed, unasked, late, or a second answer."),
+	"probe_dropped":      counter("huddle_probe_messages_dropped", "Probe answers the node could not send."),
 }
