@@ -237,6 +237,42 @@ type Election struct {
 	// Count stops the periodic elections after this many started by this
 	// node (also --elections). Default 0 (no limit).
 	Count int `toml:"count"`
+	// RingOrder is the ring's order for the ring algorithm: "ascending"
+	// (by ID, the default), "descending", or "join" (the order the members
+	// joined, as ring_voting places its workers). Every member of a group
+	// must use the same one.
+	RingOrder string `toml:"ring_order"`
+	// HopDelay holds every election message this node sends for this
+	// long, to watch a round by eye (ring_voting's --worker-sleep).
+	// Default 0; at most 10s.
+	HopDelay Duration `toml:"hop_delay"`
+	// AnswerTimeout (bully) is how long an initiator waits for a higher
+	// member's ANSWER before it declares itself. Default 0: two
+	// heartbeats and two hop delays.
+	AnswerTimeout Duration `toml:"answer_timeout"`
+	// CoordinatorTimeout (bully) is how long a member that got an ANSWER
+	// waits for the COORDINATOR before it starts again, and how long a
+	// member without a leader waits for one to be announced. Default 0:
+	// the suspect timeout, the answer timeout and two hop delays.
+	CoordinatorTimeout Duration `toml:"coordinator_timeout"`
+}
+
+// Timeouts returns the bully timeouts in force: the settings, or for those
+// left at 0 the defaults derived from the heartbeat, the suspect timeout
+// and the hop delay. A higher member that is in the view answers within a
+// few one-way delays and a repair or two (two heartbeats); one that
+// crashed is excluded within the suspect timeout, and the view change
+// restarts the election.
+func (e Election) Timeouts(heartbeat, suspect time.Duration) (answer, coordinator time.Duration) {
+	hops := 2 * e.HopDelay.D()
+	answer, coordinator = e.AnswerTimeout.D(), e.CoordinatorTimeout.D()
+	if answer == 0 {
+		answer = 2*heartbeat + hops
+	}
+	if coordinator == 0 {
+		coordinator = suspect + answer + hops
+	}
+	return answer, coordinator
 }
 
 // Mutex configures the Ricart–Agrawala lock.
@@ -472,7 +508,7 @@ func LAN() Config {
 		SRM: SRM{C1: multicast.DefaultC1, C2: multicast.DefaultC2, D1: multicast.DefaultD1, D2: multicast.DefaultD2,
 			MinDelay: Duration(multicast.DefaultMinDelay)},
 		Log:      Log{Level: "info", Format: "json"},
-		Election: Election{Algorithm: string(election.DefaultAlgorithm)},
+		Election: Election{Algorithm: string(election.DefaultAlgorithm), RingOrder: string(election.Ascending)},
 	}
 }
 

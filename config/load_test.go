@@ -306,7 +306,7 @@ func TestLoadErrors(t *testing.T) {
 			file: "profile = \"local\"\nheartbeat = \"100ms\"\n\nsuspect_timeout = \"10ms\"\n[log]\nlevel = \"loud\"\n",
 			want: []string{
 				`config: <file>:4: suspect_timeout: 10ms is out of range (300ms, 3 heartbeats of 100ms, to 10m0s)`,
-				`config: <file>:6: log.level: "loud" is not a log level (debug, info, warn, error)`,
+				`config: <file>:6: log.level: "loud" is not a log level (trace, debug, info, warn, error)`,
 			},
 		},
 		{
@@ -465,11 +465,12 @@ func everything() Config {
 		TraceDeliveries: true,
 		SRM:             SRM{C1: 1.5, C2: 2.5, D1: 0.5, D2: 2.25, MinDelay: ms(2)},
 		Log:             Log{Level: "debug", Format: "console", File: "/var/log/huddle.log"},
-		Election:        Election{Algorithm: "bully", Every: ms(1500), Count: 7},
-		Mutex:           Mutex{Quorum: 5, Think: "3s-5s", Hold: ms(4000)},
-		Security:        Security{Key: "0123456789abcdef-'\"x"},
-		Drop:            Drop{Rate: 0.25, From: IDList{3, 4}, Seed: 9, Burst: 2.5},
-		Metrics:         Metrics{Addr: "127.0.0.1:9468", Pprof: true},
+		Election: Election{Algorithm: "bully", Every: ms(1500), Count: 7, RingOrder: "join", HopDelay: ms(250),
+			AnswerTimeout: ms(900), CoordinatorTimeout: ms(2000)},
+		Mutex:    Mutex{Quorum: 5, Think: "3s-5s", Hold: ms(4000)},
+		Security: Security{Key: "0123456789abcdef-'\"x"},
+		Drop:     Drop{Rate: 0.25, From: IDList{3, 4}, Seed: 9, Burst: 2.5},
+		Metrics:  Metrics{Addr: "127.0.0.1:9468", Pprof: true},
 	}
 }
 

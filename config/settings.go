@@ -131,3 +131,18 @@ func (e *problemError) Error() string {
 func problem(key, source, format string, args ...any) error {
 	return &problemError{key, source, fmt.Sprintf(format, args...)}
 }
+
+// Effective returns every setting of c by its TOML key, in declaration
+// order, with its value as --print-config writes it; the group key is
+// "(set)" when set, never itself.
+func (c Config) Effective() [][2]string {
+	var out [][2]string
+	for _, s := range settings(&c) {
+		v := s.String()
+		if s.key == "security.key" && v != "" {
+			v = "(set)"
+		}
+		out = append(out, [2]string{s.key, v})
+	}
+	return out
+}

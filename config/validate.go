@@ -61,11 +61,16 @@ func (c *Config) problems() []error {
 		factor("srm.c2", c.SRM.C2, false),
 		factor("srm.d1", c.SRM.D1, true),
 		factor("srm.d2", c.SRM.D2, false),
-		oneOf("log.level", "a log level", c.Log.Level, "debug", "info", "warn", "error"),
+		oneOf("log.level", "a log level", c.Log.Level, "trace", "debug", "info", "warn", "error"),
 		oneOf("log.format", "a log format", c.Log.Format, "json", "console"),
 		oneOf("election.algorithm", "an election algorithm", c.Election.Algorithm, "ring", "bully"),
 		zeroOrAtLeast("election.every", c.Election.Every, 100*ms),
 		inRange("election.count", c.Election.Count, 0, math.MaxInt32),
+		oneOf("election.ring_order", "a ring order", c.Election.RingOrder, "ascending", "descending", "join"),
+		inRange("election.hop_delay", c.Election.HopDelay, 0, Duration(10*time.Second)),
+		zeroOrIn("election.answer_timeout", c.Election.AnswerTimeout, ms, Duration(time.Minute)),
+		zeroOrIn("election.coordinator_timeout", c.Election.CoordinatorTimeout, ms, Duration(10*time.Minute)),
+		checkBullyTimeouts(c),
 		inRange("mutex.quorum", c.Mutex.Quorum, 0, 1024),
 		checkThink(c.Mutex),
 		inRange("mutex.hold", c.Mutex.Hold, 0, Duration(time.Hour)),
@@ -116,6 +121,29 @@ func inRange[T cmp.Ordered](key string, v, lo, hi T) error {
 func checkBurst(key string, burst, rate float64) error {
 	if p := netmodel.BurstProblem(rate, burst); p != "" {
 		return problem(key, "", "%s", p)
+	}
+	return nil
+}
+
+// zeroOrIn: a duration that is 0 (derived) or within lo and hi.
+func zeroOrIn(key string, v, lo, hi Duration) error {
+	if v != 0 && (v < lo || v > hi) {
+		return problem(key, "", "%v is out of range (0 for the default, or %v to %v)", v, lo, hi)
+	}
+	return nil
+}
+
+// checkBullyTimeouts: the answer timeout in force exceeds a round trip of
+// hop delays, and the coordinator timeout exceeds the answer timeout (a
+// higher member runs its own election, answer timeout included, before it
+// announces itself).
+func checkBullyTimeouts(c *Config) error {
+	answer, coord := c.Election.Timeouts(c.Heartbeat.D(), c.SuspectTimeout.D())
+	switch {
+	case c.Election.AnswerTimeout != 0 && answer <= 2*c.Election.HopDelay.D():
+		return problem("election.answer_timeout", "", "%v is not above two hop delays (election.hop_delay is %v): every ANSWER would come too late", answer, c.Election.HopDelay)
+	case c.Election.CoordinatorTimeout != 0 && coord <= answer:
+		return problem("election.coordinator_timeout", "", "%v is not above the answer timeout in force (%v): a higher member's own election takes that long before it announces itself", coord, answer)
 	}
 	return nil
 }

@@ -58,7 +58,21 @@ func TestValidate(t *testing.T) {
 		{"srm.d1", func(c *Config) { c.SRM.D1 = math.NaN() }, `config: srm.d1: NaN is out of range (0 to 100)`},
 		{"srm.d2", func(c *Config) { c.SRM.D2 = 100.5 }, `config: srm.d2: 100.5 is out of range (above 0, up to 100)`},
 		{"send_order", func(c *Config) { c.SendOrder = "agreed" }, `config: send_order: "agreed" is not a delivery order (fifo, total, safe)`},
-		{"log.level", func(c *Config) { c.Log.Level = "trace" }, `config: log.level: "trace" is not a log level (debug, info, warn, error)`},
+		{"log.level", func(c *Config) { c.Log.Level = "verbose" }, `config: log.level: "verbose" is not a log level (trace, debug, info, warn, error)`},
+		{"log.level trace", func(c *Config) { c.Log.Level = "trace" }, ""},
+		{"ring order", func(c *Config) { c.Election.RingOrder = "random" }, `config: election.ring_order: "random" is not a ring order (ascending, descending, join)`},
+		{"hop delay", func(c *Config) { c.Election.HopDelay = Duration(11 * time.Second) }, `config: election.hop_delay: 11s is out of range (0s to 10s)`},
+		{"answer timeout", func(c *Config) { c.Election.AnswerTimeout = Duration(2 * time.Minute) }, `config: election.answer_timeout: 2m0s is out of range (0 for the default, or 1ms to 1m0s)`},
+		{"answer timeout within hops", func(c *Config) {
+			c.Election.HopDelay, c.Election.AnswerTimeout = Duration(time.Second), Duration(time.Second)
+		},
+			`config: election.answer_timeout: 1s is not above two hop delays (election.hop_delay is 1s): every ANSWER would come too late`},
+		{"coordinator timeout", func(c *Config) {
+			c.Election.AnswerTimeout, c.Election.CoordinatorTimeout = Duration(time.Second), Duration(time.Second)
+		},
+			`config: election.coordinator_timeout: 1s is not above the answer timeout in force (1s): a higher member's own election takes that long before it announces itself`},
+		{"coordinator timeout above the derived answer", func(c *Config) { c.Election.CoordinatorTimeout = Duration(50 * time.Millisecond) },
+			`config: election.coordinator_timeout: 50ms is not above the answer timeout in force (100ms): a higher member's own election takes that long before it announces itself`},
 		{"log.format", func(c *Config) { c.Log.Format = "text" }, `config: log.format: "text" is not a log format (json, console)`},
 		{"election.algorithm", func(c *Config) { c.Election.Algorithm = "raft" }, `config: election.algorithm: "raft" is not an election algorithm (ring, bully)`},
 		{"election.every", func(c *Config) { c.Election.Every = ms(50) }, `config: election.every: 50ms is out of range (0 for off, or at least 100ms)`},

@@ -81,3 +81,15 @@ func (c *codec) decode(p []byte) (message, error) {
 	}
 	return msg, nil
 }
+
+// Describe returns an election message's content for a trace log line:
+// "ELECTION round 3 id 7" (the id is the candidate, the leader or the
+// sender, by kind), or why it does not decode.
+func Describe(payload []byte) string {
+	var c codec
+	msg, err := c.decode(payload)
+	if err != nil {
+		return fmt.Sprintf("malformed (%v)", err)
+	}
+	return fmt.Sprintf("%v round %d id %d", msg.kind, msg.round, msg.id)
+}

@@ -77,12 +77,31 @@ type Options struct {
 	// over) waits CoordinatorTimeout (bully) or max(AnswerTimeout,
 	// CoordinatorTimeout) (ring) before it starts an election itself.
 	CoordinatorTimeout time.Duration
-	// Descending (ring) runs the ring through the view's members in
-	// decreasing ID order instead of increasing. The highest ID still
-	// wins; only the direction changes. Tests use it for the literature's
-	// worst case of all members starting at once.
-	Descending bool
+	// Order (ring) is the order of the ring through the view's members:
+	// Ascending (by ID, the default), Descending, or Join (the order in
+	// which they joined: the view's order, oldest first, as ring_voting
+	// places its workers). The highest ID wins whatever the order; the
+	// order decides the messages (Chang–Roberts' best, worst and average
+	// cases). Every member of a group must use the same one.
+	Order RingOrder
+	// HopDelay holds each message this node sends for this long before it
+	// goes out, so that a round can be watched by eye (ring_voting's
+	// --worker-sleep). The bully timeouts must allow for it (the node
+	// derives its defaults so), and a member waiting for a leader waits
+	// two hops more per member.
+	HopDelay time.Duration
 }
+
+// RingOrder is the order of the ring, spelled as config's
+// election.ring_order.
+type RingOrder string
+
+// The ring orders.
+const (
+	Ascending  RingOrder = "ascending"  // by ID, increasing (the default)
+	Descending RingOrder = "descending" // by ID, decreasing
+	JoinOrder  RingOrder = "join"       // the view's order: the order the members joined
+)
 
 // ErrOptions is wrapped by the errors of Options.Validate.
 var ErrOptions = errors.New("election: invalid options")
@@ -98,6 +117,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: AnswerTimeout %v is negative", ErrOptions, o.AnswerTimeout)
 	case o.CoordinatorTimeout < 0:
 		return fmt.Errorf("%w: CoordinatorTimeout %v is negative", ErrOptions, o.CoordinatorTimeout)
+	case o.Order != "" && o.Order != Ascending && o.Order != Descending && o.Order != JoinOrder:
+		return fmt.Errorf("%w: Order %q is not %q, %q or %q", ErrOptions, o.Order, Ascending, Descending, JoinOrder)
+	case o.HopDelay < 0:
+		return fmt.Errorf("%w: HopDelay %v is negative", ErrOptions, o.HopDelay)
 	}
 	return nil
 }
@@ -223,9 +246,10 @@ const (
 // (highest known)+1, so nodes that start together from the same state run
 // one election.
 type Machine struct {
-	self       uint64
-	algorithm  Algorithm
-	descending bool
+	self      uint64
+	algorithm Algorithm
+	order     RingOrder
+	hopDelay  time.Duration
 
 	answerTimeout time.Duration
 	coordTimeout  time.Duration
@@ -237,6 +261,10 @@ type Machine struct {
 	hasView bool
 	view    string
 	members []uint64 // ascending
+	ring    []uint64 // ring: the members in the ring's order
+
+	now  time.Time // the time of the input being handled (held messages' clock)
+	held []heldMessage
 
 	round  uint64    // the highest round known
 	state  state     // this node's part in round
@@ -273,7 +301,7 @@ func New(o Options) *Machine {
 	if err := o.Validate(); err != nil {
 		panic(err)
 	}
-	m := &Machine{self: o.Self, algorithm: o.Algorithm, descending: o.Descending,
+	m := &Machine{self: o.Self, algorithm: o.Algorithm, order: o.Order, hopDelay: o.HopDelay,
 		answerTimeout: orDefault(o.AnswerTimeout, DefaultAnswerTimeout),
 		coordTimeout:  orDefault(o.CoordinatorTimeout, DefaultCoordinatorTimeout)}
 	if m.algorithm == "" {
@@ -300,6 +328,7 @@ func orDefault(d, def time.Duration) time.Duration {
 // while this node takes part in an unfinished round, or has no view, or
 // when the rounds are exhausted (see RoundBound).
 func (m *Machine) Start(now time.Time) bool {
+	m.now = now
 	if !m.hasView || m.busy() {
 		return false
 	}
@@ -311,6 +340,7 @@ func (m *Machine) Start(now time.Time) bool {
 // lost only when the sender or receiver crashes or the view changes.
 // Nothing in payload can make it panic: junk is counted and dropped.
 func (m *Machine) Receive(now time.Time, from uint64, payload []byte) {
+	m.now = now
 	msg, err := m.codec.decode(payload)
 	if err != nil || !m.uses(msg, from) {
 		m.stats.Malformed++
@@ -358,8 +388,21 @@ func (m *Machine) uses(msg message, from uint64) bool {
 	return msg.kind == kindElection || msg.kind == kindElected
 }
 
-// Tick runs the timers due at now.
+// heldMessage is a message held for the hop delay.
+type heldMessage struct {
+	due time.Time
+	msg Message
+}
+
+// Tick runs the timers due at now, and lets the messages held for the
+// hop delay go.
 func (m *Machine) Tick(now time.Time) {
+	m.now = now
+	n := 0
+	for ; n < len(m.held) && due(m.held[n].due, now); n++ {
+		m.out = append(m.out, m.held[n].msg)
+	}
+	m.held = append(m.held[:0], m.held[n:]...)
 	if due(m.answerAt, now) {
 		m.answerAt = time.Time{}
 		if m.state == candidate {
@@ -385,7 +428,11 @@ func due(at, now time.Time) bool { return !at.IsZero() && !now.Before(at) }
 // NextDeadline is when Tick has something to do; zero when nothing.
 func (m *Machine) NextDeadline() time.Time {
 	var next time.Time
-	for _, t := range []time.Time{m.answerAt, m.coordAt, m.waitAt} {
+	var first time.Time
+	if len(m.held) > 0 {
+		first = m.held[0].due
+	}
+	for _, t := range []time.Time{m.answerAt, m.coordAt, m.waitAt, first} {
 		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
 			next = t
 		}
@@ -450,7 +497,7 @@ func (m *Machine) begin(now time.Time) bool {
 // wait arms the wait for a leader to be announced, unless armed.
 func (m *Machine) wait(now time.Time) {
 	if m.waitAt.IsZero() {
-		m.waitFrom, m.waitAt = now, now.Add(m.waitTimeout)
+		m.waitFrom, m.waitAt = now, now.Add(m.waitTimeout+2*time.Duration(len(m.members))*m.hopDelay)
 	}
 }
 
@@ -559,7 +606,13 @@ func (m *Machine) send(to uint64, k kind, id uint64) {
 	}
 	start := len(m.arena)
 	m.arena = m.codec.append(m.arena, message{kind: k, round: m.round, id: id})
-	m.out = append(m.out, Message{To: to, Payload: m.arena[start:len(m.arena):len(m.arena)]})
+	msg := Message{To: to, Payload: m.arena[start:len(m.arena):len(m.arena)]}
+	if m.hopDelay > 0 {
+		msg.Payload = slices.Clone(msg.Payload) // the arena goes with Ready; this one waits
+		m.held = append(m.held, heldMessage{m.now.Add(m.hopDelay), msg})
+	} else {
+		m.out = append(m.out, msg)
+	}
 	m.sent++
 	m.stats.Sent.add(k)
 	if m.state == done {

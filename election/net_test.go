@@ -23,6 +23,9 @@ type lan struct {
 	net   msgnet.Net
 	delay func() time.Duration
 	rng   *rand.Rand // nil: a view change drops every message in flight among its members; else each is delivered first or dropped at random
+	// order, when set, gives the order of a view's members as the view
+	// lists them (the join order); nil: by ID.
+	order func(group []uint64) []uint64
 	epoch int
 
 	carried Counts // messages sent on the network, by kind
@@ -63,10 +66,14 @@ func (l *lan) install(group ...uint64) {
 	l.epoch++
 	vid := fmt.Sprintf("%d.%d", l.epoch, group[0])
 	l.logf("view %s %v", vid, group)
+	listed := group
+	if l.order != nil {
+		listed = l.order(group)
+	}
 	for _, i := range msgnet.Order(l.rng, len(group)) {
 		n := l.nodes[group[i]]
 		n.view, n.viewID = group, vid
-		n.m.SetView(l.now, vid, group)
+		n.m.SetView(l.now, vid, listed)
 		l.collect(group[i])
 	}
 }

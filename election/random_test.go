@@ -49,14 +49,21 @@ type history struct {
 func newHistory(t *testing.T, alg Algorithm, seed int64) *history {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	opt := Options{Algorithm: alg, AnswerTimeout: 20 * time.Millisecond, CoordinatorTimeout: 50 * time.Millisecond,
-		Descending: rng.IntN(2) == 0}
+		Order: []RingOrder{Ascending, Descending, JoinOrder}[rng.IntN(3)]}
 	l := newLAN(t, opt, 0)
 	l.rng = rng
+	if opt.Order == JoinOrder {
+		l.order = func(g []uint64) []uint64 { // a view's own order, the same for all its members
+			o := slices.Clone(g)
+			rng.Shuffle(len(o), func(i, j int) { o[i], o[j] = o[j], o[i] })
+			return o
+		}
+	}
 	l.delay = func() time.Duration { return time.Duration(100+rng.IntN(2900)) * time.Microsecond }
 	h := &history{t: t, rng: rng, l: l, nextID: 1}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("%s, descending %v; the last steps:\n%s", alg, opt.Descending, l.tail())
+			t.Logf("%s, ring order %s; the last steps:\n%s", alg, opt.Order, l.tail())
 		}
 	})
 	n := 1 + rng.IntN(6)

@@ -7,8 +7,8 @@ import (
 
 // Chang and Roberts, "An improved algorithm for decentralized
 // extrema-finding in circular configurations of processes", CACM 22(5),
-// 1979. The ring is the view's members by ID (increasing, or decreasing
-// with Options.Descending); a message goes to the next member, wrapping
+// 1979. The ring is the view's members by ID (increasing, or decreasing),
+// or in the order they joined (Options.Order); a message goes to the next member, wrapping
 // round. A candidate's ELECTION travels until a higher member swallows it;
 // only the highest comes back to its sender, which is then elected and
 // sends ELECTED round once.
@@ -89,10 +89,6 @@ func (m *Machine) ringElected(now time.Time, from, l uint64) {
 
 // next is the member after this one on the ring.
 func (m *Machine) next() uint64 {
-	i, _ := slices.BinarySearch(m.members, m.self)
-	n := len(m.members)
-	if m.descending {
-		return m.members[(i+n-1)%n]
-	}
-	return m.members[(i+1)%n]
+	i := slices.Index(m.ring, m.self)
+	return m.ring[(i+1)%len(m.ring)]
 }

@@ -2,6 +2,9 @@ package election
 
 import (
 	"fmt"
+	"github.com/huddle-lan/huddle/internal/testutil"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -96,28 +99,28 @@ func checkClean(t *testing.T, l *lan) {
 // (candidate k travels k hops). A member alone wins with no message.
 func TestRingCounts(t *testing.T) {
 	type tc struct {
-		name       string
-		descending bool
-		starters   func(ring []uint64) []uint64 // the view's members in ring order
-		election   func(n int) int
+		name     string
+		order    RingOrder
+		starters func(ring []uint64) []uint64 // the view's members in ring order
+		election func(n int) int
 	}
 	tcs := []tc{
-		{"highest", false, func(r []uint64) []uint64 { return r[len(r)-1:] }, func(n int) int { return n }},
-		{"highest/descending", true, func(r []uint64) []uint64 { return r[:1] }, func(n int) int { return n }},
-		{"after-highest", false, func(r []uint64) []uint64 { return r[:1] }, func(n int) int { return 2*n - 1 }},
-		{"after-highest/descending", true, func(r []uint64) []uint64 { return r[1%len(r) : 1%len(r)+1] }, func(n int) int { return 2*n - 1 }},
-		{"all/ascending", false, func(r []uint64) []uint64 { return r }, func(n int) int { return 2*n - 1 }},
-		{"all/descending", true, func(r []uint64) []uint64 { return r }, func(n int) int { return n * (n + 1) / 2 }},
+		{"highest", Ascending, func(r []uint64) []uint64 { return r[len(r)-1:] }, func(n int) int { return n }},
+		{"highest/descending", Descending, func(r []uint64) []uint64 { return r[:1] }, func(n int) int { return n }},
+		{"after-highest", Ascending, func(r []uint64) []uint64 { return r[:1] }, func(n int) int { return 2*n - 1 }},
+		{"after-highest/descending", Descending, func(r []uint64) []uint64 { return r[1%len(r) : 1%len(r)+1] }, func(n int) int { return 2*n - 1 }},
+		{"all/ascending", Ascending, func(r []uint64) []uint64 { return r }, func(n int) int { return 2*n - 1 }},
+		{"all/descending", Descending, func(r []uint64) []uint64 { return r }, func(n int) int { return n * (n + 1) / 2 }},
 	}
 	for _, c := range tcs {
 		for _, n := range []int{1, 2, 3, 5, 8, 13} {
 			t.Run(fmt.Sprintf("%s/n=%d", c.name, n), func(t *testing.T) {
-				l := newLAN(t, Options{Algorithm: Ring, Descending: c.descending}, time.Millisecond)
+				l := newLAN(t, Options{Algorithm: Ring, Order: c.order}, time.Millisecond)
 				members := ids(n)
 				l.add(members...)
 				l.install(shuffled(members)...)
 				ring := slices.Clone(members)
-				if c.descending {
+				if c.order == Descending {
 					slices.Reverse(ring)
 				}
 				for _, id := range c.starters(ring) {
@@ -192,5 +195,105 @@ func TestSetViewEdges(t *testing.T) {
 	m.SetView(now, "3.5", []uint64{5, 7, 9}) // back: a joiner, it waits for an announcement
 	if len(m.TakeOutput()) != 0 || m.NextDeadline().IsZero() {
 		t.Fatal("a joiner did not wait")
+	}
+}
+
+// TestRingJoinOrder reproduces Chang–Roberts's counts by choosing the
+// ring through the join order (the view's order, as ring_voting places
+// its workers): on a ring in a random order, 2n messages when the highest
+// starts (the best case), 3n−1 when the member after it on the ring starts
+// (the worst single initiator), and with every member starting at once
+// n·H(n) ELECTIONs on average over random orders (Chang and Roberts
+// 1979), each order's own count being the sum of each candidate's hops to
+// the next higher member. `-seed=S` replays one seed.
+func TestRingJoinOrder(t *testing.T) {
+	testutil.ForSeeds(t, 1, func(t *testing.T, seed int64) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		run := func(n int, ring []uint64, starters []uint64) Counts {
+			t.Helper()
+			l := newLAN(t, Options{Algorithm: Ring, Order: JoinOrder}, time.Millisecond)
+			l.order = func([]uint64) []uint64 { return ring }
+			l.add(ring...)
+			l.install(ring...)
+			for _, id := range starters {
+				if !l.start(id) {
+					t.Fatalf("Start at %d refused", id)
+				}
+			}
+			l.drain()
+			checkOneLeader(t, l, slices.Sorted(slices.Values(ring)), slices.Max(ring))
+			return l.carried
+		}
+		for _, n := range []int{3, 5, 8, 13} {
+			ring := ids(n)
+			rng.Shuffle(n, func(i, j int) { ring[i], ring[j] = ring[j], ring[i] })
+			top := slices.Index(ring, slices.Max(ring))
+			if c := run(n, ring, ring[top:top+1]); c.Total() != uint64(2*n) {
+				t.Errorf("n=%d, ring %v, the highest starts: %+v, want 2n = %d", n, ring, c, 2*n)
+			}
+			after := ring[(top+1)%n]
+			if c := run(n, ring, []uint64{after}); c.Total() != uint64(3*n-1) {
+				t.Errorf("n=%d, ring %v, %d after the highest starts: %+v, want 3n−1 = %d", n, ring, after, c, 3*n-1)
+			}
+		}
+		for _, n := range []int{8, 13} {
+			const orders = 400
+			total := 0
+			for range orders {
+				ring := ids(n)
+				rng.Shuffle(n, func(i, j int) { ring[i], ring[j] = ring[j], ring[i] })
+				c := run(n, ring, ring)
+				if want := hopsToHigher(ring); c.Election != uint64(want) || c.Elected != uint64(n) {
+					t.Fatalf("n=%d, ring %v, all start: %+v, want %d ELECTION (each candidate's hops to a higher member) and %d ELECTED", n, ring, c, want, n)
+				}
+				total += int(c.Election)
+			}
+			h := 0.0
+			for k := 1; k <= n; k++ {
+				h += 1 / float64(k)
+			}
+			avg, want := float64(total)/orders, float64(n)*h
+			t.Logf("n=%d: %.2f ELECTIONs on average over %d random orders; n·H(n) = %.2f", n, avg, orders, want)
+			if math.Abs(avg-want) > 0.05*want {
+				t.Errorf("n=%d: %.2f ELECTIONs on average, want n·H(n) = %.2f within 5%%", n, avg, want)
+			}
+		}
+	})
+}
+
+// hopsToHigher is the ELECTIONs of a ring where every member starts at
+// once: each candidate's message travels to the next higher member (the
+// highest's, all the way round).
+func hopsToHigher(ring []uint64) int {
+	n, sum := len(ring), 0
+	for i, id := range ring {
+		d := 1
+		for ; d < n && ring[(i+d)%n] < id; d++ {
+		}
+		sum += d
+	}
+	return sum
+}
+
+// TestHopDelay: with a hop delay every message waits that long before it
+// goes out, so a round of 2n messages from the highest takes 2n hops of
+// it, and a member waiting for a leader waits two hops more per member.
+func TestHopDelay(t *testing.T) {
+	const hop = 500 * time.Millisecond
+	l := newLAN(t, Options{Algorithm: Ring, HopDelay: hop}, time.Millisecond)
+	members := ids(4)
+	l.add(members...)
+	l.install(members...)
+	start := l.now
+	if !l.start(members[3]) {
+		t.Fatal("Start refused")
+	}
+	l.drain()
+	checkOneLeader(t, l, members, members[3])
+	if took, least := l.now.Sub(start), 8*hop; took < least || took > least+time.Second {
+		t.Errorf("a round of 8 messages took %v, want 8 hop delays of %v and the network's 8 ms", took, hop)
+	}
+	if l.carried.Total() != 8 {
+		t.Errorf("carried %+v, want 2n = 8", l.carried)
 	}
 }

@@ -11,6 +11,7 @@ import (
 // without this node leaves the machine without a view: it abandons any
 // round and forgets its leader.
 func (m *Machine) SetView(now time.Time, view string, members []uint64) {
+	m.now = now
 	prev, first := m.members, !m.hasView
 	ms := slices.Clone(members)
 	slices.Sort(ms)
@@ -22,8 +23,9 @@ func (m *Machine) SetView(now time.Time, view string, members []uint64) {
 		return // the view again: nothing changed
 	}
 	m.view = view
+	m.held = nil // for the old view's round: a new one begins, or none
 	if _, ok := slices.BinarySearch(ms, m.self); !ok {
-		m.hasView, m.members = false, nil
+		m.hasView, m.members, m.ring = false, nil, nil
 		if m.busy() {
 			m.state = idle
 		}
@@ -31,7 +33,7 @@ func (m *Machine) SetView(now time.Time, view string, members []uint64) {
 		m.answerAt, m.coordAt, m.waitAt = time.Time{}, time.Time{}, time.Time{}
 		return
 	}
-	m.hasView, m.members = true, ms
+	m.hasView, m.members, m.ring = true, ms, ringOf(m.order, ms, members)
 	m.heard = nil // their senders restart in this view, as they take part in unfinished rounds
 	m.electOnView(now, prev, first)
 }
@@ -125,4 +127,25 @@ func highestOfBoth(a, b []uint64) uint64 {
 		}
 	}
 	return 0
+}
+
+// ringOf returns the ring of a view: its members (ms, ascending) in the
+// order's order; for Join, the order of members as the view gives them
+// (oldest first), each once.
+func ringOf(order RingOrder, ms, members []uint64) []uint64 {
+	switch order {
+	case Descending:
+		r := slices.Clone(ms)
+		slices.Reverse(r)
+		return r
+	case JoinOrder:
+		r := make([]uint64, 0, len(ms))
+		for _, id := range members {
+			if id != 0 && !slices.Contains(r, id) {
+				r = append(r, id)
+			}
+		}
+		return r
+	}
+	return ms
 }

@@ -73,3 +73,14 @@ func (c *codec) decode(p []byte) (message, error) {
 	}
 	return message{kind: kind(v[0]), ts: v[1]}, nil
 }
+
+// Describe returns a lock message's content for a trace log line:
+// "REQUEST ts 12", or why it does not decode.
+func Describe(payload []byte) string {
+	var c codec
+	msg, err := c.decode(payload)
+	if err != nil {
+		return fmt.Sprintf("malformed (%v)", err)
+	}
+	return fmt.Sprintf("%v ts %d", msg.kind, msg.ts)
+}

@@ -37,6 +37,13 @@ type CoreOptions struct {
 	Settings       []membership.Setting // protocol settings every member must share
 	Seed           uint64               // seeds the protocol's randomness (timer jitter)
 	Election       election.Algorithm   // "" = election.DefaultAlgorithm
+	// RingOrder, HopDelay and the bully timeouts configure the election
+	// (election.Options); zero timeouts are derived from the heartbeat
+	// and the suspect timeout (config.Election.Timeouts).
+	RingOrder          election.RingOrder
+	HopDelay           time.Duration
+	AnswerTimeout      time.Duration
+	CoordinatorTimeout time.Duration
 	// Quorum is the lock's expected cluster size N (mutex.quorum); 0 = off.
 	// With it, the lock is granted and kept only while the view has more
 	// than N/2 members and this node heard, within the suspect timeout,
@@ -52,6 +59,9 @@ type CoreOptions struct {
 	// Salt is where the sealer draws its start's salt; nil:
 	// crypto/rand. The simulator passes a seeded source.
 	Salt io.Reader
+	// Trace reports every message of the election and the lock, sent
+	// and received, as a TraceEvent (log level trace).
+	Trace bool
 	// MessageSize bounds a membership message (and so the view's size);
 	// 0: what wire.MaxChunks pieces carry (wire.ChunkedMax). Tests set
 	// it to make a group full.
@@ -66,9 +76,10 @@ func CoreOptionsFrom(c config.Config, inc, seed uint64) CoreOptions {
 		Window: c.SendWindow, WindowBytes: windowBytes(c.RecvBuffer), MaxMessage: c.MaxMessageSize,
 		C1: c.SRM.C1, C2: c.SRM.C2, D1: c.SRM.D1, D2: c.SRM.D2, MinDelay: c.SRM.MinDelay.D(),
 		JoinTimeout: c.JoinTimeout.D(), Settings: Settings(c), Seed: seed,
-		Election: election.Algorithm(c.Election.Algorithm),
-		Quorum:   c.Mutex.Quorum,
-		Drop:     Drop{Rate: c.Drop.Rate, From: c.Drop.From, Seed: c.Drop.Seed, Burst: c.Drop.Burst},
+		Election: election.Algorithm(c.Election.Algorithm), RingOrder: election.RingOrder(c.Election.RingOrder),
+		HopDelay: c.Election.HopDelay.D(), AnswerTimeout: c.Election.AnswerTimeout.D(), CoordinatorTimeout: c.Election.CoordinatorTimeout.D(),
+		Quorum: c.Mutex.Quorum,
+		Drop:   Drop{Rate: c.Drop.Rate, From: c.Drop.From, Seed: c.Drop.Seed, Burst: c.Drop.Burst},
 	}
 }
 
@@ -86,7 +97,7 @@ func windowBytes(buf int) int { return buf * 3 / 4 }
 // member can receive; the heartbeat and the suspect timeout decide
 // whether members suspect each other falsely.
 func Settings(c config.Config) []membership.Setting {
-	return []membership.Setting{
+	ss := []membership.Setting{
 		{Name: "datagram_size", Value: strconv.Itoa(c.DatagramSize)},
 		{Name: "max_message_size", Value: strconv.Itoa(c.MaxMessageSize)},
 		{Name: "heartbeat", Value: c.Heartbeat.D().String()},
@@ -94,6 +105,14 @@ func Settings(c config.Config) []membership.Setting {
 		{Name: "election.algorithm", Value: c.Election.Algorithm},
 		{Name: "mutex.quorum", Value: strconv.Itoa(c.Mutex.Quorum)},
 	}
+	// Settings added later go in only when they differ from what nodes
+	// did before them, so that a node of an earlier release, which sends
+	// none, still joins a group that keeps the old behaviour (a rolling
+	// upgrade); one that differs is refused, naming the setting.
+	if o := c.Election.RingOrder; o != "" && o != string(election.Ascending) {
+		ss = append(ss, membership.Setting{Name: "election.ring_order", Value: o})
+	}
+	return ss
 }
 
 // Core is one node's protocol stack as a deterministic state machine over
@@ -199,6 +218,7 @@ const (
 	SecurityEventKind           // a datagram unusable because of the key (Security)
 	VersionEvent                // the group heard in another wire version (Version)
 	ProbeEvent                  // a probe message from another member (Probe)
+	TraceEvent                  // with CoreOptions.Trace: a message of the election or the lock, sent or received (Trace)
 )
 
 // VersionSeen is a node of this group heard in another wire version.
@@ -218,6 +238,16 @@ type Event struct {
 	Security   SecurityEvent
 	Version    VersionSeen
 	Probe      ProbeSeen
+	Trace      ProtocolMessage
+}
+
+// ProtocolMessage is one message of the election or the lock, as the
+// trace log shows it.
+type ProtocolMessage struct {
+	Service  string // ElectionService or MutexService
+	Sent     bool   // sent by this node; else received
+	From, To uint64 // To 0: every other member
+	Payload  []byte // the message's own copy
 }
 
 // NewCore returns a Core whose first timer is due at now.
@@ -253,7 +283,7 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 		MessageSize: cmp.Or(o.MessageSize, wire.ChunkedMax(room)),
 	}, now)
 	c.engine = c.membership.Engine()
-	c.election = newElectionPart(o.ID, o.Election, o.Heartbeat, o.SuspectTimeout)
+	c.election = newElectionPart(o)
 	c.lock = newLockPart(o.ID, o.Quorum, o.SuspectTimeout)
 	return c
 }
@@ -398,9 +428,11 @@ func (c *Core) route(now time.Time) {
 func (c *Core) protocolMessage(now time.Time, d *membership.Delivery) bool {
 	switch string(d.Service) {
 	case ElectionService:
+		c.trace(ElectionService, false, d.Source, c.opt.ID, d.Payload)
 		c.election.m.Receive(now, d.Source, d.Payload)
 	case MutexService:
 		if d.Source != c.opt.ID { // its own multicast request comes back: not an input
+			c.trace(MutexService, false, d.Source, c.opt.ID, d.Payload)
 			c.lock.m.Receive(now, d.Source, d.Payload)
 		}
 	case ProbeService:
@@ -444,6 +476,7 @@ func (c *Core) protocolsStep() {
 		c.events = append(c.events, Event{Kind: ElectionEvent, Election: ev})
 	}
 	for _, msg := range rd.Messages {
+		c.trace(ElectionService, true, c.opt.ID, msg.To, msg.Payload)
 		c.election.out.add(msg.To, msg.Payload)
 	}
 	lr := c.lock.m.Ready()
@@ -451,11 +484,20 @@ func (c *Core) protocolsStep() {
 		c.events = append(c.events, Event{Kind: LockEvent, Lock: ev})
 	}
 	for _, msg := range lr.Messages {
+		c.trace(MutexService, true, c.opt.ID, msg.To, msg.Payload)
 		c.lock.out.add(msg.To, msg.Payload)
 	}
 	c.election.out.send(c.membership, electionService)
 	c.lock.out.send(c.membership, mutexService)
 	c.probe.out.send(c.membership, probeService)
+}
+
+// trace reports a message of the election or the lock, with trace on.
+func (c *Core) trace(service string, sent bool, from, to uint64, payload []byte) {
+	if c.opt.Trace {
+		c.events = append(c.events, Event{Kind: TraceEvent, Trace: ProtocolMessage{Service: service, Sent: sent,
+			From: from, To: to, Payload: append([]byte(nil), payload...)}})
+	}
 }
 
 // Ready returns what the Core reported since the last call, in the order

@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"github.com/huddle-lan/huddle/config"
 	"time"
 
 	"github.com/huddle-lan/huddle/election"
@@ -70,17 +71,18 @@ func (q *outQueue) send(m *membership.Machine, service []byte) {
 	q.msgs = append(q.msgs[:0], q.msgs[n:]...)
 }
 
-// newElectionPart makes the election machine of a node with the given
-// timers. A higher member that is in the view answers within a few one-way
-// delays and a repair or two; one that crashed is excluded within the
-// suspect timeout, and the view change restarts the election.
-func newElectionPart(self uint64, alg election.Algorithm, heartbeat, suspect time.Duration) electionPart {
+// newElectionPart makes the election machine of a node from its options;
+// bully timeouts left at 0 are derived from the heartbeat and the suspect
+// timeout (config.Election.Timeouts).
+func newElectionPart(o CoreOptions) electionPart {
+	alg := o.Election
 	if alg == "" {
 		alg = election.DefaultAlgorithm
 	}
-	answer := 2 * heartbeat
-	return electionPart{m: election.New(election.Options{Self: self, Algorithm: alg,
-		AnswerTimeout: answer, CoordinatorTimeout: suspect + answer})}
+	answer, coord := config.Election{HopDelay: config.Duration(o.HopDelay), AnswerTimeout: config.Duration(o.AnswerTimeout),
+		CoordinatorTimeout: config.Duration(o.CoordinatorTimeout)}.Timeouts(o.Heartbeat, o.SuspectTimeout)
+	return electionPart{m: election.New(election.Options{Self: o.ID, Algorithm: alg, Order: o.RingOrder, HopDelay: o.HopDelay,
+		AnswerTimeout: answer, CoordinatorTimeout: coord})}
 }
 
 // setView tells the election of the view installed now; the messages

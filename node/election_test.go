@@ -14,11 +14,18 @@ import (
 
 // addElectors adds nodes running the given election algorithm.
 func addElectors(w *sim.World, alg election.Algorithm, ids ...uint64) {
+	addElectorsWith(w, func(o *CoreOptions) { o.Election = alg }, ids...)
+}
+
+// addElectorsWith adds nodes whose election options set sets.
+func addElectorsWith(w *sim.World, set func(*CoreOptions), ids ...uint64) {
 	for _, id := range ids {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
+			o := CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
 				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin,
-				Window: 256, Seed: uint64(seed), Election: alg}, w.Now())
+				Window: 256, Seed: uint64(seed)}
+			set(&o)
+			return NewCore(o, w.Now())
 		})
 	}
 }
@@ -49,13 +56,25 @@ func oneLeader(w *sim.World, group []uint64) error {
 // leader, the highest ID of the view, known to every member, and the
 // view-synchrony ledger holds throughout.
 func TestElectionsInTheGroup(t *testing.T) {
-	for _, alg := range []election.Algorithm{election.Ring, election.Bully} {
-		t.Run(string(alg), func(t *testing.T) {
+	for _, v := range []struct {
+		name string
+		set  func(*CoreOptions)
+	}{
+		{"ring", func(o *CoreOptions) { o.Election = election.Ring }},
+		{"bully", func(o *CoreOptions) { o.Election = election.Bully }},
+		// The ring in join order, each hop held 2 ms: the views' order
+		// (oldest first) changes with every crash, rejoin and merge.
+		{"ring/join", func(o *CoreOptions) {
+			o.Election, o.RingOrder, o.HopDelay = election.Ring, election.JoinOrder, 2*time.Millisecond
+		}},
+		{"bully/hop", func(o *CoreOptions) { o.Election, o.HopDelay = election.Bully, 2*time.Millisecond }},
+	} {
+		t.Run(v.name, func(t *testing.T) {
 			testutil.ForSeeds(t, 100, func(t *testing.T, seed int64) {
 				w := sim.New(sim.Options{Seed: seed, Loss: 0.05, Jitter: 100 * time.Microsecond})
 				l := newVSLedger()
 				w.Check("view synchrony", l.check)
-				addElectors(w, alg, ids(5)...)
+				addElectorsWith(w, v.set, ids(5)...)
 				group := ids(5)
 				settle := func(what string) {
 					t.Helper()

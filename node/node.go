@@ -145,6 +145,7 @@ func New(o Options) *Node {
 func newCore(o Options, seed uint64) *Core {
 	co := CoreOptionsFrom(o.Config, o.Inc, seed)
 	co.Keys = o.Keys
+	co.Trace = o.Config.Log.Level == "trace" && o.Log.GetLevel() <= zerolog.TraceLevel
 	// The window fits the receive buffer the kernel granted, when it
 	// granted less than the configuration asked for.
 	if t, ok := o.Transport.(interface{ ReceiveBuffer() int }); ok && t.ReceiveBuffer() > 0 {
@@ -482,6 +483,8 @@ func (n *Node) report() {
 			n.logSecurity(ev.Security)
 		case ProbeEvent:
 			n.probeEvent(ev.Probe)
+		case TraceEvent:
+			n.logTrace(ev.Trace)
 		case VersionEvent:
 			n.log.Warn().Str(logs.EventKey, logs.PeerVersion).Uint64(logs.PeerKey, ev.Version.From).Str(logs.AddrKey, ev.Version.Addr.String()).
 				Int(logs.VersionKey, int(ev.Version.Version)).Str(logs.OursKey, strconv.Itoa(wire.Version)).

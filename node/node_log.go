@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/huddle-lan/huddle/election"
 	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/seal"
@@ -166,8 +168,36 @@ func (n *Node) logStarted() {
 		Int(logs.DatagramSizeKey, c.DatagramSize).Int(logs.TTLKey, c.TTL).Bool(logs.LoopbackKey, c.Loopback).
 		Str(logs.ControlSocketKey, c.ControlSocket).Str(logs.MetricsKey, cmp.Or(c.Metrics.Addr, "off")).
 		Strs(logs.FingerprintsKey, fingerprints(n.core.Keys())).Msg("node started")
+	n.logConfig()
 	if d := n.core.Drop(); d.Active() {
 		n.logDrop(d)
+	}
+}
+
+// logConfig logs the effective configuration at debug level, every
+// setting by its TOML key, the group key left out.
+func (n *Node) logConfig() {
+	if n.log.GetLevel() > zerolog.DebugLevel {
+		return
+	}
+	d := zerolog.Dict()
+	for _, kv := range n.o.Config.Effective() {
+		d = d.Str(kv[0], kv[1])
+	}
+	n.log.Debug().Str(logs.EventKey, logs.NodeConfig).Dict(logs.ConfigKey, d).Msg("effective configuration")
+}
+
+// logTrace logs a message of the election or the lock at trace level.
+func (n *Node) logTrace(m ProtocolMessage) {
+	dir := "received"
+	if m.Sent {
+		dir = "sent"
+	}
+	e := n.log.Trace().Str(logs.DirKey, dir).Uint64(logs.FromKey, m.From).Uint64(logs.ToKey, m.To)
+	if m.Service == MutexService {
+		e.Str(logs.EventKey, logs.MutexMessage).Str(logs.ContentKey, mutex.Describe(m.Payload)).Msg("lock message")
+	} else {
+		e.Str(logs.EventKey, logs.ElectionMessage).Str(logs.ContentKey, election.Describe(m.Payload)).Msg("election message")
 	}
 }
 

@@ -9,6 +9,7 @@ package logs
 const (
 	// The node.
 	NodeStarted        = "node.started"
+	NodeConfig         = "node.config"
 	NodeDrop           = "node.drop"
 	NodeStats          = "node.stats"
 	NodeWarning        = "node.warning"
@@ -49,6 +50,7 @@ const (
 	ElectionWon     = "election.won"
 	LeaderChanged   = "leader.changed"
 	ElectionDone    = "election.done"
+	ElectionMessage = "election.message"
 
 	// The lock.
 	MutexRequested = "mutex.requested"
@@ -56,4 +58,5 @@ const (
 	MutexReleased  = "mutex.released"
 	MutexWithdrawn = "mutex.withdrawn"
 	MutexDeferred  = "mutex.deferred"
+	MutexMessage   = "mutex.message"
 )

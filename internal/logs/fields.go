@@ -107,6 +107,11 @@ const (
 	GSeqKey            = "gseq"
 	FinalKey           = "final"
 
+	// election.message, mutex.message (trace), node.config (debug)
+	DirKey     = "dir"     // sent or received
+	ContentKey = "content" // the message, decoded: "ELECTION round 3 id 7"
+	ConfigKey  = "config"  // node.config: every setting by its TOML key
+
 	// election.*, leader.changed
 	AlgorithmKey  = "algorithm"
 	RoundKey      = "round"

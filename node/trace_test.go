@@ -1,0 +1,126 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/huddle-lan/huddle/internal/logs"
+	"github.com/huddle-lan/huddle/internal/memnet"
+	"github.com/huddle-lan/huddle/internal/netmodel"
+)
+
+// TestTraceLog: at log level trace every message of the election and the
+// lock is logged where it is sent and where it is received, with sender,
+// receiver and content, so that each node's sent lines match its
+// counters and every message sent is received (the network here loses
+// nothing); at debug the effective configuration is logged at start,
+// without the group key.
+func TestTraceLog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := memnet.New(netmodel.Options{Seed: 3})
+		ctx, cancel := context.WithCancel(context.Background())
+		nodes := map[uint64]*Node{}
+		bufs := map[uint64]func() []logs.Event{}
+		errs := make(chan error, 3)
+		for id := uint64(1); id <= 3; id++ {
+			c := testConfig(id)
+			c.Log.Level = "trace"
+			c.Security.Key = "a passphrase of sixteen bytes or more"
+			keys, err := c.Security.Keys()
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := &bytes.Buffer{}
+			n := New(Options{Config: c, Transport: net.Endpoint(netmodel.Addr(id)), Inc: id, Keys: keys,
+				Log: zerolog.New(log).Level(zerolog.TraceLevel).With().Uint64(logs.NodeKey, id).Logger()})
+			nodes[id] = n
+			bufs[id] = func() []logs.Event { return events(t, log) }
+			go func() { errs <- n.Run(ctx) }()
+		}
+		time.Sleep(time.Second) // one view of the three; its election
+		n := nodes[2]
+		if _, err := n.Elect(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if err := n.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		counters := map[uint64]Counters{}
+		for id, node := range nodes {
+			st, err := node.Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			counters[id] = st.Counters
+		}
+		cancel()
+		for range 3 {
+			<-errs
+		}
+		for _, svc := range []struct{ event, counter, kind string }{
+			{logs.ElectionMessage, "election_msgs_sent", "ELECTION"}, {logs.MutexMessage, "lock_msgs_sent", "REQUEST"}} {
+			sent, received := 0, 0
+			for id := uint64(1); id <= 3; id++ {
+				mine := 0
+				for _, e := range find(bufs[id](), svc.event) {
+					content := str(e, logs.ContentKey)
+					if e.Level != "trace" || !strings.Contains(content, " ") || strings.HasPrefix(content, "malformed") {
+						t.Errorf("node %d: %s line %+v", id, svc.event, e)
+					}
+					switch str(e, logs.DirKey) {
+					case "sent":
+						if num(e, logs.FromKey) != id {
+							t.Errorf("node %d logged a message sent from %d", id, num(e, logs.FromKey))
+						}
+						mine++
+						if num(e, logs.ToKey) == 0 {
+							sent += 2 // to every other member
+							mine++    // counted once per member, as the counter does
+						} else {
+							sent++
+						}
+					case "received":
+						if num(e, logs.ToKey) != id {
+							t.Errorf("node %d logged a message received for %d", id, num(e, logs.ToKey))
+						}
+						received++
+					default:
+						t.Errorf("node %d: %s without dir: %+v", id, svc.event, e)
+					}
+				}
+				if v, _ := counters[id].Get(svc.counter); v != uint64(mine) {
+					t.Errorf("node %d: %d %s sent in the trace, %s %v", id, mine, svc.event, svc.counter, v)
+				}
+			}
+			if sent == 0 || sent != received {
+				t.Errorf("%s: %d sent, %d received", svc.event, sent, received)
+			}
+		}
+		for id := uint64(1); id <= 3; id++ {
+			cfgs := find(bufs[id](), logs.NodeConfig)
+			if len(cfgs) != 1 || cfgs[0].Level != "debug" {
+				t.Fatalf("node %d: %d node.config lines", id, len(cfgs))
+			}
+			raw := cfgs[0].String()
+			for _, want := range []string{`"heartbeat":"20ms"`, `"election.ring_order":"ascending"`, `"security.key":"(set)"`, `"log.level":"trace"`} {
+				if !strings.Contains(raw, want) {
+					t.Errorf("node %d: node.config has no %s: %s", id, want, raw)
+				}
+			}
+			if strings.Contains(raw, "passphrase") {
+				t.Errorf("node %d: node.config shows the key: %s", id, raw)
+			}
+		}
+	})
+}
