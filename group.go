@@ -526,8 +526,9 @@ func (g *Group) SetDrop(ctx context.Context, d Drop) (Drop, error) {
 	return old, closedErr(err)
 }
 
-// Lock acquires the group's lock (Ricart–Agrawala over the view, on the
-// service "mutex"): it returns once this node holds it, or with ctx's
+// Lock acquires the group's lock (over the view, on the service "mutex",
+// with the group's mutex.algorithm: Ricart–Agrawala, the central server or
+// the token ring): it returns once this node holds it, or with ctx's
 // error, the request withdrawn (the replies this node deferred meanwhile
 // go out all the same). One lock per group; ErrLockBusy while this node
 // already wants or holds it.

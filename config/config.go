@@ -158,7 +158,7 @@ type Config struct {
 	// Election configures the leader election protocol.
 	Election Election `toml:"election"`
 
-	// Mutex configures the Ricart–Agrawala lock.
+	// Mutex configures the lock.
 	Mutex Mutex `toml:"mutex"`
 
 	// Security configures datagram sealing with a group key.
@@ -275,13 +275,17 @@ func (e Election) Timeouts(heartbeat, suspect time.Duration) (answer, coordinato
 	return answer, coordinator
 }
 
-// Mutex configures the Ricart–Agrawala lock.
+// Mutex configures the lock.
 type Mutex struct {
 	// Quorum, when non-zero, is the expected cluster size N: the lock is
 	// granted only while the view holds a majority of N members, so that
 	// the two sides of a partition cannot both hold it. Default 0 (off).
-	// 0 to 1024.
+	// 0 to 1024. Ricart–Agrawala only.
 	Quorum int `toml:"quorum"`
+	// Algorithm is the lock's algorithm: "ra" (Ricart–Agrawala 1981, the
+	// default), "central" (the view's coordinator grants) or "token" (a
+	// token ring). Every member of a group must use the same one.
+	Algorithm string `toml:"algorithm"`
 	// Think makes the node use the lock for experiments (the seed program
 	// dist_sync): it waits a time drawn uniformly from "MIN-MAX" (or
 	// exactly "D"), requests the lock, holds it for Hold, releases it, and
@@ -509,6 +513,7 @@ func LAN() Config {
 			MinDelay: Duration(multicast.DefaultMinDelay)},
 		Log:      Log{Level: "info", Format: "json"},
 		Election: Election{Algorithm: string(election.DefaultAlgorithm), RingOrder: string(election.Ascending)},
+		Mutex:    Mutex{Algorithm: "ra"},
 	}
 }
 

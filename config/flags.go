@@ -75,6 +75,7 @@ var usage = map[string]string{
 	"mutex.think":                  "lock workload: wait a `time` or MIN-MAX range (e.g. 3s-5s) between uses of the lock; empty is off",
 	"mutex.hold":                   "lock workload: hold the lock this `long` each time",
 	"mutex.quorum":                 "expected cluster `size`: lock only with a majority of it; 0 is off",
+	"mutex.algorithm":              "lock `algorithm`: ra (Ricart–Agrawala), central (the coordinator grants) or token (a token ring), the same on every member",
 	"security.key":                 "group `key` sealing every datagram (huddle keygen's, or a passphrase of 16 bytes or more); prefer key_file or HUDDLE_SECURITY_KEY: flags show in ps",
 	"security.key_file":            "`file` holding the group key (0600 or 0400, owned by this user); two lines during a rollover",
 	"drop.rate":                    "experiment: drop each received datagram with this `probability`, 0 to 1 (built-in loss, counted as injected_drops)",

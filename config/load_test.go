@@ -467,7 +467,7 @@ func everything() Config {
 		Log:             Log{Level: "debug", Format: "console", File: "/var/log/huddle.log"},
 		Election: Election{Algorithm: "bully", Every: ms(1500), Count: 7, RingOrder: "join", HopDelay: ms(250),
 			AnswerTimeout: ms(900), CoordinatorTimeout: ms(2000)},
-		Mutex:    Mutex{Quorum: 5, Think: "3s-5s", Hold: ms(4000)},
+		Mutex:    Mutex{Quorum: 5, Algorithm: "ra", Think: "3s-5s", Hold: ms(4000)},
 		Security: Security{Key: "0123456789abcdef-'\"x"},
 		Drop:     Drop{Rate: 0.25, From: IDList{3, 4}, Seed: 9, Burst: 2.5},
 		Metrics:  Metrics{Addr: "127.0.0.1:9468", Pprof: true},
@@ -520,6 +520,7 @@ func TestEveryFieldHasFlagAndEnv(t *testing.T) {
 func everythingElse() Config {
 	c := everything()
 	c.Security = Security{KeyFile: "/etc/huddle/group.key"}
+	c.Mutex.Quorum, c.Mutex.Algorithm = 0, "token" // quorum mode is Ricart–Agrawala's
 	return c
 }
 

@@ -72,6 +72,8 @@ func (c *Config) problems() []error {
 		zeroOrIn("election.coordinator_timeout", c.Election.CoordinatorTimeout, ms, Duration(10*time.Minute)),
 		checkBullyTimeouts(c),
 		inRange("mutex.quorum", c.Mutex.Quorum, 0, 1024),
+		oneOf("mutex.algorithm", "a lock algorithm", c.Mutex.Algorithm, "ra", "central", "token"),
+		quorumWithRA(c.Mutex),
 		checkThink(c.Mutex),
 		inRange("mutex.hold", c.Mutex.Hold, 0, Duration(time.Hour)),
 		checkKey(c.Security),
@@ -129,6 +131,14 @@ func checkBurst(key string, burst, rate float64) error {
 func zeroOrIn(key string, v, lo, hi Duration) error {
 	if v != 0 && (v < lo || v > hi) {
 		return problem(key, "", "%v is out of range (0 for the default, or %v to %v)", v, lo, hi)
+	}
+	return nil
+}
+
+// quorumWithRA: quorum mode is Ricart–Agrawala's.
+func quorumWithRA(m Mutex) error {
+	if m.Quorum > 0 && m.Algorithm != "ra" {
+		return problem("mutex.quorum", "", "%d needs mutex.algorithm \"ra\" (it is %q): the quorum and its lease are Ricart–Agrawala's", m.Quorum, m.Algorithm)
 	}
 	return nil
 }

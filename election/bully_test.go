@@ -43,6 +43,9 @@ func TestBullyCounts(t *testing.T) {
 			if sent != l.messages() {
 				t.Errorf("the members' Done.Sent add up to %d; the network carried %d", sent, l.messages())
 			}
+			if n > 2 {
+				checkRoundTotal(t, l, members[:n-1], members[n-2], round)
+			}
 			for _, id := range members[:n-1] {
 				for _, e := range l.nodes[id].evs {
 					if e.Kind == Started && e.Round == round && id != members[n-2] {
@@ -71,10 +74,11 @@ func TestBullyCounts(t *testing.T) {
 			// The highest wins on the lowest's ELECTION and is done; the
 			// ELECTIONs of the n−2 members between arrive after, and the
 			// ANSWERs it still owes them each get a late Done.
-			_, sent := checkOneLeader(t, l, members, members[n-1])
+			round, sent := checkOneLeader(t, l, members, members[n-1])
 			if sent != l.messages() {
 				t.Errorf("the members' Done.Sent add up to %d; the network carried %d", sent, l.messages())
 			}
+			checkRoundTotal(t, l, members, members[n-1], round)
 			late := 0
 			for _, e := range l.nodes[members[n-1]].evs {
 				if e.Kind == Done && e.Late {

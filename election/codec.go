@@ -16,6 +16,12 @@ const (
 	kindElected     kind = 2 // ring: [2, round, leader]
 	kindAnswer      kind = 3 // bully: [3, round, sender]
 	kindCoordinator kind = 4 // bully: [4, round, leader], sent by the leader
+	// The round's accounting, not part of the algorithms (nor of their
+	// counts): each member tells the leader how many messages it sent in
+	// the round once it is over there, and the leader tells every member
+	// the total. A node of an earlier release counts them as malformed.
+	kindTally  kind = 5 // [5, round, messages this member sent in the round]
+	kindResult kind = 6 // [6, round, the round's messages across the group], to every member
 )
 
 func (k kind) String() string {
@@ -28,6 +34,10 @@ func (k kind) String() string {
 		return "ANSWER"
 	case kindCoordinator:
 		return "COORDINATOR"
+	case kindTally:
+		return "TALLY"
+	case kindResult:
+		return "RESULT"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -74,8 +84,10 @@ func (c *codec) decode(p []byte) (message, error) {
 	}
 	msg := message{kind: kind(v[0]), round: v[1], id: v[2]}
 	switch {
-	case v[0] < uint64(kindElection) || v[0] > uint64(kindCoordinator):
+	case v[0] < uint64(kindElection) || v[0] > uint64(kindResult):
 		return message{}, fmt.Errorf("%w: unknown kind %d", errMalformed, v[0])
+	case msg.kind >= kindTally && msg.round != 0:
+		return msg, nil // a count, which may be 0
 	case msg.round == 0 || msg.id == 0:
 		return message{}, fmt.Errorf("%w: round %d, id %d", errMalformed, msg.round, msg.id)
 	}

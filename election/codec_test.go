@@ -56,7 +56,8 @@ func TestCodecRejects(t *testing.T) {
 		{"float", mp(1, 1.5, 1)},
 		{"string", mp(1, "1", 1)},
 		{"kind 0", mp(0, 1, 1)},
-		{"kind 5", mp(5, 1, 1)},
+		{"kind 7", mp(7, 1, 1)},
+		{"tally of round 0", mp(5, 0, 1)},
 		{"round 0", mp(1, 0, 1)},
 		{"id 0", mp(1, 1, 0)},
 		{"trailing byte", append(mp(1, 1, 1), 0)},
@@ -117,7 +118,7 @@ func FuzzReceive(f *testing.F) {
 			}
 			checkSane(t, m, members, &round)
 		}
-		if s := m.Stats(); s.Received.Total()+s.Malformed != uint64(calls) {
+		if s := m.Stats(); s.Received.Total()+s.Malformed+s.AccountingRecv != uint64(calls) {
 			t.Fatalf("%d Receive calls, stats %+v", calls, s)
 		}
 	})
@@ -135,6 +136,12 @@ func checkSane(t *testing.T, m *Machine, members []uint64, round *uint64) {
 	var c codec
 	for _, out := range m.TakeOutput() {
 		msg, err := c.decode(out.Payload)
+		if err == nil && msg.kind >= kindTally {
+			if out.To == m.self || out.To != 0 && !m.isMember(out.To) || msg.round > m.round || (msg.kind == kindResult) != (out.To == 0) {
+				t.Fatalf("sent %+v (%+v)", out, msg)
+			}
+			continue
+		}
 		if out.To == m.self || !m.isMember(out.To) || err != nil || msg.round > m.round || !m.uses(msg, m.self) {
 			t.Fatalf("sent %+v (%+v, %v)", out, msg, err)
 		}

@@ -126,7 +126,8 @@ func (o Options) Validate() error {
 }
 
 // Message is an election message to send: Payload to the member To,
-// addressed and reliable (the group's Send).
+// addressed and reliable (the group's Send); To 0 (only the leader's
+// RESULT of a round's accounting) goes to every other member.
 type Message struct {
 	To      uint64
 	Payload []byte
@@ -141,6 +142,9 @@ const (
 	Won                                // this node won the round (Leader = this node)
 	LeaderChanged                      // this node learned the round's leader (Leader, Duration)
 	Done                               // the round is over here (Leader, Duration, Sent)
+	// Round (at the leader): every member told the leader what it sent
+	// in the round; Sent is the round's messages across the group.
+	Round
 )
 
 func (k EventKind) String() string {
@@ -153,6 +157,8 @@ func (k EventKind) String() string {
 		return logs.LeaderChanged
 	case Done:
 		return logs.ElectionDone
+	case Round:
+		return logs.ElectionRound
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
@@ -196,6 +202,11 @@ type Stats struct {
 	// Exhausted counts rounds not begun because the next would be
 	// MaxRound (never honestly: see RoundBound).
 	Exhausted uint64
+	// Accounting and AccountingRecv count the TALLY and RESULT messages
+	// sent and received (the rounds' accounting; not in Sent and
+	// Received, which are the algorithms' messages).
+	Accounting     uint64
+	AccountingRecv uint64
 }
 
 // Counts are message counters by kind.
@@ -275,6 +286,15 @@ type Machine struct {
 	leader      uint64
 	leaderRound uint64
 
+	// The round's accounting (TALLY, RESULT): the members that told the
+	// leader their count in the round tallyRound and the sum so far (at
+	// the leader), and the last total learned.
+	tallyRound uint64
+	tallied    []uint64
+	tallySum   int
+	total      int    // the round totalRound's messages across the group, from the leader
+	totalRound uint64 // 0: none known
+
 	toldAt time.Time // bully: when this node's winning COORDINATORs went out (or out again)
 	told   []uint64  // bully: to whom
 	heard  []uint64  // ring: members whose ELECTIONs came since this node's last Done (see tellHeard)
@@ -342,6 +362,10 @@ func (m *Machine) Start(now time.Time) bool {
 func (m *Machine) Receive(now time.Time, from uint64, payload []byte) {
 	m.now = now
 	msg, err := m.codec.decode(payload)
+	if err == nil && msg.kind >= kindTally {
+		m.account(from, msg)
+		return
+	}
 	if err != nil || !m.uses(msg, from) {
 		m.stats.Malformed++
 		return
@@ -514,12 +538,85 @@ func (m *Machine) lead(now time.Time, l uint64) {
 	m.emit(Event{Kind: LeaderChanged, Leader: l, Duration: now.Sub(m.since)})
 }
 
-// complete ends the round here.
+// complete ends the round here, and accounts for it: a member tells the
+// leader what it sent (TALLY); the leader counts its own.
 func (m *Machine) complete(now time.Time) {
 	m.state = done
 	m.answerAt, m.coordAt, m.waitAt = time.Time{}, time.Time{}, time.Time{}
 	m.stats.Completed++
 	m.emit(Event{Kind: Done, Leader: m.leader, Duration: now.Sub(m.since), Sent: m.sent})
+	switch {
+	case m.leader == m.self:
+		m.tally(m.self, m.sent)
+	case m.leader != 0 && m.isMember(m.leader):
+		m.sendAccount(m.leader, kindTally, uint64(m.sent))
+	}
+}
+
+// account handles a TALLY (at the leader of its round) or a RESULT (from
+// the leader). Members' counts of the round this node won add up to the
+// round's total once every member of the view told it.
+func (m *Machine) account(from uint64, msg message) {
+	m.stats.AccountingRecv++
+	switch {
+	case !m.hasView || !m.isMember(from) || from == m.self:
+		m.stats.Foreign++
+	case msg.round != m.round:
+		m.stats.Stale++ // another round's: a view change or a new round began since
+	case msg.kind == kindResult && from == m.leader:
+		m.total, m.totalRound = int(min(msg.id, 1<<31)), msg.round
+	case msg.kind == kindTally && m.leader == m.self:
+		m.tally(from, int(min(msg.id, 1<<31)))
+	default:
+		m.stats.Ignored++
+	}
+}
+
+// tally adds member id's count of the current round, once; with every
+// member's in, the round's total is known: a Round event, and a RESULT to
+// every member.
+func (m *Machine) tally(id uint64, sent int) {
+	if m.tallyRound != m.round {
+		m.tallyRound, m.tallied, m.tallySum = m.round, m.tallied[:0], 0
+	}
+	if slices.Contains(m.tallied, id) {
+		m.stats.Stale++
+		return
+	}
+	m.tallied = append(m.tallied, id)
+	m.tallySum += sent
+	if len(m.tallied) == len(m.members) && m.leader == m.self && m.state == done {
+		m.total, m.totalRound = m.tallySum, m.round
+		m.emit(Event{Kind: Round, Leader: m.self, Sent: m.tallySum})
+		if len(m.members) > 1 {
+			m.sendAccount(0, kindResult, uint64(m.tallySum))
+		}
+	}
+}
+
+// RoundTotal returns the messages of round across the group, as its
+// leader counted them, and whether it is known here.
+func (m *Machine) RoundTotal(round uint64) (int, bool) {
+	return m.total, round != 0 && round == m.totalRound
+}
+
+// sendAccount queues an accounting message [k, round, n] to member to (0:
+// every other member); not one of the algorithm's messages.
+func (m *Machine) sendAccount(to uint64, k kind, n uint64) {
+	start := len(m.arena)
+	m.arena = m.codec.append(m.arena, message{kind: k, round: m.round, id: n})
+	m.queue(Message{To: to, Payload: m.arena[start:len(m.arena):len(m.arena)]})
+	m.stats.Accounting++
+}
+
+// queue hands msg over with the next Ready, or after the hop delay.
+func (m *Machine) queue(msg Message) {
+	if m.hopDelay > 0 {
+		msg.Payload = slices.Clone(msg.Payload) // the arena goes with Ready; this one waits
+		m.held = append(m.held, heldMessage{m.now.Add(m.hopDelay), msg})
+		return
+	}
+	m.out = append(m.out, msg)
 }
 
 // adoptLate handles the leader named by a message of a round already
@@ -606,13 +703,7 @@ func (m *Machine) send(to uint64, k kind, id uint64) {
 	}
 	start := len(m.arena)
 	m.arena = m.codec.append(m.arena, message{kind: k, round: m.round, id: id})
-	msg := Message{To: to, Payload: m.arena[start:len(m.arena):len(m.arena)]}
-	if m.hopDelay > 0 {
-		msg.Payload = slices.Clone(msg.Payload) // the arena goes with Ready; this one waits
-		m.held = append(m.held, heldMessage{m.now.Add(m.hopDelay), msg})
-	} else {
-		m.out = append(m.out, msg)
-	}
+	m.queue(Message{To: to, Payload: m.arena[start:len(m.arena):len(m.arena)]})
 	m.sent++
 	m.stats.Sent.add(k)
 	if m.state == done {

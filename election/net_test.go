@@ -28,9 +28,10 @@ type lan struct {
 	order func(group []uint64) []uint64
 	epoch int
 
-	carried Counts // messages sent on the network, by kind
-	dropped int
-	trace   []string // the last steps, for failure messages
+	carried    Counts // messages sent on the network, by kind (the algorithms')
+	accounting int    // TALLY and RESULT messages sent
+	dropped    int
+	trace      []string // the last steps, for failure messages
 }
 
 type node struct {
@@ -108,6 +109,15 @@ func (l *lan) start(id uint64) bool {
 func (l *lan) collect(id uint64) {
 	n := l.nodes[id]
 	for _, out := range n.m.TakeOutput() {
+		if out.To == 0 { // the leader's RESULT, to every other member
+			for _, to := range n.view {
+				if to != id {
+					l.logf("%d → %d RESULT", id, to)
+					l.net.Send(l.now.Add(l.delay()), id, to, out.Payload)
+				}
+			}
+			continue
+		}
 		if out.To == id || !slices.Contains(n.view, out.To) {
 			l.t.Fatalf("node %d (view %v) sends to %d\n%s", id, n.view, out.To, l.tail())
 		}
@@ -120,7 +130,11 @@ func (l *lan) collect(id uint64) {
 		if err != nil {
 			l.t.Fatalf("node %d sends %x: %v", id, out.Payload, err)
 		}
-		l.carried.add(msg.kind)
+		if msg.kind >= kindTally {
+			l.accounting++
+		} else {
+			l.carried.add(msg.kind)
+		}
 		l.logf("%d → %d %v r%d %d", id, out.To, msg.kind, msg.round, msg.id)
 		l.net.Send(l.now.Add(l.delay()), id, out.To, out.Payload)
 	}

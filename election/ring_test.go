@@ -79,6 +79,36 @@ func checkOneLeader(t *testing.T, l *lan, group []uint64, leader uint64) (round 
 	return round, sent
 }
 
+// checkRoundTotal checks the round's accounting: the leader's Round event
+// counts the messages every member sent in the round until its end there
+// (their Done, not the late ones), and every member learned that total
+// from the leader's RESULT.
+func checkRoundTotal(t *testing.T, l *lan, group []uint64, leader, round uint64) {
+	t.Helper()
+	want := 0
+	for _, id := range group {
+		for _, e := range l.nodes[id].evs {
+			if e.Round == round && e.Kind == Done && !e.Late {
+				want += e.Sent
+			}
+		}
+	}
+	var got []int
+	for _, e := range l.nodes[leader].evs {
+		if e.Round == round && e.Kind == Round {
+			got = append(got, e.Sent)
+		}
+	}
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("round %d: the leader's Round events count %v messages; the members' Done %d (the network carried %d)", round, got, want, l.messages())
+	}
+	for _, id := range group {
+		if n, ok := l.nodes[id].m.RoundTotal(round); !ok || n != want {
+			t.Errorf("node %d knows %d messages for round %d (%v), want %d", id, n, round, ok, want)
+		}
+	}
+}
+
 // checkClean checks that no member ignored, or failed to decode, any message.
 func checkClean(t *testing.T, l *lan) {
 	t.Helper()
@@ -136,10 +166,11 @@ func TestRingCounts(t *testing.T) {
 				if l.carried != (Counts{Election: uint64(wantE), Elected: uint64(wantD)}) {
 					t.Errorf("carried %+v, want %d ELECTION and %d ELECTED", l.carried, wantE, wantD)
 				}
-				_, sent := checkOneLeader(t, l, members, members[n-1])
+				round, sent := checkOneLeader(t, l, members, members[n-1])
 				if sent != l.messages() {
 					t.Errorf("the members' Done.Sent add up to %d; the network carried %d", sent, l.messages())
 				}
+				checkRoundTotal(t, l, members, members[n-1], round)
 				checkClean(t, l)
 			})
 		}
@@ -221,7 +252,8 @@ func TestRingJoinOrder(t *testing.T) {
 				}
 			}
 			l.drain()
-			checkOneLeader(t, l, slices.Sorted(slices.Values(ring)), slices.Max(ring))
+			round, _ := checkOneLeader(t, l, slices.Sorted(slices.Values(ring)), slices.Max(ring))
+			checkRoundTotal(t, l, slices.Sorted(slices.Values(ring)), slices.Max(ring), round)
 			return l.carried
 		}
 		for _, n := range []int{3, 5, 8, 13} {

@@ -21,6 +21,18 @@ func (k kind) String() string {
 		return "REQUEST"
 	case kindReply:
 		return "REPLY"
+	case kindCRequest:
+		return "REQUEST"
+	case kindGrant:
+		return "GRANT"
+	case kindRelease, kindTRelease:
+		return "RELEASE"
+	case kindCState, kindTState:
+		return "STATE"
+	case kindWant:
+		return "WANT"
+	case kindPass:
+		return "PASS"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -78,9 +90,19 @@ func (c *codec) decode(p []byte) (message, error) {
 // "REQUEST ts 12", or why it does not decode.
 func Describe(payload []byte) string {
 	var c codec
-	msg, err := c.decode(payload)
-	if err != nil {
-		return fmt.Sprintf("malformed (%v)", err)
+	if msg, err := c.decode(payload); err == nil {
+		return fmt.Sprintf("%v ts %d", msg.kind, msg.ts)
 	}
-	return fmt.Sprintf("%v ts %d", msg.kind, msg.ts)
+	k, a, b, err := c.decode3(payload, kindCRequest, kindTRelease)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("malformed (%v)", err)
+	case k == kindGrant:
+		return fmt.Sprintf("GRANT to %d request %d", a, b)
+	case k == kindPass:
+		return fmt.Sprintf("PASS to %d hops %d", a, b)
+	case k == kindCState, k == kindTState:
+		return fmt.Sprintf("STATE %d request %d", a, b)
+	}
+	return fmt.Sprintf("%v request %d", k, a)
 }

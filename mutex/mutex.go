@@ -60,6 +60,9 @@ type Options struct {
 	// Lease is how long a member's silence may last before the holder
 	// stops counting it (with a quorum; the node uses its suspect timeout).
 	Lease time.Duration
+	// Algorithm picks the lock NewLock makes: RicartAgrawala (empty too),
+	// Central or TokenRing. Quorum mode is Ricart–Agrawala's only.
+	Algorithm Algorithm
 }
 
 // ErrOptions is wrapped by the errors of Options.Validate.
@@ -74,6 +77,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: Quorum %d is negative (0 is off, else the cluster size)", ErrOptions, o.Quorum)
 	case o.Quorum > 0 && o.Lease <= 0:
 		return fmt.Errorf("%w: Lease %v with Quorum %d (a quorum needs a positive lease)", ErrOptions, o.Lease, o.Quorum)
+	case o.Algorithm != "" && o.Algorithm != RicartAgrawala && o.Algorithm != Central && o.Algorithm != TokenRing:
+		return fmt.Errorf("%w: Algorithm %q is not %q, %q or %q", ErrOptions, o.Algorithm, RicartAgrawala, Central, TokenRing)
+	case o.Quorum > 0 && o.Algorithm != "" && o.Algorithm != RicartAgrawala:
+		return fmt.Errorf("%w: Quorum %d with Algorithm %q (quorum mode is Ricart–Agrawala's)", ErrOptions, o.Quorum, o.Algorithm)
 	}
 	return nil
 }
@@ -85,6 +92,9 @@ func (o Options) Validate() error {
 type Message struct {
 	To      uint64
 	Payload []byte
+	// Total: the message goes to every member in total order, the sender
+	// included (the central server's and the token ring's); To is 0.
+	Total bool
 }
 
 // State is this node's relation to the lock.
@@ -182,23 +192,48 @@ type Stats struct {
 	// Exhausted counts requests refused because the clock reached
 	// MaxClock (never honestly: see ClockBound).
 	Exhausted uint64
+	// Regenerated counts tokens this node saw regenerated after a view
+	// change (token ring: the holder crashed or left); Retired, tokens
+	// retired because a merge brought more than one.
+	Regenerated uint64
+	Retired     uint64
 }
 
-// Counts are message counters by kind.
+// Counts are message counters by kind: Ricart–Agrawala's REQUEST and
+// REPLY (and the central server's REQUEST), the central server's GRANT
+// and RELEASE, the token ring's WANT and PASS (its RELEASE counts as a
+// Release), and the STATE messages of both at view changes.
 type Counts struct {
 	Request uint64
 	Reply   uint64
+	Grant   uint64
+	Release uint64
+	Want    uint64
+	Pass    uint64
+	State   uint64
 }
 
 // Total is the sum over the kinds.
-func (c Counts) Total() uint64 { return c.Request + c.Reply }
+func (c Counts) Total() uint64 {
+	return c.Request + c.Reply + c.Grant + c.Release + c.Want + c.Pass + c.State
+}
 
 func (c *Counts) add(k kind) {
 	switch k {
-	case kindRequest:
+	case kindRequest, kindCRequest:
 		c.Request++
 	case kindReply:
 		c.Reply++
+	case kindGrant:
+		c.Grant++
+	case kindRelease, kindTRelease:
+		c.Release++
+	case kindWant:
+		c.Want++
+	case kindPass:
+		c.Pass++
+	case kindCState, kindTState:
+		c.State++
 	}
 }
 

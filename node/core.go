@@ -51,7 +51,10 @@ type CoreOptions struct {
 	// whose view lost a member, or that had no view, neither replies nor
 	// enters for 1.5 suspect timeouts (the quarantine). See mutex.Options.
 	Quorum int
-	Drop   Drop // built-in fault injection; Drop.Seed 0 derives the drop's seed from Seed
+	// Lock is the lock's algorithm (mutex.algorithm): "" or
+	// mutex.RicartAgrawala, mutex.Central or mutex.TokenRing.
+	Lock mutex.Algorithm
+	Drop Drop // built-in fault injection; Drop.Seed 0 derives the drop's seed from Seed
 	// Keys seal every datagram (AES-256-GCM): the first seals, every one
 	// opens; none: datagrams in the clear. Each datagram's payload then
 	// shrinks by seal.Overhead to stay within DatagramSize.
@@ -78,8 +81,8 @@ func CoreOptionsFrom(c config.Config, inc, seed uint64) CoreOptions {
 		JoinTimeout: c.JoinTimeout.D(), Settings: Settings(c), Seed: seed,
 		Election: election.Algorithm(c.Election.Algorithm), RingOrder: election.RingOrder(c.Election.RingOrder),
 		HopDelay: c.Election.HopDelay.D(), AnswerTimeout: c.Election.AnswerTimeout.D(), CoordinatorTimeout: c.Election.CoordinatorTimeout.D(),
-		Quorum: c.Mutex.Quorum,
-		Drop:   Drop{Rate: c.Drop.Rate, From: c.Drop.From, Seed: c.Drop.Seed, Burst: c.Drop.Burst},
+		Quorum: c.Mutex.Quorum, Lock: mutex.Algorithm(c.Mutex.Algorithm),
+		Drop: Drop{Rate: c.Drop.Rate, From: c.Drop.From, Seed: c.Drop.Seed, Burst: c.Drop.Burst},
 	}
 }
 
@@ -112,6 +115,9 @@ func Settings(c config.Config) []membership.Setting {
 	if o := c.Election.RingOrder; o != "" && o != string(election.Ascending) {
 		ss = append(ss, membership.Setting{Name: "election.ring_order", Value: o})
 	}
+	if a := c.Mutex.Algorithm; a != "" && a != string(mutex.RicartAgrawala) {
+		ss = append(ss, membership.Setting{Name: "mutex.algorithm", Value: a})
+	}
 	return ss
 }
 
@@ -137,7 +143,7 @@ type Core struct {
 	membership *membership.Machine
 	engine     *multicast.Engine // the membership layer's, for its counters and peers
 	election   electionPart      // the leader election, on the election service
-	lock       lockPart          // the Ricart–Agrawala lock, on the mutex service
+	lock       lockPart          // the lock (mutex.algorithm), on the mutex service
 	probe      probePart         // the group probe's messages, on the probe service
 	drop       *dropper          // built-in fault injection
 	seal       sealing           // datagram sealing with the group key
@@ -284,7 +290,7 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 	}, now)
 	c.engine = c.membership.Engine()
 	c.election = newElectionPart(o)
-	c.lock = newLockPart(o.ID, o.Quorum, o.SuspectTimeout)
+	c.lock = newLockPart(o.ID, o.Lock, o.Quorum, o.SuspectTimeout)
 	return c
 }
 
@@ -428,10 +434,12 @@ func (c *Core) route(now time.Time) {
 func (c *Core) protocolMessage(now time.Time, d *membership.Delivery) bool {
 	switch string(d.Service) {
 	case ElectionService:
-		c.trace(ElectionService, false, d.Source, c.opt.ID, d.Payload)
-		c.election.m.Receive(now, d.Source, d.Payload)
+		if d.Source != c.opt.ID { // the leader's own multicast RESULT comes back: not an input
+			c.trace(ElectionService, false, d.Source, c.opt.ID, d.Payload)
+			c.election.m.Receive(now, d.Source, d.Payload)
+		}
 	case MutexService:
-		if d.Source != c.opt.ID { // its own multicast request comes back: not an input
+		if d.Source != c.opt.ID || c.lock.m.OwnMessages() { // Ricart–Agrawala's own multicast request comes back: not an input
 			c.trace(MutexService, false, d.Source, c.opt.ID, d.Payload)
 			c.lock.m.Receive(now, d.Source, d.Payload)
 		}
@@ -485,7 +493,7 @@ func (c *Core) protocolsStep() {
 	}
 	for _, msg := range lr.Messages {
 		c.trace(MutexService, true, c.opt.ID, msg.To, msg.Payload)
-		c.lock.out.add(msg.To, msg.Payload)
+		c.lock.out.addOrdered(msg.To, msg.Payload, msg.Total)
 	}
 	c.election.out.send(c.membership, electionService)
 	c.lock.out.send(c.membership, mutexService)

@@ -35,19 +35,25 @@ type outQueue struct {
 	dropped uint64 // messages dropped: the queue was full, or a send failed for good
 }
 
-// queued is a message to member to (0: to every other member).
+// queued is a message to member to (0: to every other member), in FIFO
+// order, or with total in total order to every member, the sender
+// included.
 type queued struct {
 	to      uint64
 	payload []byte
+	total   bool
 }
 
 // add queues a message, as far as the queue takes it.
-func (q *outQueue) add(to uint64, payload []byte) {
+func (q *outQueue) add(to uint64, payload []byte) { q.addOrdered(to, payload, false) }
+
+// addOrdered is add of a message that goes in total order when total.
+func (q *outQueue) addOrdered(to uint64, payload []byte, total bool) {
 	if len(q.msgs) >= maxProtocolQueue {
 		q.dropped++
 		return
 	}
-	q.msgs = append(q.msgs, queued{to, payload})
+	q.msgs = append(q.msgs, queued{to, payload, total})
 }
 
 // clear drops what waits: a view change makes the protocol send anew.
@@ -60,7 +66,11 @@ func (q *outQueue) clear() { q.msgs = q.msgs[:0] }
 func (q *outQueue) send(m *membership.Machine, service []byte) {
 	n := 0
 	for ; n < len(q.msgs); n++ {
-		_, err := m.Multicast(service, q.msgs[n].payload, wire.FIFO, q.msgs[n].to)
+		order := wire.FIFO
+		if q.msgs[n].total {
+			order = wire.Total
+		}
+		_, err := m.Multicast(service, q.msgs[n].payload, order, q.msgs[n].to)
 		if errors.Is(err, membership.ErrBlocked) || errors.Is(err, multicast.ErrWindowFull) || errors.Is(err, membership.ErrNotInView) {
 			break
 		}

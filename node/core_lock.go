@@ -13,9 +13,10 @@ const MutexService = "mutex"
 
 var mutexService = []byte(MutexService)
 
-// lockPart is the Ricart–Agrawala lock's part of a Core.
+// lockPart is the lock's part of a Core: Ricart–Agrawala, the central
+// server or the token ring (mutex.algorithm).
 type lockPart struct {
-	m          *mutex.Machine
+	m          mutex.Lock
 	quorum     int
 	out        outQueue
 	view, prev wire.ViewID // the installed view, and the one before it (zero: none)
@@ -26,8 +27,8 @@ type lockPart struct {
 // the suspect timeout: a member whose datagrams stopped carrying this
 // node's view (the installed one or the one before) for that long no
 // longer counts toward the holder's majority.
-func newLockPart(self uint64, quorum int, suspect time.Duration) lockPart {
-	return lockPart{m: mutex.New(mutex.Options{Self: self, Quorum: quorum, Lease: suspect}), quorum: quorum}
+func newLockPart(self uint64, alg mutex.Algorithm, quorum int, suspect time.Duration) lockPart {
+	return lockPart{m: mutex.NewLock(mutex.Options{Self: self, Algorithm: alg, Quorum: quorum, Lease: suspect}), quorum: quorum}
 }
 
 // inView is when this node last heard member id in its view, or in the

@@ -16,11 +16,17 @@ var debugLock = false
 
 // addLockers adds nodes whose lock has the given quorum (0: off).
 func addLockers(w *sim.World, quorum int, ids ...uint64) {
+	addLocks(w, mutex.RicartAgrawala, quorum, ids...)
+}
+
+// addLocks adds nodes whose lock runs algorithm alg, with the given quorum
+// (0: off; Ricart–Agrawala only).
+func addLocks(w *sim.World, alg mutex.Algorithm, quorum int, ids ...uint64) {
 	for _, id := range ids {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
 			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
 				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin,
-				Window: 256, Seed: uint64(seed), Quorum: quorum}, w.Now())
+				Window: 256, Seed: uint64(seed), Quorum: quorum, Lock: alg}, w.Now())
 		})
 	}
 }
@@ -71,12 +77,16 @@ func oneHolder(quorum int) func(w *sim.World) error {
 // runs after every step; at the end, with the faults over, every member
 // that asks gets the lock.
 func TestLockInTheGroup(t *testing.T) {
-	for _, quorum := range []int{0, 5} {
-		t.Run(fmt.Sprintf("quorum=%d", quorum), func(t *testing.T) {
+	for _, v := range []struct {
+		alg    mutex.Algorithm
+		quorum int
+	}{{mutex.RicartAgrawala, 0}, {mutex.RicartAgrawala, 5}, {mutex.Central, 0}, {mutex.TokenRing, 0}} {
+		quorum := v.quorum
+		t.Run(fmt.Sprintf("%s/quorum=%d", v.alg, quorum), func(t *testing.T) {
 			testutil.ForSeeds(t, 20, func(t *testing.T, seed int64) {
 				w := sim.New(sim.Options{Seed: seed, Loss: 0.05, Jitter: 100 * time.Microsecond})
 				w.Check("one holder", oneHolder(quorum))
-				addLockers(w, quorum, ids(5)...)
+				addLocks(w, v.alg, quorum, ids(5)...)
 				settleViews(t, w, 3*time.Second, ids(5))
 				r := rand.New(rand.NewPCG(uint64(seed), 7))
 				got := map[uint64]int{}
@@ -204,6 +214,63 @@ func TestLockMessagesPerEntry(t *testing.T) {
 		if acquired == nil || acquired.Messages != 2*(n-1) || acquired.Datagrams != datagrams {
 			t.Errorf("n=%d: acquired %+v, want %d messages, %d datagrams", n, acquired, 2*(n-1), datagrams)
 		}
+	}
+}
+
+// TestLockMessagesPerEntryByAlgorithm: the central server takes 3
+// messages per entry in the real node core, REQUEST and GRANT before the
+// entry and RELEASE after it, whoever asks; the token ring takes the
+// token's passes from where it is parked (0 at the coordinator, which
+// holds the first view's token) plus the WANT that wakes it.
+func TestLockMessagesPerEntryByAlgorithm(t *testing.T) {
+	entry := func(w *sim.World, id uint64) (acquired, exited *mutex.Event) {
+		t.Helper()
+		w.Do(id, func(m sim.Machine) { m.(*Core).LockRequest(w.Now()) })
+		if err := w.RunFor(100 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		w.Do(id, func(m sim.Machine) { m.(*Core).LockRelease(w.Now()) })
+		if err := w.RunFor(100 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range core(w, id).TakeMutexEvents() {
+			switch ev.Kind {
+			case mutex.Acquired:
+				acquired = &ev
+			case mutex.Exited:
+				exited = &ev
+			}
+		}
+		if acquired == nil || exited == nil {
+			t.Fatalf("node %d: acquired %+v, exited %+v", id, acquired, exited)
+		}
+		return acquired, exited
+	}
+	for _, n := range []int{1, 3, 5, 8} {
+		w := sim.New(sim.Options{Seed: 1})
+		addLocks(w, mutex.Central, 0, ids(n)...)
+		settleViews(t, w, 3*time.Second, ids(n))
+		for _, id := range []uint64{1, uint64(n)} {
+			a, e := entry(w, id)
+			if a.Messages != 2 || a.Datagrams != 2 || e.Messages != 3 {
+				t.Errorf("central, n=%d, node %d: %d messages (%d datagrams) at the grant, %d with the release; want 2 and 3", n, id, a.Messages, a.Datagrams, e.Messages)
+			}
+		}
+	}
+	w := sim.New(sim.Options{Seed: 1})
+	addLocks(w, mutex.TokenRing, 0, ids(5)...)
+	settleViews(t, w, 3*time.Second, ids(5))
+	coord := core(w, 1).View().Members[0].ID
+	for _, hops := range []uint64{0, 0, 3, 4, 1} { // from where the token is parked, up the ring of IDs
+		id := (coord+hops-1)%5 + 1
+		want := int(hops)
+		if hops > 0 {
+			want++ // the WANT
+		}
+		if a, _ := entry(w, id); a.Messages != want {
+			t.Errorf("token, node %d, %d passes from the token: %d messages, want %d", id, hops, a.Messages, want)
+		}
+		coord = id
 	}
 }
 

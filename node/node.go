@@ -94,22 +94,23 @@ type Node struct {
 	stopped chan struct{}    // closed when Run returns
 
 	// Owned by the loop.
-	core        *Core
-	log         zerolog.Logger
-	pending     []*sendReq // Multicast calls waiting for the send window
-	sendBlocked bool       // they wait now (windowFull counts the waits, not the turns)
-	sendsDue    bool       // the turn's send budget ran out with calls that fit still waiting
-	windowFull  uint64     // times sending had to wait for the window
-	truncated   uint64
-	sendErrors  uint64
-	pauses      uint64 // stretches of a heartbeat or more when the loop could not read
-	warned      map[string]bool
-	refused     error         // the group refused this node
-	lockWaiter  chan struct{} // a Lock call waiting for the lock
-	lockLost    bool          // the lock was taken away since the last request
-	hist        Histograms    // Recovery aside, which the multicast layer keeps
-	sentAt      []sentAt      // when own total and safe messages were sent, by seq modulo its length
-	start       time.Time     // when New made the node (uptime)
+	core         *Core
+	log          zerolog.Logger
+	pending      []*sendReq // Multicast calls waiting for the send window
+	sendBlocked  bool       // they wait now (windowFull counts the waits, not the turns)
+	sendsDue     bool       // the turn's send budget ran out with calls that fit still waiting
+	windowFull   uint64     // times sending had to wait for the window
+	truncated    uint64
+	sendErrors   uint64
+	pauses       uint64 // stretches of a heartbeat or more when the loop could not read
+	warned       map[string]bool
+	refused      error         // the group refused this node
+	lockWaiter   chan struct{} // a Lock call waiting for the lock
+	lockLost     bool          // the lock was taken away since the last request
+	lockMessages int           // the last entry's lock messages (Status.LockMessages)
+	hist         Histograms    // Recovery aside, which the multicast layer keeps
+	sentAt       []sentAt      // when own total and safe messages were sent, by seq modulo its length
+	start        time.Time     // when New made the node (uptime)
 
 	probes         map[uint64]*probeWait // probes this node asked and waits for, by ID
 	probeSeq       uint64                // the last probe's ID

@@ -229,6 +229,11 @@ func (n *Node) logElection(ev election.Event) {
 		}
 		e.Str(logs.EventKey, logs.ElectionDone).Uint64(logs.LeaderKey, ev.Leader).Int(logs.SentKey, ev.Sent).
 			Float64(logs.DurationMsKey, float64(ev.Duration.Microseconds())/1000).Msg("election done")
+	case election.Round:
+		// Every election message is one addressed multicast: as many
+		// datagrams as messages (repairs aside).
+		e.Str(logs.EventKey, logs.ElectionRound).Uint64(logs.LeaderKey, ev.Leader).Int(logs.MessagesKey, ev.Sent).
+			Int(logs.DatagramsKey, ev.Sent).Int(logs.MembersKey, len(n.core.View().Members)).Msg("election round accounted")
 	}
 }
 
@@ -240,6 +245,7 @@ func (n *Node) lockEvent(ev mutex.Event) {
 	case mutex.Requested:
 		e.Str(logs.EventKey, logs.MutexRequested).Msg("lock requested")
 	case mutex.Acquired:
+		n.lockMessages = ev.Messages
 		n.hist.LockWait.Add(ev.Wait)
 		e.Str(logs.EventKey, logs.MutexAcquired).Float64(logs.WaitMsKey, ms(ev.Wait)).Int(logs.MessagesKey, ev.Messages).
 			Int(logs.DatagramsKey, ev.Datagrams).Msg("lock acquired")
@@ -253,6 +259,10 @@ func (n *Node) lockEvent(ev mutex.Event) {
 			n.log.Warn().Uint64(logs.ClockKey, ev.Clock).Str(logs.ViewKey, ev.View).Str(logs.EventKey, logs.MutexReleased).Float64(logs.HeldMsKey, ms(ev.Held)).
 				Bool(logs.LostKey, true).Msg("lock lost: the view no longer has the quorum, or no longer holds this node")
 		} else {
+			if ev.Messages > 0 { // the central server's entry ends with its RELEASE
+				e = e.Int(logs.MessagesKey, ev.Messages)
+				n.lockMessages = ev.Messages
+			}
 			e.Str(logs.EventKey, logs.MutexReleased).Float64(logs.HeldMsKey, ms(ev.Held)).Msg("lock released")
 		}
 	case mutex.Withdrawn:

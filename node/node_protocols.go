@@ -51,7 +51,8 @@ func (n *Node) Leader(ctx context.Context) (leader, round uint64, err error) {
 	return leader, round, err
 }
 
-// Lock acquires the group's lock (Ricart–Agrawala): it returns once this
+// Lock acquires the group's lock (mutex.algorithm: Ricart–Agrawala, the
+// central server or the token ring): it returns once this
 // node holds it, or with ctx's error, the request withdrawn (the replies
 // this node deferred meanwhile are sent all the same). ErrLockBusy when
 // this node already wants or holds it.

@@ -218,7 +218,7 @@ func (n *Node) probeEvent(p ProbeSeen) {
 			return
 		}
 		if len(n.probeReplies) < maxProtocolQueue {
-			n.probeReplies = append(n.probeReplies, queued{p.From, b})
+			n.probeReplies = append(n.probeReplies, queued{to: p.From, payload: b})
 		}
 	case probeAnswer:
 		w := n.probes[m.ID]

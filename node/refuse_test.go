@@ -103,6 +103,7 @@ func TestJoinerWithOtherSettingsIsRefused(t *testing.T) {
 		{"heartbeat", func(c *config.Config) { c.Heartbeat *= 2 }},
 		{"election.algorithm", func(c *config.Config) { c.Election.Algorithm = "bully" }},
 		{"election.ring_order", func(c *config.Config) { c.Election.RingOrder = "join" }},
+		{"mutex.algorithm", func(c *config.Config) { c.Mutex.Algorithm = "token" }},
 	} {
 		t.Run(tc.setting, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -25,15 +25,23 @@ type Status struct {
 	State       string   `json:"state"` // see State
 	View        string   `json:"view"`  // "epoch.coordinator"; "0.0" before the first view
 	Coordinator uint64   `json:"coordinator"`
-	Members     []Member `json:"members"`        // oldest first; the first coordinates
-	Peers       []uint64 `json:"peers"`          // live peers heard, members or not
-	Leader      uint64   `json:"leader"`         // the elected leader this node knows; 0 = none yet
-	LeaderRound uint64   `json:"leader_round"`   // the election round that chose it
-	Election    string   `json:"election"`       // the algorithm: ring or bully
-	Lock        string   `json:"lock"`           // this node and the group's lock: released, wanted or held
-	Drop        *Drop    `json:"drop,omitempty"` // the built-in fault injection, when on
-	Keys        []string `json:"keys,omitempty"` // the group keys' fingerprints, the sealing one first; none: in the clear
-	Counters    Counters `json:"counters"`
+	Members     []Member `json:"members"`      // oldest first; the first coordinates
+	Peers       []uint64 `json:"peers"`        // live peers heard, members or not
+	Leader      uint64   `json:"leader"`       // the elected leader this node knows; 0 = none yet
+	LeaderRound uint64   `json:"leader_round"` // the election round that chose it
+	// RoundMessages is the election messages of round LeaderRound across
+	// the group, as its leader counted them (election.round); absent until
+	// the leader told this node.
+	RoundMessages *int   `json:"round_messages,omitempty"`
+	Election      string `json:"election"` // the algorithm: ring or bully
+	Lock          string `json:"lock"`     // this node and the group's lock: released, wanted or held
+	// LockMessages is the lock messages of this node's last entry across
+	// the group (mutex.acquired's messages; the central server's with its
+	// RELEASE once released); 0 before the first.
+	LockMessages int      `json:"lock_messages"`
+	Drop         *Drop    `json:"drop,omitempty"` // the built-in fault injection, when on
+	Keys         []string `json:"keys,omitempty"` // the group keys' fingerprints, the sealing one first; none: in the clear
+	Counters     Counters `json:"counters"`
 	// Histograms are the node's distributions of durations, for the
 	// metrics endpoint; not in the JSON.
 	Histograms *Histograms `json:"-"`
@@ -84,8 +92,12 @@ func (n *Node) status() Status {
 	h.Recovery = ms.Recovery
 	s.Histograms = &h
 	s.Leader, s.LeaderRound = n.core.Leader()
+	if total, ok := n.core.election.m.RoundTotal(s.LeaderRound); ok {
+		s.RoundMessages = &total
+	}
 	s.Election = c.Election.Algorithm
 	s.Lock = n.core.LockState().String()
+	s.LockMessages = n.lockMessages
 	if d := n.core.Drop(); d.Active() {
 		s.Drop = &d
 	}
@@ -169,6 +181,7 @@ func (n *Node) counters() Counters {
 		{"lock_withdrawn", ls.Withdrawn}, {"lock_deferred", ls.Deferred}, {"lock_quarantines", ls.Quarantines},
 		{"lock_msgs_sent", ls.Sent.Total()}, {"lock_msgs_recv", ls.Received.Total()},
 		{"lock_stale", ls.Stale}, {"lock_bad", ls.Malformed + ls.Foreign + ls.OutOfBound + ls.Exhausted}, {"lock_dropped", ldropped},
+		{"lock_tokens_regenerated", ls.Regenerated}, {"lock_tokens_retired", ls.Retired},
 		{"probes_answered", n.probesAnswered}, {"probe_bad", n.probeBad}, {"probe_dropped", n.core.probe.out.dropped},
 	}
 }

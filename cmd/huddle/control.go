@@ -533,6 +533,7 @@ func cmdElect(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "huddle elect: the node is taking part in an election already, or has no view yet; its leader is %d (round %d)\n", r.Leader, r.Round)
 		return exitFailure
 	}
+	var known time.Time // when the node first knew the new round's leader
 	for {
 		res, _, err := t.call(time.Until(deadline), "status", nil)
 		if err != nil {
@@ -542,10 +543,18 @@ func cmdElect(args []string, stdout, stderr io.Writer) int {
 		if err := json.Unmarshal(res, &st); err != nil {
 			return fail(stderr, "huddle elect", fmt.Errorf("the node's answer is malformed: %w", err), false)
 		}
-		if st.LeaderRound > r.Round && st.Leader != 0 {
+		elected := st.LeaderRound > r.Round && st.Leader != 0
+		if elected && known.IsZero() {
+			known = time.Now()
+		}
+		// The round's total comes from its leader a moment after the
+		// leader is known; it is waited for a second at most.
+		if elected && (st.RoundMessages != nil || time.Since(known) > time.Second || time.Now().After(deadline)) {
 			if *f.json {
-				out, _ := json.Marshal(map[string]any{"algorithm": st.Election, "leader": st.Leader, "round": st.LeaderRound})
+				out, _ := json.Marshal(map[string]any{"algorithm": st.Election, "leader": st.Leader, "round": st.LeaderRound, "messages": st.RoundMessages})
 				fmt.Fprintf(stdout, "%s\n", out)
+			} else if st.RoundMessages != nil {
+				fmt.Fprintf(stdout, "leader %d (%s election, round %d): %d messages in the round across the group\n", st.Leader, st.Election, st.LeaderRound, *st.RoundMessages)
 			} else {
 				fmt.Fprintf(stdout, "leader %d (%s election, round %d)\n", st.Leader, st.Election, st.LeaderRound)
 			}
@@ -560,7 +569,7 @@ func cmdElect(args []string, stdout, stderr io.Writer) int {
 
 func cmdLock(args []string, stdout, stderr io.Writer) int {
 	f := newControlFlags("huddle lock", "huddle lock [flags]",
-		"Acquires the group's lock (Ricart–Agrawala) on the running node, holds it for\n"+
+		"Acquires the group's lock (its mutex.algorithm) on the running node, holds it for\n"+
 			"--hold, releases it, and prints how long it waited and held. --timeout bounds\n"+
 			"the wait for the lock; a request that times out is withdrawn.")
 	hold := f.fs.Duration("hold", 0, "how long to hold the lock")
@@ -587,7 +596,7 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 	if err := json.Unmarshal(res, &r); err != nil {
 		return fail(stderr, "huddle lock", fmt.Errorf("the node's answer is malformed: %w", err), false)
 	}
-	fmt.Fprintf(stdout, "held the lock for %.1f ms after waiting %.1f ms\n", r.HeldMs, r.WaitMs)
+	fmt.Fprintf(stdout, "held the lock for %.1f ms after waiting %.1f ms; %d lock messages for the entry across the group\n", r.HeldMs, r.WaitMs, r.Messages)
 	return exitOK
 }
 

@@ -165,7 +165,7 @@ func TestControlCommands(t *testing.T) {
 			"  1   incarnation 101  coordinator, this node\n  77  incarnation 177\n", "live peers: 77",
 			"  msgs_sent   12345\n  srm_spread    1.5\n"}},
 		{name: "status json", args: []string{"status", "--json", "--id=1"}, stdout: []string{`{"id":1,"incarnation":101,"group":"huddle",`,
-			`"view":"4.1","coordinator":1,"members":[{"id":1,"incarnation":101},{"id":77,"incarnation":177}],"peers":[77],"leader":0,"leader_round":0,"election":"","lock":"","counters":{"msgs_sent":12345,"srm_spread":1.5}}` + "\n"}},
+			`"view":"4.1","coordinator":1,"members":[{"id":1,"incarnation":101},{"id":77,"incarnation":177}],"peers":[77],"leader":0,"leader_round":0,"election":"","lock":"","lock_messages":0,"counters":{"msgs_sent":12345,"srm_spread":1.5}}` + "\n"}},
 		{name: "the only node of the group", args: []string{"status", "--json"}, stdout: []string{`{"id":1,`}},
 		{name: "two nodes of the group", env: []string{"HUDDLE_GROUP=lab"}, args: []string{"status"}, code: 1,
 			stderr: []string{`2 nodes of group "lab" run on this host: choose one with --id`, "Nodes running on this host:", "lab-2.sock  (--group lab --id 2)", "lab-3.sock  (--group lab --id 3)", "huddle-1.sock  (--group huddle --id 1)"}},
@@ -361,7 +361,7 @@ func TestControlProcess(t *testing.T) {
 
 		// huddle lock: alone in its view, the node takes the lock at once.
 		code, out = runBinary(t, bin, "lock", "--hold", "50ms", "--id", "1")
-		if code != exitOK || !regexp.MustCompile(`^held the lock for \d+\.\d ms after waiting \d+\.\d ms\n$`).MatchString(out) {
+		if code != exitOK || !regexp.MustCompile(`^held the lock for \d+\.\d ms after waiting \d+\.\d ms; 0 lock messages for the entry across the group\n$`).MatchString(out) {
 			t.Errorf("huddle lock --hold 50ms: exit %d, %q", code, out)
 		}
 		n.waitEvent(t, 5*time.Second, logs.MutexAcquired, func(l logLine) bool { return num(l[logs.MessagesKey]) == 0 })

@@ -325,7 +325,7 @@ func TestProcess(t *testing.T) {
 			t.Errorf("huddle watch after SIGINT: %v\n%s", err, wout.String())
 		}
 		text := wout.String()
-		for _, want := range []string{`"event":"deliver","view":"`, `"from":2,"seq":1,"order":"fifo","payload":"` + base64.StdEncoding.EncodeToString([]byte("hello group")) + `"`,
+		for _, want := range []string{`"from":2,"seq":`, `"order":"fifo","payload":"` + base64.StdEncoding.EncodeToString([]byte("hello group")) + `"`, `"event":"deliver","view":"`,
 			`"event":"member.suspected"`, `"event":"view.installed"`} {
 			if !strings.Contains(text, want) {
 				t.Errorf("the watch printed no %s:\n%s", want, text)
@@ -333,6 +333,29 @@ func TestProcess(t *testing.T) {
 		}
 		n1.stop(t, syscall.SIGTERM)
 		n2.stop(t, syscall.SIGTERM)
+	})
+
+	// huddle elect on three real nodes prints the round's messages across
+	// the group, which the leader counted from every member's TALLY and
+	// logged as election.round: node 1 follows node 3 (the highest) on the
+	// ring by ID, so Chang–Roberts' worst single initiator, 3n−1 = 8.
+	t.Run("elect", func(t *testing.T) {
+		n1, n2, n3 := startProc(t, bin, 1), startProc(t, bin, 2), startProc(t, bin, 3)
+		for _, n := range []*proc{n1, n2, n3} {
+			n.waitEvent(t, 10*time.Second, logs.LeaderChanged, func(l logLine) bool { return num(l[logs.LeaderKey]) == 3 })
+		}
+		time.Sleep(200 * time.Millisecond) // the first round's accounting is over
+		code, out := runBinary(t, bin, "elect", "--id", "1")
+		if code != 0 || !strings.Contains(out, "leader 3 (ring election, round ") || !strings.Contains(out, "): 8 messages in the round across the group") {
+			t.Fatalf("huddle elect: exit %d: %q", code, out)
+		}
+		round := n3.waitEvent(t, 5*time.Second, logs.ElectionRound, func(l logLine) bool { return num(l[logs.MessagesKey]) == 8 })
+		if num(round[logs.DatagramsKey]) != 8 || num(round[logs.MembersKey]) != 3 {
+			t.Errorf("election.round at the leader: %v", round)
+		}
+		for _, n := range []*proc{n1, n2, n3} {
+			n.stop(t, syscall.SIGTERM)
+		}
 	})
 
 	t.Run("console log", func(t *testing.T) {

@@ -67,10 +67,17 @@ import (
 func BenchmarkLock(b *testing.B) {
 	s := newSuite(b)
 	s.run("token", func(sc *scenario) { sc.metric(s.token(sc, sc.N), "handoffs/s") })
-	s.run("contend0", func(sc *scenario) { s.benchContend(sc, 0) })
-	s.run("contend5", func(sc *scenario) { s.benchContend(sc, lockLoss) })
+	s.run("contend0", func(sc *scenario) { s.benchContend(sc, "ra", 0) })
+	s.run("contend5", func(sc *scenario) { s.benchContend(sc, "ra", lockLoss) })
 	for _, n := range []int{3, 5, 8} {
-		s.run(fmt.Sprintf("msgs%d", n), func(sc *scenario) { benchMsgs(sc, n) })
+		s.run(fmt.Sprintf("msgs%d", n), func(sc *scenario) { benchMsgs(sc, "ra", n) })
+	}
+	// The central server and the token ring, side by side with
+	// Ricart–Agrawala (--mutex-algorithm).
+	for _, alg := range []string{"central", "token"} {
+		s.run(alg+"-contend0", func(sc *scenario) { s.benchContend(sc, alg, 0) })
+		s.run(alg+"-contend5", func(sc *scenario) { s.benchContend(sc, alg, lockLoss) })
+		s.run(alg+"-msgs5", func(sc *scenario) { benchMsgs(sc, alg, 5) })
 	}
 	method := ""
 	if lan := machine.lans[lockHosts]; lan != nil {
@@ -158,18 +165,18 @@ type contention struct {
 	load, form string
 }
 
-func (s *suite) benchContend(sc *scenario, loss float64) {
-	base := 0.0
+func (s *suite) benchContend(sc *scenario, alg string, loss float64) {
+	base, key := 0.0, lockScenario(alg, "contend0")
 	if loss == 0 {
 		base = s.ensureToken(sc)
-	} else if base = s.baseline["contend0"]; base == 0 {
-		r := contend(sc, 0)
+	} else if base = s.baseline[key]; base == 0 {
+		r := contend(sc, alg, 0)
 		r.run = 1
-		base, s.baseline["contend0"] = r.rate, r.rate
-		s.add(row{"contend0", "5 nodes contending, 0 % loss (contend5's base, one run): entries/s", rate(base, "entries/s"), "-", "info", r.detail()})
+		base, s.baseline[key] = r.rate, r.rate
+		s.add(row{key, "5 nodes contending, 0 % loss (contend5's base, one run): entries/s", rate(base, "entries/s"), "-", "info", r.detail()})
 	}
 	rs := repeat(sc.N, func(i int) contention {
-		r := contend(sc, loss)
+		r := contend(sc, alg, loss)
 		r.run = i + 1
 		sc.Log(r.detail())
 		return r
@@ -182,18 +189,41 @@ func (s *suite) benchContend(sc *scenario, loss float64) {
 		return r.rate
 	})
 	if loss == 0 {
-		s.baseline["contend0"] = med.rate
+		s.baseline[key] = med.rate
 	}
-	reportContend(sc, loss, base, rs, med)
+	reportContend(sc, alg, loss, base, rs, med)
+}
+
+// lockScenario is the name of scenario name of lock algorithm alg:
+// Ricart–Agrawala's without a prefix.
+func lockScenario(alg, name string) string {
+	if alg == "ra" {
+		return name
+	}
+	return alg + "-" + name
+}
+
+// lockFormula says what an entry costs with algorithm alg in a stable
+// view of n, as mutex.acquired counts it.
+func lockFormula(alg string, n int) (msgs int, text string) {
+	switch alg {
+	case "central":
+		return 2, "central: REQUEST and GRANT, 2, then RELEASE: 3 per entry"
+	case "token":
+		return 0, fmt.Sprintf("token: the passes from where the token was, 0 to n−1 = %d, plus a WANT when it had to be woken", n-1)
+	}
+	return 2 * (n - 1), fmt.Sprintf("2(n−1) = %d, n = %d datagrams", 2*(n-1), n)
 }
 
 // contend runs one contention run: 5 nodes, think 0, hold 0.
-func contend(sc *scenario, loss float64) contention {
+func contend(sc *scenario, alg string, loss float64) contention {
 	all := hosts(1, lockContenders)
 	if loss > 0 {
 		defer setLoss(sc, sc.lan(lockHosts), all, loss)()
 	}
-	g := lockGroup(sc, all, func(int) []string { return []string{"--lock-think", "0s", "--lock-hold", "0s"} }, false)
+	g := lockGroup(sc, all, func(int) []string {
+		return []string{"--lock-think", "0s", "--lock-hold", "0s", "--mutex-algorithm", alg}
+	}, false)
 	defer g.stop(3 * time.Second)
 	if g.err != nil {
 		return contention{rate: math.NaN(), dgrams: math.NaN(), sent: math.NaN(), problems: []string{g.err.Error()}}
@@ -374,7 +404,7 @@ func (r contention) detail() string {
 }
 
 // reportContend adds a contention scenario's rows.
-func reportContend(sc *scenario, loss, base float64, rs []contention, med contention) {
+func reportContend(sc *scenario, alg string, loss, base float64, rs []contention, med contention) {
 	var rates, waits, fair []string
 	var probs, odd, viol []string
 	worst := math.Inf(1)
@@ -417,7 +447,7 @@ func reportContend(sc *scenario, loss, base float64, rs []contention, med conten
 		wTarget, wVerdict, "median run; p50/p99 by run: "+strings.Join(waits, ", "))
 	sc.add("  per entry: messages / datagrams / data_datagrams / msgs_sent",
 		fmt.Sprintf("%d / %d / %s / %s", medianInt(med.msgs), medianInt(med.dgField), num(med.dgrams), num(med.sent)), "-", "info",
-		"median run; messages and datagrams: mutex.acquired's (2(n−1) = 8 and n = 5 in a stable view); data datagrams and msgs_sent: "+
+		"median run; messages and datagrams: mutex.acquired's ("+func() string { _, f := lockFormula(alg, lockContenders); return f }()+", in a stable view); data datagrams and msgs_sent: "+
 			"the growth of the nodes' data_datagrams and msgs_sent in node.stats over the window, per entry (everything the nodes sent, batched)")
 	fTarget, fVerdict := fmt.Sprintf("≥ %.0f %%", 100*lockFairness), verdict(worst >= lockFairness)
 	if loss > 0 {
@@ -559,15 +589,15 @@ type lockMessages struct {
 	span              time.Duration // from the first reading's end to the second's start
 }
 
-func benchMsgs(sc *scenario, n int) {
+func benchMsgs(sc *scenario, alg string, n int) {
 	rs := repeat(sc.N, func(i int) lockMessages {
-		r := msgs(sc, n)
+		r := msgs(sc, alg, n)
 		r.run = i + 1
 		sc.Logf("run %d: %d entries, messages %s, datagrams %s; lock_msgs_sent +%d, msgs_sent +%d, data_datagrams +%d; %s",
 			r.run, len(r.msgs), countValues(r.msgs), countValues(r.dgField), r.lockSent, r.sent, r.dgrams, strings.Join(r.problems, "; "))
 		return r
 	})
-	reportMsgs(sc, n, rs)
+	reportMsgs(sc, alg, n, rs)
 }
 
 // snapQuiet reads the counters at a moment when node 1 has no entry in
@@ -587,14 +617,14 @@ func (g *group) snapQuiet(hs []int) (counterSnap, error) {
 }
 
 // msgs runs one run of a messages scenario.
-func msgs(sc *scenario, n int) lockMessages {
+func msgs(sc *scenario, alg string, n int) lockMessages {
 	hs := hosts(1, n)
 	var r lockMessages
 	g := lockGroup(sc, hs, func(h int) []string {
 		if h == 1 {
-			return []string{"--lock-think", lockIdleThink.String(), "--lock-hold", "0s"}
+			return []string{"--lock-think", lockIdleThink.String(), "--lock-hold", "0s", "--mutex-algorithm", alg}
 		}
-		return nil
+		return []string{"--mutex-algorithm", alg}
 	}, true)
 	defer g.stop(3 * time.Second)
 	if g.err != nil {
@@ -654,8 +684,9 @@ func (r lockMessages) perEntry(x int64) float64 {
 }
 
 // reportMsgs adds a messages scenario's rows.
-func reportMsgs(sc *scenario, n int, rs []lockMessages) {
-	want := int64(2 * (n - 1))
+func reportMsgs(sc *scenario, alg string, n int, rs []lockMessages) {
+	w, formula := lockFormula(alg, n)
+	want := int64(w)
 	var meds, dgs []int64
 	var probs, runs, counted []string
 	var waits []time.Duration
@@ -683,7 +714,7 @@ func reportMsgs(sc *scenario, n int, rs []lockMessages) {
 		detail += "; PROBLEMS: " + strings.Join(probs, "; ")
 	}
 	sc.add(fmt.Sprintf("n = %d, one node using the lock: messages per entry (median)", n), val,
-		fmt.Sprintf("2(n−1) = %d", want), verdict(ok), detail)
+		formula, verdict(ok), detail)
 	mid := rs[len(rs)/2]
 	sc.add("  per entry: datagrams / lock_msgs_sent / msgs_sent / data_datagrams",
 		fmt.Sprintf("%s / %s / %s / %s", dval, num(mid.perEntry(mid.lockSent)), num(mid.perEntry(mid.sent)), num(mid.perEntry(mid.dgrams))), "-", "info",

@@ -268,6 +268,9 @@ type LockArgs struct {
 type LockResult struct {
 	WaitMs float64 `json:"wait_ms"`
 	HeldMs float64 `json:"held_ms"`
+	// Messages is the entry's lock messages across the group
+	// (Status.LockMessages, read after the release).
+	Messages int `json:"messages"`
 }
 
 // lockCommand acquires the group's lock on the node, holds it for hold_ms
@@ -298,7 +301,11 @@ func lockCommand(n Node) Handler {
 		if err := n.Unlock(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, node.ErrNotHeld) {
 			return nil, nodeError(err, "releasing the lock", "its loop did not answer")
 		}
-		return LockResult{WaitMs: float64(got.Sub(start).Microseconds()) / 1000, HeldMs: float64(time.Since(got).Microseconds()) / 1000}, nil
+		r := LockResult{WaitMs: float64(got.Sub(start).Microseconds()) / 1000, HeldMs: float64(time.Since(got).Microseconds()) / 1000}
+		if st, err := n.Status(context.WithoutCancel(ctx)); err == nil {
+			r.Messages = st.LockMessages
+		}
+		return r, nil
 	}
 }
 

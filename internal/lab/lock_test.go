@@ -53,30 +53,36 @@ const lockSlack = 20 * time.Millisecond
 // death or exit, entries on at least four nodes and on every survivor
 // after the kill, and the membership guarantees. Without a quorum (the
 // default) for 60 s, and with --mutex-quorum 5 (leased lock) for 30 s;
-// -short runs each for 20 s.
+// the central server and the token ring (--mutex-algorithm) for 30 s each,
+// where the kill frees the central server's lock with the view that drops
+// the holder, and makes the next view regenerate the token. -short runs
+// each for 20 s.
 func TestLockOnTheLAN(t *testing.T) {
 	for _, v := range []struct {
 		name   string
+		alg    string
 		quorum int
 		run    time.Duration
 	}{
-		{"default", 0, 60 * time.Second},
-		{"quorum5", 5, 30 * time.Second},
+		{"default", "ra", 0, 60 * time.Second},
+		{"quorum5", "ra", 5, 30 * time.Second},
+		{"central", "central", 0, 30 * time.Second},
+		{"token", "token", 0, 30 * time.Second},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			run := v.run
 			if testing.Short() {
 				run = 20 * time.Second
 			}
-			runLockKill(t, v.quorum, run)
+			runLockKill(t, v.alg, v.quorum, run)
 		})
 	}
 }
 
-func runLockKill(t *testing.T, quorum int, run time.Duration) {
+func runLockKill(t *testing.T, alg string, quorum int, run time.Duration) {
 	const loss = 0.05
 	extra := []string{"--suspect-timeout", orderSuspect, "--lock-think", lockThink, "--lock-hold", lockHold.String(),
-		"--duration", run.String()}
+		"--duration", run.String(), "--mutex-algorithm", alg}
 	if quorum > 0 {
 		extra = append(extra, "--mutex-quorum", strconv.Itoa(quorum))
 	}

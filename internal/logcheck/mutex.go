@@ -170,7 +170,7 @@ type MutexResult struct {
 	MaxForgiven time.Duration
 }
 
-// CheckMutex checks the Ricart–Agrawala lock (docs/design.md, "Mutual exclusion") from the
+// CheckMutex checks the lock (any mutex.algorithm) (docs/design.md, "Mutual exclusion") from the
 // mutex.* events of every life, all logs sharing one clock:
 //
 //   - safety: no two lives' mutex.acquired…mutex.released intervals

@@ -50,6 +50,7 @@ const (
 	ElectionWon     = "election.won"
 	LeaderChanged   = "leader.changed"
 	ElectionDone    = "election.done"
+	ElectionRound   = "election.round"
 	ElectionMessage = "election.message"
 
 	// The lock.

@@ -306,12 +306,13 @@ func TestPresets(t *testing.T) {
 		}
 		switch name {
 		case "ring-voting":
-			if kinds[demo.DoElect] != 3 || !slices.Contains(o.Plan.Args, "ring") {
+			if kinds[demo.DoElect] != 3 || !slices.Contains(o.Plan.Args, "ring") || !slices.Contains(o.Plan.Args, "join") {
 				t.Errorf("ring-voting: %v, flags %v", kinds, o.Plan.Args)
 			}
-		case "dist-sync":
-			if !slices.Contains(o.Plan.Args, "3s-5s") || !slices.Contains(o.Plan.Args, "4s") || o.Nodes != 3 {
-				t.Errorf("dist-sync: flags %v, %d nodes", o.Plan.Args, o.Nodes)
+		case "dist-sync", "dist-sync-central", "dist-sync-token":
+			alg := map[string]string{"dist-sync": "ra", "dist-sync-central": "central", "dist-sync-token": "token"}[name]
+			if !slices.Contains(o.Plan.Args, "3s-5s") || !slices.Contains(o.Plan.Args, "4s") || o.Nodes != 3 || !slices.Contains(o.Plan.Args, alg) {
+				t.Errorf("%s: flags %v, %d nodes", name, o.Plan.Args, o.Nodes)
 			}
 		case "bully-crash-restart":
 			if kinds[demo.DoKill] == 0 || kinds[demo.DoKill] != kinds[demo.DoRestart] || !slices.Contains(o.Plan.Args, "bully") {
