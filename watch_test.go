@@ -170,10 +170,8 @@ func TestWatch(t *testing.T) {
 	if _, ok := <-drain(unread.C()); ok {
 		t.Error("the node left, and its watcher's channel is open")
 	}
-	if late := gs[0].Watch(); late != nil {
-		if _, ok := <-late.C(); ok {
-			t.Error("a watcher of a node that left is open")
-		}
+	if _, ok := <-gs[0].Watch().C(); ok {
+		t.Error("a watcher of a node that left is open")
 	}
 }
 

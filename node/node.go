@@ -451,6 +451,17 @@ func (n *Node) receive(b *rxBatch) {
 
 // afterStep sends what the core produced and reports what it reported.
 func (n *Node) afterStep() {
+	n.flush()
+	n.report()
+	if n.probeSent { // answers to probes that the report found
+		n.probeSent = false
+		n.flush()
+	}
+}
+
+// flush sends the core's outboxes: the repair traffic on the control
+// socket (when there is one), the rest on the group's.
+func (n *Node) flush() {
 	ctl, data := n.core.TakeOutboxes()
 	ct := n.o.Control
 	if ct == nil {
@@ -458,13 +469,6 @@ func (n *Node) afterStep() {
 	}
 	n.write(ct, ctl)
 	n.write(n.o.Transport, data)
-	n.report()
-	if n.probeSent { // answers to probes that the report found
-		n.probeSent = false
-		ctl, data = n.core.TakeOutboxes()
-		n.write(ct, ctl)
-		n.write(n.o.Transport, data)
-	}
 }
 
 // report logs what the core reported, in the order it happened, and hands

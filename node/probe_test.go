@@ -6,11 +6,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/huddle-lan/huddle/internal/memnet"
-	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/internal/wire"
 )
 
@@ -22,15 +19,7 @@ import (
 // are refused.
 func TestProbeInput(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		net := memnet.New(netmodel.Options{Seed: 1})
-		ctx, cancel := context.WithCancel(context.Background())
-		var nodes []*Node
-		errs := make(chan error, 3)
-		for id := uint64(1); id <= 3; id++ {
-			n := New(Options{Config: testConfig(id), Transport: net.Endpoint(netmodel.Addr(id)), Log: zerolog.Nop(), Inc: id})
-			nodes = append(nodes, n)
-			go func() { errs <- n.Run(ctx) }()
-		}
+		nodes, ctx, stop := runNodes(3, nil)
 		time.Sleep(time.Second) // one view of the three
 		counter := func(n *Node, name string) uint64 {
 			t.Helper()
@@ -101,9 +90,6 @@ func TestProbeInput(t *testing.T) {
 				t.Errorf("a probe ended by its context: %v", err)
 			}
 		}
-		cancel()
-		for range 3 {
-			<-errs
-		}
+		stop()
 	})
 }

@@ -347,21 +347,39 @@ func TestMulticastBlocksOnAFullWindow(t *testing.T) {
 	})
 }
 
+// runNodes runs nodes 1..n over one simulated network (in the caller's
+// synctest bubble), node id with the options opts gives (nil: testConfig
+// and no log); the transport and the incarnation (the ID) are set here.
+// stop cancels ctx and waits for every node to return.
+func runNodes(n int, opts func(id uint64) Options) (nodes []*Node, ctx context.Context, stop func()) {
+	net := memnet.New(netmodel.Options{Seed: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, n)
+	for id := uint64(1); id <= uint64(n); id++ {
+		o := Options{Config: testConfig(id), Log: zerolog.Nop()}
+		if opts != nil {
+			o = opts(id)
+		}
+		o.Transport, o.Inc = net.Endpoint(netmodel.Addr(id)), id
+		node := New(o)
+		nodes = append(nodes, node)
+		go func() { errs <- node.Run(ctx) }()
+	}
+	return nodes, ctx, func() {
+		cancel()
+		for range n {
+			<-errs
+		}
+	}
+}
+
 // TestHistograms: two nodes on the simulated network; the one that is not
 // the sequencer multicasts total-order messages and takes the lock, and
 // its status then counts each in its histograms (delivery, lock wait, the
 // view change that admitted the other), which the metrics endpoint serves.
 func TestHistograms(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		net := memnet.New(netmodel.Options{Seed: 1})
-		ctx, cancel := context.WithCancel(context.Background())
-		var nodes []*Node
-		errs := make(chan error, 2)
-		for id := uint64(1); id <= 2; id++ {
-			n := New(Options{Config: testConfig(id), Transport: net.Endpoint(netmodel.Addr(id)), Log: zerolog.Nop(), Inc: id})
-			nodes = append(nodes, n)
-			go func() { errs <- n.Run(ctx) }()
-		}
+		nodes, ctx, stop := runNodes(2, nil)
 		time.Sleep(time.Second) // one view of both
 		n := nodes[0]           // the younger ID: not the coordinator, not the sequencer
 		if st, err := n.Status(ctx); err != nil || len(st.Members) != 2 || st.Coordinator == 1 {
@@ -394,10 +412,7 @@ func TestHistograms(t *testing.T) {
 		if got := h.Flush.Count(); got == 0 {
 			t.Errorf("flush histogram: empty, want the view change that formed the group")
 		}
-		cancel()
-		for range 2 {
-			<-errs
-		}
+		stop()
 	})
 }
 

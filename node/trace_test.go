@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -11,8 +10,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/internal/logs"
-	"github.com/huddle-lan/huddle/internal/memnet"
-	"github.com/huddle-lan/huddle/internal/netmodel"
 )
 
 // TestTraceLog: at log level trace every message of the election and the
@@ -23,12 +20,8 @@ import (
 // without the group key.
 func TestTraceLog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		net := memnet.New(netmodel.Options{Seed: 3})
-		ctx, cancel := context.WithCancel(context.Background())
-		nodes := map[uint64]*Node{}
 		bufs := map[uint64]func() []logs.Event{}
-		errs := make(chan error, 3)
-		for id := uint64(1); id <= 3; id++ {
+		nodes, ctx, stop := runNodes(3, func(id uint64) Options {
 			c := testConfig(id)
 			c.Log.Level = "trace"
 			c.Security.Key = "a passphrase of sixteen bytes or more"
@@ -37,14 +30,11 @@ func TestTraceLog(t *testing.T) {
 				t.Fatal(err)
 			}
 			log := &bytes.Buffer{}
-			n := New(Options{Config: c, Transport: net.Endpoint(netmodel.Addr(id)), Inc: id, Keys: keys,
-				Log: zerolog.New(log).Level(zerolog.TraceLevel).With().Uint64(logs.NodeKey, id).Logger()})
-			nodes[id] = n
 			bufs[id] = func() []logs.Event { return events(t, log) }
-			go func() { errs <- n.Run(ctx) }()
-		}
+			return Options{Config: c, Keys: keys, Log: zerolog.New(log).Level(zerolog.TraceLevel).With().Uint64(logs.NodeKey, id).Logger()}
+		})
 		time.Sleep(time.Second) // one view of the three; its election
-		n := nodes[2]
+		n := nodes[1]
 		if _, err := n.Elect(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -57,17 +47,14 @@ func TestTraceLog(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 		counters := map[uint64]Counters{}
-		for id, node := range nodes {
+		for i, node := range nodes {
 			st, err := node.Status(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			counters[id] = st.Counters
+			counters[uint64(i+1)] = st.Counters
 		}
-		cancel()
-		for range 3 {
-			<-errs
-		}
+		stop()
 		for _, svc := range []struct{ event, counter, kind string }{
 			{logs.ElectionMessage, "election_msgs_sent", "ELECTION"}, {logs.MutexMessage, "lock_msgs_sent", "REQUEST"}} {
 			sent, received := 0, 0

@@ -49,7 +49,7 @@ func Call(ctx context.Context, path string, timeout time.Duration, cmd string, a
 	_, werr := c.Write(append(line, '\n'))
 	// Even when the write failed, the node may have replied (and closed
 	// the connection) before it read everything: read that reply.
-	rep, rerr := readReply(c)
+	rep, rerr := readReply(bufio.NewReader(c))
 	switch {
 	case rerr == nil:
 	case werr != nil:
@@ -112,18 +112,12 @@ func CallStream(ctx context.Context, path, cmd string, args any, fn func(event j
 	}
 	br := bufio.NewReader(c)
 	for {
-		l, err := readLine(br, MaxReply, "reply")
+		rep, err := readReply(br)
 		switch {
 		case ctx.Err() != nil:
 			return nil, nil
-		case errors.Is(err, errEmpty):
-			return nil, fmt.Errorf("control: %s: the node closed the stream without a last reply", cmd)
 		case err != nil:
 			return nil, fmt.Errorf("control: %s: reading from %s: %v", cmd, path, err)
-		}
-		var rep Reply
-		if err := json.Unmarshal(l, &rep); err != nil {
-			return nil, fmt.Errorf("control: %s: malformed reply: %w", cmd, err)
 		}
 		switch {
 		case rep.Event != nil:
@@ -156,8 +150,9 @@ func dial(ctx context.Context, path string) (net.Conn, error) {
 	return nil, fmt.Errorf("control: connecting to %s: %w", path, err)
 }
 
-func readReply(c net.Conn) (Reply, error) {
-	line, err := readLine(bufio.NewReader(c), MaxReply, "reply")
+// readReply reads one reply line.
+func readReply(br *bufio.Reader) (Reply, error) {
+	line, err := readLine(br, MaxReply, "reply")
 	if errors.Is(err, errEmpty) {
 		return Reply{}, errors.New("the node closed the connection without a reply")
 	}
