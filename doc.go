@@ -37,7 +37,7 @@
 // protocols, fed with their services' messages and the views); package
 // node composes them (Core, which routes what each hands back) and runs
 // them with sockets and a clock (Node.Run). `huddle run` is this API with
-// a command line: its control socket (internal/control) and its
-// experiment workloads (internal/workload) are clients of a Group, like
+// a command line: its control socket (cmd/huddle/internal/control) and its
+// experiment workloads (cmd/huddle/internal/workload) are clients of a Group, like
 // any program.
 package huddle

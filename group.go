@@ -11,11 +11,11 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/logs"
-	"github.com/huddle-lan/huddle/internal/memnet"
 	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
+	"github.com/huddle-lan/huddle/multicast/memnet"
 	"github.com/huddle-lan/huddle/node"
 )
 
@@ -208,7 +208,7 @@ func Start(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, 
 // a test's) instead of the group's sockets: data carries the group's
 // traffic, repair (nil: data too) the NACKs and repairs. cfg's address
 // and interface are not used, and cfg.ID must be set.
-func StartOn(ctx context.Context, cfg config.Config, log zerolog.Logger, data, repair multicast.Transport) (*Group, error) {
+func StartOn(ctx context.Context, cfg config.Config, log zerolog.Logger, data, repair Transport) (*Group, error) {
 	if cfg.ID == 0 {
 		return nil, errors.New("huddle: a node on its own transport needs an ID (cfg.ID)")
 	}
@@ -390,22 +390,10 @@ func (s *Service) Send(ctx context.Context, to uint64, payload []byte) (uint64, 
 }
 
 func (s *Service) send(ctx context.Context, payload []byte, order Order, to uint64) (uint64, error) {
-	if node.Reserved(s.name) {
-		return 0, fmt.Errorf("%w: %q", ErrReserved, s.name)
+	if err := s.canSend(payload); err != nil {
+		return 0, err
 	}
-	g := s.group
-	if len(payload) > g.cfg.MaxMessageSize {
-		return 0, fmt.Errorf("%w: %d bytes (max_message_size is %d)", ErrTooLarge, len(payload), g.cfg.MaxMessageSize)
-	}
-	select {
-	case <-g.done:
-		return 0, ErrClosed
-	default:
-	}
-	if len(g.View().Members) == 0 {
-		return 0, ErrNotInView
-	}
-	seq, err := g.node.Send(ctx, s.nameBytes(), payload, order, to)
+	seq, err := s.group.node.Send(ctx, s.nameBytes(), payload, order, to)
 	if err != nil {
 		return 0, sendErr(err)
 	}
@@ -420,25 +408,35 @@ func (s *Service) send(ctx context.Context, payload []byte, order Order, to uint
 // those sent before ctx ended or an error, with the error. Use it to send
 // many small messages fast; the payloads are copied.
 func (s *Service) MulticastBatch(ctx context.Context, payloads [][]byte, order Order) (first uint64, sent int, err error) {
+	if err := s.canSend(payloads...); err != nil {
+		return 0, 0, err
+	}
+	first, sent, err = s.group.node.MulticastBatch(ctx, s.nameBytes(), payloads, order)
+	return first, sent, sendErr(err)
+}
+
+// canSend checks what a send can tell before it reaches the node: the
+// service is the application's, every payload fits max_message_size, the
+// node runs and is in a view.
+func (s *Service) canSend(payloads ...[]byte) error {
 	if node.Reserved(s.name) {
-		return 0, 0, fmt.Errorf("%w: %q", ErrReserved, s.name)
+		return fmt.Errorf("%w: %q", ErrReserved, s.name)
 	}
 	g := s.group
 	for _, p := range payloads {
 		if len(p) > g.cfg.MaxMessageSize {
-			return 0, 0, fmt.Errorf("%w: %d bytes (max_message_size is %d)", ErrTooLarge, len(p), g.cfg.MaxMessageSize)
+			return fmt.Errorf("%w: %d bytes (max_message_size is %d)", ErrTooLarge, len(p), g.cfg.MaxMessageSize)
 		}
 	}
 	select {
 	case <-g.done:
-		return 0, 0, ErrClosed
+		return ErrClosed
 	default:
 	}
 	if len(g.View().Members) == 0 {
-		return 0, 0, ErrNotInView
+		return ErrNotInView
 	}
-	first, sent, err = g.node.MulticastBatch(ctx, s.nameBytes(), payloads, order)
-	return first, sent, sendErr(err)
+	return nil
 }
 
 // sendErr turns the node's errors into the Group API's.
@@ -494,6 +492,9 @@ type ElectResult = node.ElectResult
 // the lock, and its counters (those of the node.stats log event).
 type Status = node.Status
 
+// StatusMember is one member of the view in a Status: its ID and incarnation.
+type StatusMember = node.Member
+
 // Status returns the node's status, read in its loop.
 func (g *Group) Status(ctx context.Context) (Status, error) {
 	st, err := g.node.Status(ctx)
@@ -513,6 +514,32 @@ func ParseOrder(name string) (Order, bool) {
 	o := node.ParseOrder(name)
 	return o, o.String() == name
 }
+
+// Counters are a node's counters in the order node.stats logs them
+// (Status.Counters); each Counter is a name and a number.
+type (
+	Counters = node.Counters
+	Counter  = node.Counter
+)
+
+// Histograms are the durations a node measures (Status.Histograms), each
+// a Histogram: within 6.25 %, with its count and sum.
+type (
+	Histograms = node.Histograms
+	Histogram  = multicast.Histogram
+)
+
+// Reserved reports whether service is one of the node's own protocols'
+// (the election's, the lock's and the probe's): a program may not send on
+// it, and a watcher may follow it.
+func Reserved(service string) bool { return node.Reserved(service) }
+
+// Transport is what StartOn runs a node over: a socket of the caller's,
+// an in-memory network, a test's. Packet is one datagram it reads.
+type (
+	Transport = multicast.Transport
+	Packet    = multicast.Packet
+)
 
 // Drop is the node's built-in fault injection, an experiment tool: a
 // share of the datagrams it receives dropped before the protocol sees

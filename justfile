@@ -33,7 +33,7 @@ fuzz time="2m":
     go test -run '^$' -fuzz '^FuzzReceive$' -fuzztime {{time}} -fuzzminimizetime 3s ./election
     go test -run '^$' -fuzz '^FuzzReceive$' -fuzztime {{time}} -fuzzminimizetime 3s ./mutex
     go test -run '^$' -fuzz '^FuzzCoreInGroup$' -fuzztime {{time}} ./node
-    go test -run '^$' -fuzz '^FuzzRequest$' -fuzztime {{time}} ./internal/control
+    go test -run '^$' -fuzz '^FuzzRequest$' -fuzztime {{time}} ./cmd/huddle/internal/control
     go test -run '^$' -fuzz '^FuzzLoad$' -fuzztime {{time}} ./config
 
 # wire codec benchmarks
@@ -46,11 +46,11 @@ run *args:
 
 # the virtual-LAN benchmarks, as root: reliable multicast against raw UDP, membership, total order, elections, the lock
 lab-bench count="3":
-    go test -run '^$' -bench LAN -benchtime {{count}}x ./internal/bench
-    go test -run '^$' -bench Membership -benchtime {{count}}x ./internal/bench
-    go test -run '^$' -bench Order -benchtime {{count}}x ./internal/bench
-    go test -run '^$' -bench Election -benchtime {{count}}x ./internal/bench
-    go test -run '^$' -bench Lock -benchtime {{count}}x ./internal/bench
+    go test -run '^$' -bench LAN -benchtime {{count}}x ./cmd/huddle/internal/bench
+    go test -run '^$' -bench Membership -benchtime {{count}}x ./cmd/huddle/internal/bench
+    go test -run '^$' -bench Order -benchtime {{count}}x ./cmd/huddle/internal/bench
+    go test -run '^$' -bench Election -benchtime {{count}}x ./cmd/huddle/internal/bench
+    go test -run '^$' -bench Lock -benchtime {{count}}x ./cmd/huddle/internal/bench
 
 # the demo: a group on a private virtual LAN, with loss, a crash and a rejoin
 demo *args:

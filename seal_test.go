@@ -12,10 +12,10 @@ import (
 
 	"github.com/huddle-lan/huddle"
 	"github.com/huddle-lan/huddle/config"
-	"github.com/huddle-lan/huddle/internal/memnet"
 	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/internal/seal"
 	"github.com/huddle-lan/huddle/multicast"
+	"github.com/huddle-lan/huddle/multicast/memnet"
 )
 
 // spy records every datagram a node writes.

@@ -21,6 +21,9 @@ type ProbeResult = node.ProbeResult
 // ProbeInfo is what one member reports of itself to a probe.
 type ProbeInfo = node.ProbeInfo
 
+// ProbeRow is one member of the asker's view in a ProbeResult.
+type ProbeRow = node.ProbeRow
+
 // ErrProbeBusy: 16 probes of this node are waiting already.
 var ErrProbeBusy = node.ErrProbeBusy
 

@@ -259,20 +259,9 @@ type Election struct {
 
 // Timeouts returns the bully timeouts in force: the settings, or for those
 // left at 0 the defaults derived from the heartbeat, the suspect timeout
-// and the hop delay. A higher member that is in the view answers within a
-// few one-way delays and a repair or two (two heartbeats); one that
-// crashed is excluded within the suspect timeout, and the view change
-// restarts the election.
+// and the hop delay (election.Options.Timeouts).
 func (e Election) Timeouts(heartbeat, suspect time.Duration) (answer, coordinator time.Duration) {
-	hops := 2 * e.HopDelay.D()
-	answer, coordinator = e.AnswerTimeout.D(), e.CoordinatorTimeout.D()
-	if answer == 0 {
-		answer = 2*heartbeat + hops
-	}
-	if coordinator == 0 {
-		coordinator = suspect + answer + hops
-	}
-	return answer, coordinator
+	return e.Options().Timeouts(heartbeat, suspect)
 }
 
 // Mutex configures the lock.

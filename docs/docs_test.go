@@ -26,10 +26,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle/config"
-	"github.com/huddle-lan/huddle/internal/control"
 	"github.com/huddle-lan/huddle/internal/logs"
-	"github.com/huddle-lan/huddle/internal/memnet"
 	"github.com/huddle-lan/huddle/internal/netmodel"
+	"github.com/huddle-lan/huddle/internal/testutil"
+	"github.com/huddle-lan/huddle/multicast/memnet"
 	"github.com/huddle-lan/huddle/node"
 )
 
@@ -246,23 +246,11 @@ func checkLink(t *testing.T, page string, line int, target, pageText string) {
 // title to the next heading of the same or a higher level.
 func section(t *testing.T, page, text, title string) string {
 	t.Helper()
-	lines := strings.Split(text, "\n")
-	for i, l := range lines {
-		m := heading.FindStringSubmatch(l)
-		if m == nil || m[2] != title {
-			continue
-		}
-		var b strings.Builder
-		for _, l := range lines[i+1:] {
-			if n := heading.FindStringSubmatch(l); n != nil && len(n[1]) <= len(m[1]) {
-				break
-			}
-			b.WriteString(l + "\n")
-		}
-		return b.String()
+	sec, ok := testutil.Section(text, title)
+	if !ok {
+		t.Fatalf("%s has no heading %q", page, title)
 	}
-	t.Fatalf("%s has no heading %q", page, title)
-	return ""
+	return sec
 }
 
 // goFiles parses the repository's Go sources, tests and this package
@@ -466,23 +454,6 @@ func TestEveryCounterIsDocumented(t *testing.T) {
 	for _, name := range names {
 		if !strings.Contains(doc, "`"+name+"`") {
 			t.Errorf("%s: the counter `%s` of node.stats is missing from its section \"The counters of node.stats\"", page, name)
-		}
-	}
-}
-
-func TestEveryControlCommandIsDocumented(t *testing.T) {
-	const page = "docs/control.md"
-	doc := section(t, page, read(t, page), "The commands")
-	cmds := control.Commands(nil)
-	if len(cmds) == 0 {
-		t.Fatal("control.Commands lists no command")
-	}
-	for name := range cmds {
-		if !regexp.MustCompile("(?m)^\\|\\s*`" + regexp.QuoteMeta(name) + "`\\s*\\|").MatchString(doc) {
-			t.Errorf("%s: the control command `%s` has no row in the table of \"The commands\"", page, name)
-		}
-		if !strings.Contains(doc, "### huddle "+name) {
-			t.Errorf("%s: the control command `%s` has no section \"### huddle %s\"", page, name, name)
 		}
 	}
 }

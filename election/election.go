@@ -125,6 +125,24 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// Timeouts returns the bully timeouts of a node with this heartbeat and
+// suspect timeout: o's, or for those left at 0 the ones derived from them
+// and the hop delay. A higher member that is in the view answers within a
+// few one-way delays and a repair or two (two heartbeats); one that
+// crashed is excluded within the suspect timeout, and the view change
+// restarts the election.
+func (o Options) Timeouts(heartbeat, suspect time.Duration) (answer, coordinator time.Duration) {
+	hops := 2 * o.HopDelay
+	answer, coordinator = o.AnswerTimeout, o.CoordinatorTimeout
+	if answer == 0 {
+		answer = 2*heartbeat + hops
+	}
+	if coordinator == 0 {
+		coordinator = suspect + answer + hops
+	}
+	return answer, coordinator
+}
+
 // Message is an election message to send: Payload to the member To,
 // addressed and reliable (the group's Send); To 0 (only the leader's
 // RESULT of a round's accounting) goes to every other member.

@@ -4,7 +4,7 @@
 // Open returns a Conn, a UDP socket joined to an IPv4 multicast group on one
 // interface (golang.org/x/net/ipv4), which reads and writes datagrams in
 // batches (recvmmsg/sendmmsg on Linux, one at a time elsewhere). Conn and the
-// in-memory network's endpoints (internal/memnet) both implement Transport,
+// in-memory network's endpoints (multicast/memnet) both implement Transport,
 // so nothing above needs to know which one it runs on.
 //
 // Engine is the protocol core, a deterministic state machine: it takes

@@ -69,6 +69,13 @@ const (
 	DefaultMinDelay = 500 * time.Microsecond
 )
 
+// WindowBytes is the bound on a sender's unstable payload
+// (Options.WindowBytes) for receive buffers of buf bytes: three quarters
+// of it. Linux sizes a buffer at twice the request and counts a datagram
+// at about twice its payload, so such a window fills at most about 85 %
+// of a receiver's socket; half cost 15–25 % of the throughput at 5 % loss.
+func WindowBytes(buf int) int { return buf * 3 / 4 }
+
 // Errors of Multicast.
 var (
 	ErrWindowFull = errors.New("multicast: send window full")

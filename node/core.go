@@ -3,6 +3,7 @@ package node
 import (
 	"cmp"
 	"errors"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"net/netip"
@@ -12,52 +13,41 @@ import (
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/election"
 	"github.com/huddle-lan/huddle/internal/seal"
-	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
 	"github.com/huddle-lan/huddle/mutex"
 )
 
-// CoreOptions configures a Core. Zero SRM fields take the multicast
-// package's defaults.
+// CoreOptions configures a Core: each protocol machine's own options,
+// passed on whole, and what is the node's.
 type CoreOptions struct {
-	ID             uint64
-	Inc            uint64
-	Group          string
-	DatagramSize   int
-	Heartbeat      time.Duration
-	SuspectTimeout time.Duration
-	Window         int
-	WindowBytes    int // multicast.Options.WindowBytes
-	MaxMessage     int
-	C1, C2, D1, D2 float64
-	MinDelay       time.Duration
-	JoinTimeout    time.Duration
-	Settings       []membership.Setting // protocol settings every member must share
-	Seed           uint64               // seeds the protocol's randomness (timer jitter)
-	Election       election.Algorithm   // "" = election.DefaultAlgorithm
-	// RingOrder, HopDelay and the bully timeouts configure the election
-	// (election.Options); zero timeouts are derived from the heartbeat
-	// and the suspect timeout (config.Election.Timeouts).
-	RingOrder          election.RingOrder
-	HopDelay           time.Duration
-	AnswerTimeout      time.Duration
-	CoordinatorTimeout time.Duration
-	// Quorum is the lock's expected cluster size N (mutex.quorum); 0 = off.
-	// With it, the lock is granted and kept only while the view has more
-	// than N/2 members and this node heard, within the suspect timeout,
-	// from a majority of N of them, itself included (the lease); a node
-	// whose view lost a member, or that had no view, neither replies nor
-	// enters for 1.5 suspect timeouts (the quarantine). See mutex.Options.
-	Quorum int
-	// Lock is the lock's algorithm (mutex.algorithm): "" or
-	// mutex.RicartAgrawala, mutex.Central or mutex.TokenRing.
-	Lock mutex.Algorithm
-	Drop Drop // built-in fault injection; Drop.Seed 0 derives the drop's seed from Seed
+	// Group is the group's name; its hash (wire.GroupHash) travels in
+	// every datagram and goes into Membership.Engine.Group.
+	Group string
+	// Membership configures the membership layer and, in it (Engine),
+	// the reliable multicast engine: this node's ID (Engine.Self) and
+	// incarnation (Engine.Inc), the timers, the window, the datagram
+	// size. The Core sets Engine.Group from Group and Engine.Rand from
+	// Seed; a datagram's payload shrinks by seal.Overhead with Keys; a
+	// MessageSize of 0 is what wire.MaxChunks pieces carry
+	// (wire.ChunkedMax). Zero SRM fields take the multicast package's
+	// defaults.
+	Membership membership.Options
+	// Election configures the leader election; its Self is
+	// Membership.Engine.Self, and bully timeouts left at 0 are derived
+	// from the heartbeat and the suspect timeout (Options.Timeouts).
+	Election election.Options
+	// Lock configures the lock (mutex.algorithm, mutex.quorum); its Self
+	// is Membership.Engine.Self, and a Lease of 0 is the suspect timeout.
+	Lock mutex.Options
+	// Seed seeds the protocol's randomness (timer jitter).
+	Seed uint64
+	// Drop is the built-in fault injection; Drop.Seed 0 derives the
+	// drop's seed from Seed.
+	Drop Drop
 	// Keys seal every datagram (AES-256-GCM): the first seals, every one
-	// opens; none: datagrams in the clear. Each datagram's payload then
-	// shrinks by seal.Overhead to stay within DatagramSize.
+	// opens; none: datagrams in the clear.
 	Keys []seal.Key
 	// Salt is where the sealer draws its start's salt; nil:
 	// crypto/rand. The simulator passes a seeded source.
@@ -65,77 +55,45 @@ type CoreOptions struct {
 	// Trace reports every message of the election and the lock, sent
 	// and received, as a TraceEvent (log level trace).
 	Trace bool
-	// MessageSize bounds a membership message (and so the view's size);
-	// 0: what wire.MaxChunks pieces carry (wire.ChunkedMax). Tests set
-	// it to make a group full.
-	MessageSize int
+	// TraceSends reports every message Multicast sends as a SentEvent
+	// (trace_deliveries), in order with the views and deliveries.
+	TraceSends bool
+	// Addr is this node's own address, as a probe's answer gives it.
+	Addr string
 }
 
-// CoreOptionsFrom takes a Core's options from a node's configuration.
+// CoreOptionsFrom takes a Core's options from a node's configuration:
+// each machine's from config (Config.Membership, Election.Options,
+// Mutex.Options), and this start's incarnation and seed.
 func CoreOptionsFrom(c config.Config, inc, seed uint64) CoreOptions {
-	return CoreOptions{
-		ID: c.ID, Inc: inc, Group: c.Group, DatagramSize: c.DatagramSize,
-		Heartbeat: c.Heartbeat.D(), SuspectTimeout: c.SuspectTimeout.D(),
-		Window: c.SendWindow, WindowBytes: windowBytes(c.RecvBuffer), MaxMessage: c.MaxMessageSize,
-		C1: c.SRM.C1, C2: c.SRM.C2, D1: c.SRM.D1, D2: c.SRM.D2, MinDelay: c.SRM.MinDelay.D(),
-		JoinTimeout: c.JoinTimeout.D(), Settings: Settings(c), Seed: seed,
-		Election: election.Algorithm(c.Election.Algorithm), RingOrder: election.RingOrder(c.Election.RingOrder),
-		HopDelay: c.Election.HopDelay.D(), AnswerTimeout: c.Election.AnswerTimeout.D(), CoordinatorTimeout: c.Election.CoordinatorTimeout.D(),
-		Quorum: c.Mutex.Quorum, Lock: mutex.Algorithm(c.Mutex.Algorithm),
-		Drop: Drop{Rate: c.Drop.Rate, From: c.Drop.From, Seed: c.Drop.Seed, Burst: c.Drop.Burst},
-	}
-}
-
-// windowBytes is the bound on a sender's unstable payload
-// (multicast.Options.WindowBytes) for receive buffers of buf bytes:
-// three quarters of it. Linux sizes a buffer at twice the request and
-// counts a datagram at about twice its payload, so such a window fills at
-// most about 85 % of a receiver's socket; half cost 15–25 % of the
-// throughput at 5 % loss.
-func windowBytes(buf int) int { return buf * 3 / 4 }
-
-// Settings lists the settings every member of a group must share, by
-// their configuration keys: a joiner that differs is refused, naming the
-// first that does. Datagram size and the largest message decide what a
-// member can receive; the heartbeat and the suspect timeout decide
-// whether members suspect each other falsely.
-func Settings(c config.Config) []membership.Setting {
-	ss := []membership.Setting{
-		{Name: "datagram_size", Value: strconv.Itoa(c.DatagramSize)},
-		{Name: "max_message_size", Value: strconv.Itoa(c.MaxMessageSize)},
-		{Name: "heartbeat", Value: c.Heartbeat.D().String()},
-		{Name: "suspect_timeout", Value: c.SuspectTimeout.D().String()},
-		{Name: "election.algorithm", Value: c.Election.Algorithm},
-		{Name: "mutex.quorum", Value: strconv.Itoa(c.Mutex.Quorum)},
-	}
-	// Settings added later go in only when they differ from what nodes
-	// did before them, so that a node of an earlier release, which sends
-	// none, still joins a group that keeps the old behaviour (a rolling
-	// upgrade); one that differs is refused, naming the setting.
-	if o := c.Election.RingOrder; o != "" && o != string(election.Ascending) {
-		ss = append(ss, membership.Setting{Name: "election.ring_order", Value: o})
-	}
-	if a := c.Mutex.Algorithm; a != "" && a != string(mutex.RicartAgrawala) {
-		ss = append(ss, membership.Setting{Name: "mutex.algorithm", Value: a})
-	}
-	return ss
+	o := CoreOptions{Group: c.Group, Membership: c.Membership(), Election: c.Election.Options(), Lock: c.Mutex.Options(), Seed: seed,
+		Drop: Drop{Rate: c.Drop.Rate, From: c.Drop.From, Seed: c.Drop.Seed, Burst: c.Drop.Burst}, TraceSends: c.TraceDeliveries}
+	o.Membership.Engine.Self, o.Membership.Engine.Inc = c.ID, inc
+	return o
 }
 
 // Core is one node's protocol stack as a deterministic state machine over
 // datagrams. It decodes what arrives, steps the membership layer (which
 // owns the reliable multicast engine), and routes what the layer hands
-// back, in one place (route): messages of the election's and the lock's
-// services to those machines, views to them and to the application, the
-// rest to the application. What each machine wants sent goes down as
-// multicasts; what the Core wants sent is encoded into datagrams. No
-// machine calls another: each hands back what it produced (Ready), and
-// the Core passes it on as input to the next.
+// back, in one place (route): messages of the election's, the lock's and
+// the probe's services to those parts, views to them and to the
+// application, the rest to the application. What each part wants sent
+// goes down as multicasts; what the Core wants sent is encoded into
+// datagrams. No machine calls another: each hands back what it produced,
+// and the Core passes it on as input to the next.
+//
+// Inputs are Receive, Tick and the requests (Multicast, Leave,
+// StartElection, LockRequest, LockRelease, Probe...); each routes what it
+// caused before it returns. The one output is Ready: the datagrams to
+// send and the events, in the order they happened, since the last Ready.
 //
 // The runtime loop (Run) drives a Core with sockets and the wall clock;
 // the simulator drives the very same Core with a virtual network and
 // clock.
 type Core struct {
 	opt        CoreOptions
+	self, inc  uint64 // Membership.Engine.Self and Inc
+	size       int    // Membership.Engine.DatagramSize: the largest datagram
 	group      uint32
 	dec        *wire.Decoder
 	enc        *wire.Encoder
@@ -144,7 +102,7 @@ type Core struct {
 	engine     *multicast.Engine // the membership layer's, for its counters and peers
 	election   electionPart      // the leader election, on the election service
 	lock       lockPart          // the lock (mutex.algorithm), on the mutex service
-	probe      probePart         // the group probe's messages, on the probe service
+	probe      probePart         // the group probe, on the probe service
 	drop       *dropper          // built-in fault injection
 	seal       sealing           // datagram sealing with the group key
 	started    time.Time         // when the Core was made
@@ -153,7 +111,7 @@ type Core struct {
 	lastInput  time.Time         // the time of the latest input (a step, a tick, a request)
 	events     []Event           // since the last Ready, in order
 	ready      []Event           // handed out by the last Ready
-	out        outbox            // datagrams since the last TakeOutboxes
+	out        outbox            // datagrams since the last Ready
 	chunks     assembler         // pieces of large membership messages (chunks.go)
 	chunkBuf   []byte            // a large message's encoding, before it goes in pieces
 	chunkMsg   uint64            // large messages sent in pieces
@@ -175,8 +133,6 @@ type otherVersion struct {
 // version a node alone in its view takes as proof that the group speaks
 // that version.
 const versionMismatchAfter = 3
-
-var _ sim.Machine = (*Core)(nil)
 
 // viewKey identifies a view: its ID and its coordinator's incarnation (a
 // coordinator that restarts counts its epochs afresh).
@@ -223,8 +179,9 @@ const (
 	LockEvent                   // the lock's (Lock)
 	SecurityEventKind           // a datagram unusable because of the key (Security)
 	VersionEvent                // the group heard in another wire version (Version)
-	ProbeEvent                  // a probe message from another member (Probe)
+	ProbeDoneEvent              // every member answered a probe of this node's (ProbeID)
 	TraceEvent                  // with CoreOptions.Trace: a message of the election or the lock, sent or received (Trace)
+	SentEvent                   // with CoreOptions.TraceSends: a message Multicast sent (Sent)
 )
 
 // VersionSeen is a node of this group heard in another wire version.
@@ -243,8 +200,22 @@ type Event struct {
 	Lock       mutex.Event
 	Security   SecurityEvent
 	Version    VersionSeen
-	Probe      ProbeSeen
+	ProbeID    uint64 // ProbeDoneEvent: the probe (Core.Probe)
 	Trace      ProtocolMessage
+	Sent       SentMessage
+}
+
+// SentMessage is a message Multicast sent, as the log's send event shows
+// it: the view it was sent in, its sequence number, order, service,
+// addressee (0: every member), length and CRC-32.
+type SentMessage struct {
+	View    wire.ViewID
+	Seq     uint64
+	Order   wire.Order
+	Service string
+	To      uint64
+	Len     int
+	CRC     uint32
 }
 
 // ProtocolMessage is one message of the election or the lock, as the
@@ -258,43 +229,48 @@ type ProtocolMessage struct {
 
 // NewCore returns a Core whose first timer is due at now.
 func NewCore(o CoreOptions, now time.Time) *Core {
+	eng := &o.Membership.Engine
 	c := &Core{
 		opt:       o,
+		self:      eng.Self,
+		inc:       eng.Inc,
+		size:      eng.DatagramSize,
 		group:     wire.GroupHash(o.Group),
 		dec:       wire.NewDecoder(),
 		enc:       wire.NewEncoder(),
-		env:       wire.NewEnvelope(o.DatagramSize),
+		env:       wire.NewEnvelope(eng.DatagramSize),
 		lastInput: now,
 		started:   now,
 	}
 	if len(o.Keys) > 0 {
-		sealer, err := seal.NewSealer(o.Keys, o.ID, o.Inc, o.Salt)
+		sealer, err := seal.NewSealer(o.Keys, c.self, c.inc, o.Salt)
 		if err != nil {
 			panic(err) // keys from a validated configuration; randomness from the system
 		}
 		c.seal.sealer = sealer
 	}
-	room := c.room() // what the protocol may fill
-	c.dec.Filter(c.group, o.ID, o.Inc)
+	c.dec.Filter(c.group, c.self, c.inc)
 	c.drop = newDropper(o.Drop, o.Seed)
-	c.membership = membership.New(membership.Options{
-		Engine: multicast.Options{
-			Self: o.ID, Inc: o.Inc, Group: c.group,
-			Heartbeat: o.Heartbeat, SuspectTimeout: o.SuspectTimeout,
-			DatagramSize: room, Window: o.Window, WindowBytes: o.WindowBytes, MaxMessage: o.MaxMessage,
-			C1: o.C1, C2: o.C2, D1: o.D1, D2: o.D2, MinDelay: o.MinDelay,
-			Rand: rand.New(rand.NewPCG(o.Seed, o.ID)),
-		},
-		JoinTimeout: o.JoinTimeout, Settings: o.Settings,
-		MessageSize: cmp.Or(o.MessageSize, wire.ChunkedMax(room)),
-	}, now)
+	c.membership = membership.New(c.membershipOptions(), now)
 	c.engine = c.membership.Engine()
 	c.election = newElectionPart(o)
-	c.lock = newLockPart(o.ID, o.Lock, o.Quorum, o.SuspectTimeout)
+	c.lock = newLockPart(o)
 	return c
 }
 
-// Receive implements sim.Machine: one datagram arrived at now from src.
+// membershipOptions completes the membership layer's options with what
+// is the Core's: the group's hash, the randomness, and the room a datagram
+// leaves under a seal.
+func (c *Core) membershipOptions() membership.Options {
+	mo := c.opt.Membership
+	room := c.room()
+	mo.Engine.Group, mo.Engine.DatagramSize = c.group, room
+	mo.Engine.Rand = rand.New(rand.NewPCG(c.opt.Seed, c.self))
+	mo.MessageSize = cmp.Or(mo.MessageSize, wire.ChunkedMax(room))
+	return mo
+}
+
+// Receive is one datagram that arrived at now from src.
 func (c *Core) Receive(now time.Time, src netip.AddrPort, data []byte) {
 	c.stats.DatagramsIn++
 	c.stats.BytesIn += uint64(len(data))
@@ -367,7 +343,7 @@ func (c *Core) checkVersionRefusal(now time.Time) {
 	if v.refused || v.count < versionMismatchAfter {
 		return
 	}
-	if len(c.membership.View().Members) > 1 || now.Sub(c.started) < c.opt.JoinTimeout {
+	if len(c.membership.View().Members) > 1 || now.Sub(c.started) < c.opt.Membership.JoinTimeout {
 		if !v.reported {
 			v.reported = true
 			c.events = append(c.events, Event{Kind: VersionEvent, Version: VersionSeen{Version: v.version, From: v.from, Addr: v.at}})
@@ -376,10 +352,10 @@ func (c *Core) checkVersionRefusal(now time.Time) {
 	}
 	v.refused = true
 	c.events = append(c.events, Event{Kind: MembershipEvent, Membership: membership.Event{Kind: membership.Refused,
-		Member: c.opt.ID, Setting: "wire_version", Ours: strconv.Itoa(wire.Version), Theirs: strconv.Itoa(int(v.version)), Addr: v.at}})
+		Member: c.self, Setting: "wire_version", Ours: strconv.Itoa(wire.Version), Theirs: strconv.Itoa(int(v.version)), Addr: v.at}})
 }
 
-// Tick implements sim.Machine.
+// Tick tells the Core that time has advanced to now.
 func (c *Core) Tick(now time.Time) {
 	c.lastInput = now
 	c.membership.Tick(now)
@@ -391,7 +367,8 @@ func (c *Core) Tick(now time.Time) {
 	c.protocolsStep()
 }
 
-// NextDeadline implements sim.Machine.
+// NextDeadline is the earliest time the Core wants Tick called; the zero
+// Time means no timer is armed.
 func (c *Core) NextDeadline() time.Time {
 	d := c.membership.NextDeadline()
 	for _, e := range [...]time.Time{c.election.m.NextDeadline(), c.lock.m.NextDeadline()} {
@@ -404,9 +381,10 @@ func (c *Core) NextDeadline() time.Time {
 
 // route hands on what the membership layer produced since the last call:
 // its envelopes are encoded into datagrams, and its deliveries and events
-// go, in their order, to the node's own protocols (the election's and the
-// lock's services, and the views they run in) and to the application.
-// What the protocols then want sent goes down as multicasts.
+// go, in their order, to the node's own protocols (the election's, the
+// lock's and the probe's services, and the views they run in) and to the
+// application. What the protocols then want sent goes down as multicasts.
+// Every input ends with it.
 func (c *Core) route(now time.Time) {
 	rd := c.membership.Ready()
 	c.encode(rd.Envelopes)
@@ -418,7 +396,7 @@ func (c *Core) route(now time.Time) {
 				c.stats.ProtocolMsgs++
 				continue
 			}
-			if ev.Delivery.Source != c.opt.ID {
+			if ev.Delivery.Source != c.self {
 				c.stats.AppDelivered++
 			}
 		case membership.ViewInstalled:
@@ -429,29 +407,32 @@ func (c *Core) route(now time.Time) {
 	c.protocolsStep()
 }
 
-// protocolMessage gives a delivery of the election's or the lock's service
-// to its machine, and reports whether it was one.
+// protocolMessage gives a delivery of the election's, the lock's or the
+// probe's service to its part, and reports whether it was one.
 func (c *Core) protocolMessage(now time.Time, d *membership.Delivery) bool {
 	switch string(d.Service) {
 	case ElectionService:
-		if d.Source != c.opt.ID { // the leader's own multicast RESULT comes back: not an input
-			c.trace(ElectionService, false, d.Source, c.opt.ID, d.Payload)
+		if d.Source != c.self { // the leader's own multicast RESULT comes back: not an input
+			c.trace(ElectionService, false, d.Source, c.self, d.Payload)
 			c.election.m.Receive(now, d.Source, d.Payload)
 		}
 	case MutexService:
-		if d.Source != c.opt.ID || c.lock.m.OwnMessages() { // Ricart–Agrawala's own multicast request comes back: not an input
-			c.trace(MutexService, false, d.Source, c.opt.ID, d.Payload)
+		if d.Source != c.self || c.lock.m.OwnMessages() { // Ricart–Agrawala's own multicast request comes back: not an input
+			c.trace(MutexService, false, d.Source, c.self, d.Payload)
 			c.lock.m.Receive(now, d.Source, d.Payload)
 		}
 	case ProbeService:
-		c.probeMessage(d)
+		if d.Source != c.self { // the node's own question comes back: not an input
+			c.probeMessage(now, d.Source, d.Payload)
+		}
 	default:
 		return false
 	}
 	return true
 }
 
-// viewChanged tells the election and the lock of a view installed now.
+// viewChanged tells the election, the lock and the probe of a view
+// installed now.
 func (c *Core) viewChanged(now time.Time, v membership.View) {
 	k := viewKey{v.ID, 0}
 	if len(v.Members) > 0 {
@@ -477,14 +458,14 @@ func (c *Core) heard(id uint64) {
 
 // protocolsStep takes what the election and the lock produced: their
 // events go to the application's stream, their messages down as
-// multicasts on their services.
+// multicasts on their services, with the probe's.
 func (c *Core) protocolsStep() {
 	rd := c.election.m.Ready()
 	for _, ev := range rd.Events {
 		c.events = append(c.events, Event{Kind: ElectionEvent, Election: ev})
 	}
 	for _, msg := range rd.Messages {
-		c.trace(ElectionService, true, c.opt.ID, msg.To, msg.Payload)
+		c.trace(ElectionService, true, c.self, msg.To, msg.Payload)
 		c.election.out.add(msg.To, msg.Payload)
 	}
 	lr := c.lock.m.Ready()
@@ -492,7 +473,7 @@ func (c *Core) protocolsStep() {
 		c.events = append(c.events, Event{Kind: LockEvent, Lock: ev})
 	}
 	for _, msg := range lr.Messages {
-		c.trace(MutexService, true, c.opt.ID, msg.To, msg.Payload)
+		c.trace(MutexService, true, c.self, msg.To, msg.Payload)
 		c.lock.out.addOrdered(msg.To, msg.Payload, msg.Total)
 	}
 	c.election.out.send(c.membership, electionService)
@@ -508,42 +489,46 @@ func (c *Core) trace(service string, sent bool, from, to uint64, payload []byte)
 	}
 }
 
-// Ready returns what the Core reported since the last call, in the order
-// it happened: views, the application's messages, suspicions, the
-// election's and the lock's events. It stays valid until the next call to
-// Ready; the deliveries' bytes, until the next call into the Core.
-func (c *Core) Ready() []Event {
-	c.ready, c.events = c.events, c.ready[:0]
-	return c.ready
+// Ready is everything a Core produced since the last Ready, in one value.
+// It stays valid until the next call into the Core: the datagrams'
+// buffers and the deliveries' bytes are reused.
+type Ready struct {
+	// Repair is the repair traffic (NACKs and repairs), which the node
+	// may send on a socket of its own.
+	Repair [][]byte
+	// Data is every other datagram, in order: data and session messages
+	// must stay in order with each other (a session message announces
+	// the data sent before it).
+	Data [][]byte
+	// Events are what happened, in order: views, the application's
+	// messages, suspicions, the election's and the lock's events,
+	// finished probes...
+	Events []Event
 }
 
-// TakeOutbox implements sim.Machine: the datagrams to multicast, in order.
-// Everything queued since the last call is packed now, so messages sent in
-// one turn of the loop share datagrams (batching without added delay). The
-// datagrams stay valid until the next call into the Core: their buffers
-// are reused.
-func (c *Core) TakeOutbox() [][]byte {
-	ctl, data := c.TakeOutboxes()
-	c.out.all = append(append(c.out.all[:0], ctl...), data...)
-	return c.out.all
-}
-
-// TakeOutboxes is TakeOutbox split in two: the repair traffic (NACKs and
-// repairs), which the node may send on a socket of its own, and the rest
-// (data and session messages, which must stay in order with each other:
-// a session message announces the data sent before it).
-func (c *Core) TakeOutboxes() (ctl, data [][]byte) {
+// Ready hands back what the Core produced since the last call. What was
+// multicast since then is packed now (the sequencer's order record, then
+// the data), so that messages sent in one turn of the loop share
+// datagrams: batching without added delay.
+func (c *Core) Ready() Ready {
 	c.membership.Pack()
 	c.route(c.lastInput) // what packing brought: records, data, and own deliveries
+	c.ready, c.events = c.events, c.ready[:0]
+	rd := Ready{Repair: c.out.repair, Data: c.out.data, Events: c.ready}
 	c.out.taken = true
-	return c.out.ctl, c.out.data
+	return rd
 }
 
 // Multicast sends a message to the view (see membership.Machine.Multicast):
 // it fails with multicast.ErrWindowFull while the send window is full, and
 // with membership.ErrBlocked or ErrNotInView while there is no view to send in.
 func (c *Core) Multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
+	view := c.membership.View().ID
 	seq, err := c.membership.Multicast(service, payload, order, dest)
+	if err == nil && c.opt.TraceSends {
+		c.events = append(c.events, Event{Kind: SentEvent, Sent: SentMessage{View: view, Seq: seq, Order: order,
+			Service: string(service), To: dest, Len: len(payload), CRC: crc32.ChecksumIEEE(payload)}})
+	}
 	c.route(c.lastInput) // this node's own delivery of it
 	return seq, err
 }
@@ -593,22 +578,21 @@ func (c *Core) Peers() []uint64 { return c.engine.Peers() }
 // Stats returns the node-edge counters and the multicast engine's.
 func (c *Core) Stats() (CoreStats, multicast.Stats) { return c.stats, c.engine.Stats() }
 
-// outbox holds the datagrams encoded since the last TakeOutboxes, in
-// buffers reused from turn to turn.
+// outbox holds the datagrams encoded since the last Ready, in buffers
+// reused from turn to turn.
 type outbox struct {
-	ctl   [][]byte // NACKs and repairs
-	data  [][]byte // everything else
-	all   [][]byte // both, for TakeOutbox
-	bufs  [][]byte // datagram buffers
-	used  int      // of bufs, since the last take
-	taken bool     // the caller took them: the next encode starts afresh
+	repair [][]byte // NACKs and repairs
+	data   [][]byte // everything else
+	bufs   [][]byte // datagram buffers
+	used   int      // of bufs, since the last take
+	taken  bool     // Ready handed them out: the next encode starts afresh
 }
 
 // encode encodes envelopes into datagrams.
 func (c *Core) encode(envs []wire.Envelope) {
 	o := &c.out
 	if o.taken {
-		o.ctl, o.data, o.used, o.taken = o.ctl[:0], o.data[:0], 0, false
+		o.repair, o.data, o.used, o.taken = o.repair[:0], o.data[:0], 0, false
 	}
 	for i := range envs {
 		env := &envs[i]
@@ -625,18 +609,18 @@ func (c *Core) encode(envs []wire.Envelope) {
 // emit encodes env into one datagram.
 func (c *Core) emit(env *wire.Envelope) {
 	o := &c.out
-	b, err := c.encodeOne(o.buffer(c.opt.DatagramSize), env)
+	b, err := c.encodeOne(o.buffer(c.size), env)
 	if err != nil {
 		c.stats.EncodeErrors++
 		return
 	}
-	if len(b) > c.opt.DatagramSize {
+	if len(b) > c.size {
 		c.stats.OversizedSent++
 	}
 	c.stats.DatagramsOut++
 	c.stats.BytesOut += uint64(len(b))
 	if env.Kind == wire.KindNack || env.Kind == wire.KindRepair {
-		o.ctl = append(o.ctl, b)
+		o.repair = append(o.repair, b)
 	} else {
 		o.data = append(o.data, b)
 	}
@@ -647,9 +631,9 @@ func (c *Core) emit(env *wire.Envelope) {
 // seal's overhead with a key.
 func (c *Core) room() int {
 	if c.seal.sealer != nil {
-		return c.opt.DatagramSize - seal.Overhead
+		return c.size - seal.Overhead
 	}
-	return c.opt.DatagramSize
+	return c.size
 }
 
 // encodeOne encodes env into buf, and seals it with a key.

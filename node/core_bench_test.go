@@ -8,13 +8,13 @@ import (
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle/multicast"
 )
 
 // BenchmarkCoreSend is the sender's protocol cost per 1000-byte message:
 // Multicast, packing and encoding (no socket).
 func BenchmarkCoreSend(b *testing.B) {
-	c := NewCore(CoreOptions{ID: 1, Inc: 1, Group: "huddle", DatagramSize: 1400, Heartbeat: time.Second,
-		SuspectTimeout: 10 * time.Second, Window: 1 << 20}, sim.Epoch)
+	c := NewCore(CoreOptions{Group: "huddle", Membership: membership.Options{Engine: multicast.Options{Self: 1, Inc: 1, DatagramSize: 1400, Heartbeat: time.Second, SuspectTimeout: 10 * time.Second, Window: 1 << 20}}}, sim.Epoch)
 	// Alone, it founds its view once the join timeout has passed.
 	now := sim.Epoch
 	for ; !c.Sending(); now = now.Add(10 * time.Millisecond) {
@@ -22,7 +22,7 @@ func BenchmarkCoreSend(b *testing.B) {
 			b.Fatal("no view of its own after a minute")
 		}
 		c.Tick(now)
-		c.TakeOutbox()
+		c.Ready()
 	}
 	payload := make([]byte, 1000)
 	b.SetBytes(1000)
@@ -32,12 +32,11 @@ func BenchmarkCoreSend(b *testing.B) {
 		if _, err := c.Multicast(nil, payload, wire.FIFO, 0); err != nil {
 			b.Fatal(err)
 		}
-		c.TakeOutbox()
+		c.Ready() // the datagrams, and its own copies, as the node's loop takes them
 		if i++; i%256 == 0 {
-			c.Ready() // its own copies, as the node's loop takes them
 			now = now.Add(time.Millisecond)
 			c.Tick(now) // alone, its messages are stable at once: the window frees
-			c.TakeOutbox()
+			c.Ready()
 		}
 	}
 }
@@ -52,8 +51,7 @@ func BenchmarkCoreReceive(b *testing.B) {
 	w := sim.New(sim.Options{Seed: 1})
 	for _, id := range []uint64{1, 2} {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400, Heartbeat: time.Millisecond,
-				SuspectTimeout: time.Hour, JoinTimeout: testJoin, Window: 1 << 16, Seed: uint64(seed)}, w.Now())
+			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: time.Millisecond, SuspectTimeout: time.Hour, Window: 1 << 16}}}, w.Now()))
 		})
 	}
 	if err := w.RunUntil(func() bool { return agreed(w, []uint64{1, 2}) == nil }, 5*time.Second); err != nil {
@@ -73,10 +71,10 @@ func BenchmarkCoreReceive(b *testing.B) {
 		// The receiver's session message frees the source's window.
 		now = now.Add(time.Millisecond)
 		c.Tick(now)
-		for _, d := range c.TakeOutbox() {
+		for _, d := range c.Ready().Data {
 			src.Receive(now, back, d)
 		}
-		src.TakeOutbox()
+		src.Ready()
 		datagrams = datagrams[:0]
 		for i := range 4096 {
 			if _, err := src.Multicast(nil, payload, wire.FIFO, 0); err != nil {
@@ -86,10 +84,9 @@ func BenchmarkCoreReceive(b *testing.B) {
 				now = now.Add(time.Millisecond)
 				src.Tick(now)
 			}
-			for _, d := range src.TakeOutbox() {
+			for _, d := range src.Ready().Data {
 				datagrams = append(datagrams, append([]byte(nil), d...)) // the outbox's buffers are reused
 			}
-			src.Ready()
 		}
 	}
 	got := 0
@@ -104,12 +101,11 @@ func BenchmarkCoreReceive(b *testing.B) {
 			b.StartTimer()
 		}
 		c.Receive(now, from, datagrams[i])
-		for _, ev := range c.Ready() { // as the node's loop takes them
+		for _, ev := range c.Ready().Events { // as the node's loop takes them
 			if ev.Kind == MembershipEvent && ev.Membership.Kind == membership.Delivered {
 				got++
 			}
 		}
-		c.TakeOutbox()
 		i++
 	}
 	if got == 0 {

@@ -2,7 +2,6 @@ package node
 
 import (
 	"errors"
-	"github.com/huddle-lan/huddle/config"
 	"time"
 
 	"github.com/huddle-lan/huddle/election"
@@ -83,16 +82,12 @@ func (q *outQueue) send(m *membership.Machine, service []byte) {
 
 // newElectionPart makes the election machine of a node from its options;
 // bully timeouts left at 0 are derived from the heartbeat and the suspect
-// timeout (config.Election.Timeouts).
+// timeout (election.Options.Timeouts).
 func newElectionPart(o CoreOptions) electionPart {
-	alg := o.Election
-	if alg == "" {
-		alg = election.DefaultAlgorithm
-	}
-	answer, coord := config.Election{HopDelay: config.Duration(o.HopDelay), AnswerTimeout: config.Duration(o.AnswerTimeout),
-		CoordinatorTimeout: config.Duration(o.CoordinatorTimeout)}.Timeouts(o.Heartbeat, o.SuspectTimeout)
-	return electionPart{m: election.New(election.Options{Self: o.ID, Algorithm: alg, Order: o.RingOrder, HopDelay: o.HopDelay,
-		AnswerTimeout: answer, CoordinatorTimeout: coord})}
+	eo, eng := o.Election, o.Membership.Engine
+	eo.Self = eng.Self
+	eo.AnswerTimeout, eo.CoordinatorTimeout = eo.Timeouts(eng.Heartbeat, eng.SuspectTimeout)
+	return electionPart{m: election.New(eo)}
 }
 
 // setView tells the election of the view installed now; the messages

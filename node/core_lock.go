@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/wire"
@@ -23,12 +24,16 @@ type lockPart struct {
 	heardAt    []time.Time // setView's scratch
 }
 
-// newLockPart makes the lock of node self. With a quorum it is leased on
-// the suspect timeout: a member whose datagrams stopped carrying this
-// node's view (the installed one or the one before) for that long no
-// longer counts toward the holder's majority.
-func newLockPart(self uint64, alg mutex.Algorithm, quorum int, suspect time.Duration) lockPart {
-	return lockPart{m: mutex.NewLock(mutex.Options{Self: self, Algorithm: alg, Quorum: quorum, Lease: suspect}), quorum: quorum}
+// newLockPart makes the lock of a node from its options. With a quorum
+// it is leased on the suspect timeout (unless Lock.Lease says otherwise):
+// a member whose datagrams stopped carrying this node's view (the
+// installed one or the one before) for that long no longer counts toward
+// the holder's majority.
+func newLockPart(o CoreOptions) lockPart {
+	lo := o.Lock
+	lo.Self = o.Membership.Engine.Self
+	lo.Lease = cmp.Or(lo.Lease, o.Membership.Engine.SuspectTimeout)
+	return lockPart{m: mutex.NewLock(lo), quorum: lo.Quorum}
 }
 
 // inView is when this node last heard member id in its view, or in the

@@ -57,7 +57,7 @@ func (c *Core) openSealed(now time.Time, src netip.AddrPort, data []byte) (plain
 			return data, h, true
 		}
 		c.stats.SealedDropped++
-		if h, err := seal.ReadHeader(data); err == nil && h.From != c.opt.ID {
+		if h, err := seal.ReadHeader(data); err == nil && h.From != c.self {
 			c.keyTrouble(now, src, SecurityEvent{What: SecuritySealed, Addr: src, Fingerprint: seal.Fingerprint(h.KeyID)}, h.KeyID)
 		}
 		return nil, h, false
@@ -74,7 +74,7 @@ func (c *Core) openSealed(now time.Time, src netip.AddrPort, data []byte) (plain
 		}
 		return nil, h, false
 	case errors.Is(err, seal.ErrUnknownKey):
-		if h.From != c.opt.ID {
+		if h.From != c.self {
 			c.keyTrouble(now, src, SecurityEvent{What: SecurityOtherKey, Addr: src, Fingerprint: seal.Fingerprint(h.KeyID)}, h.KeyID)
 		}
 		return nil, h, false
@@ -82,7 +82,7 @@ func (c *Core) openSealed(now time.Time, src netip.AddrPort, data []byte) (plain
 		return nil, h, false // counted by the sealer: forged, damaged, replayed
 	}
 	s.opened = plain[:0]
-	if h.From != c.opt.ID {
+	if h.From != c.self {
 		s.openedPeer = true
 	}
 	return plain, h, true
@@ -130,7 +130,7 @@ func (c *Core) keyTrouble(now time.Time, src netip.AddrPort, ev SecurityEvent, k
 // fingerprints.
 func (c *Core) checkKeyRefusal(now time.Time) {
 	s := &c.seal
-	if s.refused || s.openedPeer || s.foreignKey == 0 || s.mismatches < keyMismatchAfter || now.Sub(c.started) < c.opt.JoinTimeout {
+	if s.refused || s.openedPeer || s.foreignKey == 0 || s.mismatches < keyMismatchAfter || now.Sub(c.started) < c.opt.Membership.JoinTimeout {
 		return
 	}
 	if v := c.membership.View(); len(v.Members) > 1 {
@@ -142,7 +142,7 @@ func (c *Core) checkKeyRefusal(now time.Time) {
 		ours = s.sealer.Keys()[0].Fingerprint()
 	}
 	c.events = append(c.events, Event{Kind: MembershipEvent, Membership: membership.Event{Kind: membership.Refused,
-		Member: c.opt.ID, Setting: "key", Ours: ours, Theirs: seal.Fingerprint(s.foreignKey), Addr: s.foreignAt}})
+		Member: c.self, Setting: "key", Ours: ours, Theirs: seal.Fingerprint(s.foreignKey), Addr: s.foreignAt}})
 }
 
 // SetKeys replaces the group keys, as a key reload does: the first seals

@@ -12,6 +12,7 @@ import (
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle/multicast"
 )
 
 const (
@@ -22,13 +23,12 @@ const (
 func addNodes(w *sim.World, ids ...uint64) {
 	for _, id := range ids {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
-				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin, Seed: uint64(seed)}, w.Now())
+			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect}}}, w.Now()))
 		})
 	}
 }
 
-func core(w *sim.World, id uint64) *Core { return w.Machine(id).(*Core) }
+func core(w *sim.World, id uint64) *Core { return coreOf(w.Machine(id)) }
 
 // expectPeers checks that every live node in each group hears exactly the
 // other members of its group.
@@ -139,7 +139,7 @@ func TestRestartReplacesTheOldIncarnation(t *testing.T) {
 }
 
 func TestBadDatagramsAreDroppedAndCounted(t *testing.T) {
-	c := NewCore(CoreOptions{ID: 1, Inc: 1, Group: "huddle", DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect}, sim.Epoch)
+	c := NewCore(CoreOptions{Group: "huddle", Membership: membership.Options{Engine: multicast.Options{Self: 1, Inc: 1, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect}}}, sim.Epoch)
 	enc := wire.NewEncoder()
 	foreign := &wire.Envelope{Header: wire.Header{Group: wire.GroupHash("other"), From: 2, Inc: 1, Kind: wire.KindSession}}
 	own := &wire.Envelope{Header: wire.Header{Group: wire.GroupHash("huddle"), From: 1, Inc: 1, Kind: wire.KindSession}}
@@ -153,7 +153,7 @@ func TestBadDatagramsAreDroppedAndCounted(t *testing.T) {
 	if cs.DatagramsIn != 5 || cs.Malformed != 2 || cs.NotHuddle != 1 || cs.ForeignGroup != 1 || cs.OwnEcho != 1 {
 		t.Fatalf("counters %+v, want 5 in: 2 malformed, 1 not huddle, 1 foreign group, 1 own echo", cs)
 	}
-	if ms.Peers != 0 || len(c.TakeEvents()) != 0 {
+	if c.drain(); ms.Peers != 0 || len(c.TakeEvents()) != 0 {
 		t.Fatal("a bad datagram made a peer appear")
 	}
 }

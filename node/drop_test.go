@@ -9,6 +9,8 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
+	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle/multicast"
 )
 
 // addDroppers adds nodes whose built-in drop discards a rate of what they
@@ -21,9 +23,7 @@ func addDroppers(w *sim.World, rate float64, ids ...uint64) {
 func addDropRule(w *sim.World, d Drop, ids ...uint64) {
 	for _, id := range ids {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
-				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin,
-				Window: 256, Seed: uint64(seed), Drop: d}, w.Now())
+			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Drop: d, Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 256}}}, w.Now()))
 		})
 	}
 }
@@ -54,9 +54,9 @@ func checkDropIsLoss(t *testing.T, seeds int, burst float64) {
 		for step := 0; sent < n*perSender; step++ {
 			for _, id := range ids(n) {
 				w.Do(id, func(m sim.Machine) {
-					c := m.(*Core)
+					c := coreOf(m)
 					p := binary.BigEndian.AppendUint64(nil, uint64(step))
-					if k, err := l.multicast(c, id, c.opt.Inc, p, orders[step%len(orders)]); err == nil {
+					if k, err := l.multicast(c, id, c.inc, p, orders[step%len(orders)]); err == nil {
 						keys = append(keys, k)
 						sent++
 					}
@@ -76,7 +76,7 @@ func checkDropIsLoss(t *testing.T, seeds int, burst float64) {
 			t.Fatalf("the drop split the group: %v\n%s", err, w.Trace())
 		}
 		for _, id := range ids(n) {
-			lf := l.life(id, core(w, id).opt.Inc)
+			lf := l.life(id, core(w, id).inc)
 			for _, k := range keys {
 				if !lf.seen[k] {
 					t.Fatalf("node %d never delivered %v", id, k)
@@ -110,7 +110,7 @@ func TestBuiltInDropCutsAndHeals(t *testing.T) {
 	a, b := []uint64{1, 2}, []uint64{3, 4}
 	cut := func(side, other []uint64, rate float64) {
 		for _, id := range side {
-			w.Do(id, func(m sim.Machine) { m.(*Core).SetDrop(Drop{Rate: rate, From: other}) })
+			w.Do(id, func(m sim.Machine) { coreOf(m).SetDrop(Drop{Rate: rate, From: other}) })
 		}
 	}
 	cut(a, b, 1)
@@ -137,7 +137,7 @@ func TestBuiltInDropFromOneSender(t *testing.T) {
 		w := sim.New(sim.Options{Seed: 3})
 		addDroppers(w, 0, ids(3)...)
 		settleViews(t, w, 2*time.Second, ids(3))
-		w.Do(3, func(m sim.Machine) { m.(*Core).SetDrop(Drop{Rate: 0.5, From: []uint64{2}, Seed: 7}) })
+		w.Do(3, func(m sim.Machine) { coreOf(m).SetDrop(Drop{Rate: 0.5, From: []uint64{2}, Seed: 7}) })
 		before, _ := core(w, 3).Stats()
 		if err := w.RunFor(500 * time.Millisecond); err != nil {
 			t.Fatal(err)

@@ -10,22 +10,22 @@ import (
 	"github.com/huddle-lan/huddle/election"
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
+	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle/multicast"
 )
 
 // addElectors adds nodes running the given election algorithm.
 func addElectors(w *sim.World, alg election.Algorithm, ids ...uint64) {
-	addElectorsWith(w, func(o *CoreOptions) { o.Election = alg }, ids...)
+	addElectorsWith(w, func(o *CoreOptions) { o.Election.Algorithm = alg }, ids...)
 }
 
 // addElectorsWith adds nodes whose election options set sets.
 func addElectorsWith(w *sim.World, set func(*CoreOptions), ids ...uint64) {
 	for _, id := range ids {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			o := CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
-				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin,
-				Window: 256, Seed: uint64(seed)}
+			o := CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 256}}}
 			set(&o)
-			return NewCore(o, w.Now())
+			return newSimCore(NewCore(o, w.Now()))
 		})
 	}
 }
@@ -60,14 +60,16 @@ func TestElectionsInTheGroup(t *testing.T) {
 		name string
 		set  func(*CoreOptions)
 	}{
-		{"ring", func(o *CoreOptions) { o.Election = election.Ring }},
-		{"bully", func(o *CoreOptions) { o.Election = election.Bully }},
+		{"ring", func(o *CoreOptions) { o.Election.Algorithm = election.Ring }},
+		{"bully", func(o *CoreOptions) { o.Election.Algorithm = election.Bully }},
 		// The ring in join order, each hop held 2 ms: the views' order
 		// (oldest first) changes with every crash, rejoin and merge.
 		{"ring/join", func(o *CoreOptions) {
-			o.Election, o.RingOrder, o.HopDelay = election.Ring, election.JoinOrder, 2*time.Millisecond
+			o.Election = election.Options{Algorithm: election.Ring, Order: election.JoinOrder, HopDelay: 2 * time.Millisecond}
 		}},
-		{"bully/hop", func(o *CoreOptions) { o.Election, o.HopDelay = election.Bully, 2*time.Millisecond }},
+		{"bully/hop", func(o *CoreOptions) {
+			o.Election = election.Options{Algorithm: election.Bully, HopDelay: 2 * time.Millisecond}
+		}},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			testutil.ForSeeds(t, 100, func(t *testing.T, seed int64) {
@@ -108,7 +110,7 @@ func TestElectionsInTheGroup(t *testing.T) {
 				settle("merge")
 				// An election on request changes nothing but the round.
 				_, before := core(w, 2).Leader()
-				w.Do(2, func(m sim.Machine) { m.(*Core).StartElection(w.Now()) })
+				w.Do(2, func(m sim.Machine) { coreOf(m).StartElection(w.Now()) })
 				if err := w.RunUntil(func() bool { _, r := core(w, 2).Leader(); return r > before && oneLeader(w, group) == nil }, 3*time.Second); err != nil {
 					t.Fatalf("elect on request: %v; %v\n%s", err, oneLeader(w, group), w.Trace())
 				}

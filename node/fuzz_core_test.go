@@ -243,9 +243,7 @@ func runFuzzScript(t *testing.T, data []byte) {
 	all := ids(fr.n)
 	for _, id := range all {
 		fr.w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
-				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin,
-				Window: fuzzWindow, Seed: uint64(seed)}, fr.w.Now())
+			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: fuzzWindow}}}, fr.w.Now()))
 		})
 	}
 	if err := fr.w.RunUntil(func() bool { return agreed(fr.w, all) == nil }, 3*time.Second); err != nil {
@@ -300,12 +298,12 @@ func (fr *fuzzRun) step() {
 		}
 	case 6: // raw bytes
 		raw := s.bytes(255)
-		fr.w.Do(fr.victim(), func(m sim.Machine) { m.(*Core).Receive(fr.w.Now(), fuzzAttacker, raw) })
+		fr.w.Do(fr.victim(), func(m sim.Machine) { coreOf(m).Receive(fr.w.Now(), fuzzAttacker, raw) })
 		fr.forged++
 	case 7: // the lock, an election
 		id := fr.victim()
 		fr.w.Do(id, func(m sim.Machine) {
-			c := m.(*Core)
+			c := coreOf(m)
 			switch s.byte() % 3 {
 			case 0:
 				c.LockRequest(fr.w.Now())
@@ -345,7 +343,7 @@ func (fr *fuzzRun) inject(victim uint64, env *wire.Envelope) {
 	if fuzzDebug {
 		fr.t.Logf("t=%v forged to %d: %s", fr.w.Elapsed(), victim, describe(env))
 	}
-	fr.w.Do(victim, func(m sim.Machine) { m.(*Core).Receive(fr.w.Now(), fuzzAttacker, b) })
+	fr.w.Do(victim, func(m sim.Machine) { coreOf(m).Receive(fr.w.Now(), fuzzAttacker, b) })
 }
 
 // describe formats the header and the body of env's kind.
@@ -396,7 +394,7 @@ func (fr *fuzzRun) traffic() {
 			continue
 		}
 		fr.w.Do(id, func(m sim.Machine) {
-			c := m.(*Core)
+			c := coreOf(m)
 			for k := 1 + fr.r.IntN(2); k > 0; k-- {
 				p := make([]byte, 8+fr.r.IntN(64))
 				binary.BigEndian.PutUint64(p, fr.r.Uint64())
@@ -405,7 +403,7 @@ func (fr *fuzzRun) traffic() {
 					if _, err := c.Multicast(nil, p, order, 0); err != nil {
 						return
 					}
-				} else if _, err := fr.l.multicast(c, id, c.opt.Inc, p, order); err != nil {
+				} else if _, err := fr.l.multicast(c, id, c.inc, p, order); err != nil {
 					return
 				}
 			}
@@ -421,10 +419,10 @@ func (fr *fuzzRun) context() []uint64 {
 	for _, id := range ids(fr.n) {
 		c := core(fr.w, id)
 		v := c.View()
-		ctx = append(ctx, id, c.opt.Inc, v.ID.Epoch, v.ID.Coord, c.engine.Received(id, c.opt.Inc))
+		ctx = append(ctx, id, c.inc, v.ID.Epoch, v.ID.Coord, c.engine.Received(id, c.inc))
 		if id == 1 {
 			for _, x := range ids(fr.n) {
-				ctx = append(ctx, c.engine.Received(x, core(fr.w, x).opt.Inc))
+				ctx = append(ctx, c.engine.Received(x, core(fr.w, x).inc))
 			}
 		}
 	}
@@ -475,7 +473,7 @@ func (fr *fuzzRun) forge() *wire.Envelope {
 		}
 	case wire.KindJoin:
 		c := core(fr.w, 1)
-		for _, st := range c.opt.Settings {
+		for _, st := range c.opt.Membership.Settings {
 			env.Join.Settings = append(env.Join.Settings, wire.Setting{Name: []byte(st.Name), Value: []byte(st.Value)})
 		}
 		if s.byte()%4 == 0 && len(env.Join.Settings) > 0 {
@@ -546,7 +544,7 @@ func (fr *fuzzRun) members_(u func() uint64) []wire.Member {
 	keep := fr.s.byte()
 	for i, id := range ids(fr.n) {
 		if keep&(1<<i) == 0 || keep == 0 {
-			ms = append(ms, wire.Member{ID: id, Inc: core(fr.w, id).opt.Inc})
+			ms = append(ms, wire.Member{ID: id, Inc: core(fr.w, id).inc})
 		}
 	}
 	for k := fr.s.byte() % 3; k > 0; k-- {
@@ -556,7 +554,7 @@ func (fr *fuzzRun) members_(u func() uint64) []wire.Member {
 }
 
 func (fr *fuzzRun) viewCuts(u func() uint64, v wire.ViewID) []wire.ViewCut {
-	vc := wire.ViewCut{View: v, Inc: core(fr.w, v.Coord%uint64(fr.n)+1).opt.Inc}
+	vc := wire.ViewCut{View: v, Inc: core(fr.w, v.Coord%uint64(fr.n)+1).inc}
 	for k := fr.s.byte() % 4; k > 0; k-- {
 		vc.Cuts = append(vc.Cuts, wire.Cut{ID: u(), Seq: u()})
 	}
@@ -579,8 +577,8 @@ func (fr *fuzzRun) bounds(w *sim.World) error {
 			return fmt.Errorf("node %d remembers %d strangers, over %d", id, ms.Strangers, multicast.MaxStrangers)
 		case ms.Buffered > maxBuffered:
 			return fmt.Errorf("node %d buffers %d messages, over %d", id, ms.Buffered, maxBuffered)
-		case ms.BufferBytes > maxBuffered*c.opt.DatagramSize:
-			return fmt.Errorf("node %d buffers %d bytes, over %d", id, ms.BufferBytes, maxBuffered*c.opt.DatagramSize)
+		case ms.BufferBytes > maxBuffered*c.size:
+			return fmt.Errorf("node %d buffers %d bytes, over %d", id, ms.BufferBytes, maxBuffered*c.size)
 		case len(c.election.out.msgs) > maxProtocolQueue, len(c.lock.out.msgs) > maxProtocolQueue:
 			return fmt.Errorf("node %d queues %d election and %d lock messages", id, len(c.election.out.msgs), len(c.lock.out.msgs))
 		}
@@ -601,7 +599,7 @@ func (fr *fuzzRun) liveness(all []uint64) {
 	for _, id := range all {
 		left[id] = 3
 		w.Do(id, func(m sim.Machine) {
-			if c := m.(*Core); c.LockState() != mutex.Released {
+			if c := coreOf(m); c.LockState() != mutex.Released {
 				c.LockRelease(w.Now())
 			}
 		})
@@ -610,9 +608,9 @@ func (fr *fuzzRun) liveness(all []uint64) {
 	done := func() bool {
 		for _, id := range all {
 			w.Do(id, func(m sim.Machine) {
-				c := m.(*Core)
+				c := coreOf(m)
 				for left[id] > 0 {
-					k, err := fr.l.multicast(c, id, c.opt.Inc, []byte(fmt.Sprintf("final %d from %d", left[id], id)), orders[left[id]%len(orders)])
+					k, err := fr.l.multicast(c, id, c.inc, []byte(fmt.Sprintf("final %d from %d", left[id], id)), orders[left[id]%len(orders)])
 					if err != nil {
 						return
 					}
@@ -657,7 +655,7 @@ func (l *localLedger) check(w *sim.World) error {
 			continue
 		}
 		c := core(w, id)
-		k := [2]uint64{id, c.opt.Inc}
+		k := [2]uint64{id, c.inc}
 		lf := l.lives[k]
 		if lf == nil {
 			lf = &localLife{lastSeq: map[[2]uint64]uint64{}}
@@ -667,7 +665,7 @@ func (l *localLedger) check(w *sim.World) error {
 			switch ev.Kind {
 			case membership.ViewInstalled:
 				v := ev.View
-				if !v.HasInc(id, c.opt.Inc) {
+				if !v.HasInc(id, c.inc) {
 					return fmt.Errorf("node %d installed %v without itself", id, v)
 				}
 				if len(lf.view.Members) > 0 && !lf.view.ID.Less(v.ID) {

@@ -26,7 +26,7 @@ import (
 func sendAs(t *testing.T, w *sim.World, from uint64, service string, dest uint64, payload []byte) {
 	t.Helper()
 	w.Do(from, func(m sim.Machine) {
-		if _, err := m.(*Core).Multicast([]byte(service), payload, wire.FIFO, dest); err != nil {
+		if _, err := coreOf(m).Multicast([]byte(service), payload, wire.FIFO, dest); err != nil {
 			t.Fatalf("node %d cannot send on %s: %v", from, service, err)
 		}
 	})
@@ -69,11 +69,11 @@ func TestForgedLockRequestDoesNotStarve(t *testing.T) {
 // takeLock has node id request the lock, waits until it holds it (at most
 // a second), and releases it.
 func takeLock(w *sim.World, id uint64) error {
-	w.Do(id, func(m sim.Machine) { m.(*Core).LockRequest(w.Now()) })
+	w.Do(id, func(m sim.Machine) { coreOf(m).LockRequest(w.Now()) })
 	if err := w.RunUntil(func() bool { return core(w, id).LockState() == mutex.Held }, time.Second); err != nil {
 		return fmt.Errorf("node %d never got the lock: %v", id, err)
 	}
-	w.Do(id, func(m sim.Machine) { m.(*Core).LockRelease(w.Now()) })
+	w.Do(id, func(m sim.Machine) { coreOf(m).LockRelease(w.Now()) })
 	return nil
 }
 
@@ -112,7 +112,7 @@ func TestForgedElectionRoundIsIgnored(t *testing.T) {
 				}
 			}
 			_, before := core(w, 1).Leader()
-			w.Do(1, func(m sim.Machine) { m.(*Core).StartElection(w.Now()) })
+			w.Do(1, func(m sim.Machine) { coreOf(m).StartElection(w.Now()) })
 			if err := w.RunUntil(func() bool { _, r := core(w, 1).Leader(); return r > before && oneLeader(w, group) == nil }, 3*time.Second); err != nil {
 				t.Fatalf("elect on request after the forged round: %v; %v\n%s", err, oneLeader(w, group), w.Trace())
 			}

@@ -10,6 +10,8 @@ import (
 	"github.com/huddle-lan/huddle/election"
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
+	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle/multicast"
 	"github.com/huddle-lan/huddle/mutex"
 )
 
@@ -25,9 +27,7 @@ const realInc = 1_763_800_000_000_000
 func addLarge(w *sim.World, size int, ids ...uint64) {
 	for _, id := range ids {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return NewCore(CoreOptions{ID: id, Inc: realInc + inc, Group: "huddle", DatagramSize: size,
-				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin,
-				Window: 256, Seed: uint64(seed), Election: election.Bully}, w.Now())
+			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: realInc + inc, DatagramSize: size, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 256}}, Election: election.Options{Algorithm: election.Bully}}, w.Now()))
 		})
 	}
 }
@@ -103,7 +103,7 @@ func TestLargeGroup(t *testing.T) {
 
 		// The lock: a request needs the consent of all 125 others.
 		const asker = 40
-		w.Do(asker, func(m sim.Machine) { m.(*Core).LockRequest(w.Now()) })
+		w.Do(asker, func(m sim.Machine) { coreOf(m).LockRequest(w.Now()) })
 		asked := w.Elapsed()
 		held := false
 		for end := w.Elapsed() + 2*time.Second; !held && w.Elapsed() < end; {

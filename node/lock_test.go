@@ -9,6 +9,8 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
+	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle/multicast"
 	"github.com/huddle-lan/huddle/mutex"
 )
 
@@ -24,9 +26,7 @@ func addLockers(w *sim.World, quorum int, ids ...uint64) {
 func addLocks(w *sim.World, alg mutex.Algorithm, quorum int, ids ...uint64) {
 	for _, id := range ids {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
-				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin,
-				Window: 256, Seed: uint64(seed), Quorum: quorum, Lock: alg}, w.Now())
+			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 256}}, Lock: mutex.Options{Quorum: quorum, Algorithm: alg}}, w.Now()))
 		})
 	}
 }
@@ -98,7 +98,7 @@ func TestLockInTheGroup(t *testing.T) {
 							continue
 						}
 						w.Do(id, func(m sim.Machine) {
-							c := m.(*Core)
+							c := coreOf(m)
 							for _, ev := range c.TakeMutexEvents() {
 								if ev.Kind == mutex.Acquired {
 									got[id]++
@@ -147,7 +147,7 @@ func TestLockInTheGroup(t *testing.T) {
 				// Liveness: every member asks once more and gets it.
 				for _, id := range ids(5) {
 					w.Do(id, func(m sim.Machine) {
-						c := m.(*Core)
+						c := coreOf(m)
 						if c.LockState() == mutex.Held {
 							c.LockRelease(w.Now())
 						}
@@ -161,7 +161,7 @@ func TestLockInTheGroup(t *testing.T) {
 				for len(want) > 0 && w.Elapsed() < deadline {
 					for id := range want {
 						w.Do(id, func(m sim.Machine) {
-							c := m.(*Core)
+							c := coreOf(m)
 							for _, ev := range c.TakeMutexEvents() {
 								if ev.Kind == mutex.Acquired {
 									delete(want, id)
@@ -197,7 +197,7 @@ func TestLockMessagesPerEntry(t *testing.T) {
 		if err := w.RunFor(300 * time.Millisecond); err != nil { // the election settles
 			t.Fatal(err)
 		}
-		w.Do(1, func(m sim.Machine) { m.(*Core).LockRequest(w.Now()) })
+		w.Do(1, func(m sim.Machine) { coreOf(m).LockRequest(w.Now()) })
 		if err := w.RunFor(100 * time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
@@ -225,11 +225,11 @@ func TestLockMessagesPerEntry(t *testing.T) {
 func TestLockMessagesPerEntryByAlgorithm(t *testing.T) {
 	entry := func(w *sim.World, id uint64) (acquired, exited *mutex.Event) {
 		t.Helper()
-		w.Do(id, func(m sim.Machine) { m.(*Core).LockRequest(w.Now()) })
+		w.Do(id, func(m sim.Machine) { coreOf(m).LockRequest(w.Now()) })
 		if err := w.RunFor(100 * time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
-		w.Do(id, func(m sim.Machine) { m.(*Core).LockRelease(w.Now()) })
+		w.Do(id, func(m sim.Machine) { coreOf(m).LockRelease(w.Now()) })
 		if err := w.RunFor(100 * time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
@@ -281,11 +281,11 @@ func TestLeaveReleasesTheLock(t *testing.T) {
 	w := sim.New(sim.Options{Seed: 1})
 	addLockers(w, 0, ids(3)...)
 	settleViews(t, w, 3*time.Second, ids(3))
-	w.Do(1, func(m sim.Machine) { m.(*Core).LockRequest(w.Now()) })
+	w.Do(1, func(m sim.Machine) { coreOf(m).LockRequest(w.Now()) })
 	if err := w.RunFor(50 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	w.Do(2, func(m sim.Machine) { m.(*Core).LockRequest(w.Now()) })
+	w.Do(2, func(m sim.Machine) { coreOf(m).LockRequest(w.Now()) })
 	if err := w.RunFor(50 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestLeaveReleasesTheLock(t *testing.T) {
 		t.Fatalf("node 1 %v, node 2 %v; want held and wanted", a, b)
 	}
 	w.Do(1, func(m sim.Machine) {
-		c := m.(*Core)
+		c := coreOf(m)
 		c.Leave(w.Now())
 		if c.LockState() != mutex.Released || c.LockRequest(w.Now()) {
 			t.Errorf("a leaving node is %v and takes requests", c.LockState())

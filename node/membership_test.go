@@ -10,6 +10,7 @@ import (
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle/multicast"
 )
 
 const testJoin = 60 * time.Millisecond
@@ -17,9 +18,7 @@ const testJoin = 60 * time.Millisecond
 func addMembers(w *sim.World, ids ...uint64) {
 	for _, id := range ids {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
-				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin,
-				Window: 256, Seed: uint64(seed)}, w.Now())
+			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 256}}}, w.Now()))
 		})
 	}
 }
@@ -128,8 +127,7 @@ func TestFullGroupRefusesJoiners(t *testing.T) {
 	for _, id := range ids(16) {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
 			// Incarnations as large as real ones (start times in ns).
-			return NewCore(CoreOptions{ID: id, Inc: 1_763_800_000_000_000_000 + inc, Group: "huddle", DatagramSize: 250,
-				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin, Seed: uint64(seed), MessageSize: 250}, w.Now())
+			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, MessageSize: 250, Engine: multicast.Options{Self: id, Inc: 1_763_800_000_000_000_000 + inc, DatagramSize: 250, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect}}}, w.Now()))
 		})
 	}
 	if err := w.RunFor(time.Second); err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 	"sync"
 	"time"
 
@@ -85,7 +84,7 @@ type rxBatch struct {
 // and the protocol core; other goroutines talk to it only through channels
 // (Multicast, Do). It runs the protocols and does their I/O, nothing else:
 // traffic, lock use and periodic elections for experiments are clients
-// (package internal/workload) that drive it through the Group API. Make
+// (package cmd/huddle/internal/workload) that drive it through the Group API. Make
 // it with New, run it with Run.
 type Node struct {
 	o       Options
@@ -112,12 +111,7 @@ type Node struct {
 	sentAt       []sentAt      // when own total and safe messages were sent, by seq modulo its length
 	start        time.Time     // when New made the node (uptime)
 
-	probes         map[uint64]*probeWait // probes this node asked and waits for, by ID
-	probeSeq       uint64                // the last probe's ID
-	probeReplies   []queued              // answers to send once report is done
-	probeSent      bool                  // report sent some: afterStep writes them
-	probesAnswered uint64
-	probeBad       uint64
+	probeDone map[uint64]chan struct{} // Probe calls waiting, by the probe's ID
 }
 
 // sentAt is when an own message was sent (Histograms.Delivery).
@@ -137,7 +131,7 @@ func New(o Options) *Node {
 		seed = o.Inc
 	}
 	return &Node{
-		o: o, log: o.Log, warned: map[string]bool{}, start: time.Now(), probes: map[uint64]*probeWait{},
+		o: o, log: o.Log, warned: map[string]bool{}, start: time.Now(), probeDone: map[uint64]chan struct{}{},
 		sendc: make(chan *sendReq), calls: make(chan func(*Core)), stopped: make(chan struct{}),
 		core: newCore(o, seed),
 	}
@@ -145,12 +139,13 @@ func New(o Options) *Node {
 
 func newCore(o Options, seed uint64) *Core {
 	co := CoreOptionsFrom(o.Config, o.Inc, seed)
-	co.Keys = o.Keys
+	co.Keys, co.Addr = o.Keys, o.Transport.LocalAddr().String()
 	co.Trace = o.Config.Log.Level == "trace" && o.Log.GetLevel() <= zerolog.TraceLevel
 	// The window fits the receive buffer the kernel granted, when it
 	// granted less than the configuration asked for.
 	if t, ok := o.Transport.(interface{ ReceiveBuffer() int }); ok && t.ReceiveBuffer() > 0 {
-		co.WindowBytes = min(co.WindowBytes, windowBytes(t.ReceiveBuffer()))
+		e := &co.Membership.Engine
+		e.WindowBytes = min(e.WindowBytes, multicast.WindowBytes(t.ReceiveBuffer()))
 	}
 	return NewCore(co, time.Now())
 }
@@ -227,7 +222,7 @@ var ErrRefused = membership.ErrRefused
 // it exists, so that its last messages are flushed to everyone.
 func (n *Node) leave(ctl, data *reader, rerr <-chan error) error {
 	n.core.Leave(time.Now())
-	n.afterStep()
+	n.afterTurn()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*n.o.Config.SuspectTimeout.D())
 	defer cancel()
 	return n.loop(ctx, ctl, data, rerr)
@@ -347,9 +342,8 @@ func (n *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 		// process did not run (frozen, starved, blocked): the peers were
 		// not silent, we were deaf.
 		n.checkPause(&due)
-		n.report() // a view installed now is logged before what is sent in it
 		n.sendPending()
-		n.afterStep()
+		n.afterTurn()
 		// Re-arm only for an earlier deadline: re-arming costs a system
 		// call with a timerfd, and a sending node's deadline moves later
 		// on nearly every turn (the tail probe follows the last data).
@@ -449,59 +443,45 @@ func (n *Node) receive(b *rxBatch) {
 	}
 }
 
-// afterStep sends what the core produced and reports what it reported.
-func (n *Node) afterStep() {
-	n.flush()
-	n.report()
-	if n.probeSent { // answers to probes that the report found
-		n.probeSent = false
-		n.flush()
+// afterTurn takes what the Core produced in a turn of the loop, once:
+// it sends the datagrams, the repair traffic on the control socket (when
+// there is one) and the rest on the group's, then logs the events in the
+// order they happened and hands each to Handle.
+func (n *Node) afterTurn() {
+	rd := n.core.Ready()
+	rt := n.o.Control
+	if rt == nil {
+		rt = n.o.Transport
+	}
+	n.write(rt, rd.Repair)
+	n.write(n.o.Transport, rd.Data)
+	for i := range rd.Events {
+		n.report(&rd.Events[i])
 	}
 }
 
-// flush sends the core's outboxes: the repair traffic on the control
-// socket (when there is one), the rest on the group's.
-func (n *Node) flush() {
-	ctl, data := n.core.TakeOutboxes()
-	ct := n.o.Control
-	if ct == nil {
-		ct = n.o.Transport
+// report logs one event the Core reported and hands it to Handle.
+func (n *Node) report(ev *Event) {
+	switch ev.Kind {
+	case MembershipEvent:
+		n.logMembership(&ev.Membership)
+	case ElectionEvent:
+		n.logElection(ev.Election)
+	case LockEvent:
+		n.lockEvent(ev.Lock)
+	case SecurityEventKind:
+		n.logSecurity(ev.Security)
+	case ProbeDoneEvent:
+		n.probeFinished(ev.ProbeID)
+	case TraceEvent:
+		n.logTrace(ev.Trace)
+	case SentEvent:
+		n.logSend(&ev.Sent)
+	case VersionEvent:
+		n.logVersion(ev.Version)
 	}
-	n.write(ct, ctl)
-	n.write(n.o.Transport, data)
-}
-
-// report logs what the core reported, in the order it happened, and hands
-// it to Handle.
-func (n *Node) report() {
-	evs := n.core.Ready()
-	for i := range evs {
-		ev := &evs[i]
-		switch ev.Kind {
-		case MembershipEvent:
-			n.logMembership(&ev.Membership)
-		case ElectionEvent:
-			n.logElection(ev.Election)
-		case LockEvent:
-			n.lockEvent(ev.Lock)
-		case SecurityEventKind:
-			n.logSecurity(ev.Security)
-		case ProbeEvent:
-			n.probeEvent(ev.Probe)
-		case TraceEvent:
-			n.logTrace(ev.Trace)
-		case VersionEvent:
-			n.log.Warn().Str(logs.EventKey, logs.PeerVersion).Uint64(logs.PeerKey, ev.Version.From).Str(logs.AddrKey, ev.Version.Addr.String()).
-				Int(logs.VersionKey, int(ev.Version.Version)).Str(logs.OursKey, strconv.Itoa(wire.Version)).
-				Msgf("node %d at %s speaks wire version %d, this node %d: they cannot be in one group; its datagrams are dropped (other_version counts them)",
-					ev.Version.From, ev.Version.Addr.Addr(), ev.Version.Version, wire.Version)
-		}
-		if n.o.Handle != nil {
-			n.o.Handle(ev)
-		}
-	}
-	if n.sendProbeReplies() {
-		n.probeSent = true
+	if n.o.Handle != nil {
+		n.o.Handle(ev)
 	}
 }
 

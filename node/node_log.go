@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -39,6 +40,28 @@ func (n *Node) logDelivery(d *membership.Delivery) {
 		}
 		e.Int(logs.LenKey, len(d.Payload)).Uint32(logs.CRCKey, crc32.ChecksumIEEE(d.Payload)).Msg("delivered")
 	}
+}
+
+// logSend logs a message this node multicast (with trace_deliveries), so
+// that a run can be checked from its logs: view, seq, order and CRC.
+func (n *Node) logSend(m *SentMessage) {
+	e := n.log.Info().Str(logs.EventKey, logs.Send).Str(logs.ViewKey, m.View.String()).Uint64(logs.SeqKey, m.Seq).Str(logs.OrderKey, m.Order.String())
+	if m.Service != "" {
+		e = e.Str(logs.ServiceKey, m.Service)
+	}
+	if m.To != 0 {
+		e = e.Uint64(logs.ToKey, m.To)
+	}
+	e.Int(logs.LenKey, m.Len).Uint32(logs.CRCKey, m.CRC).Msg("sent")
+}
+
+// logVersion warns, once, of a node of this group heard in another wire
+// version.
+func (n *Node) logVersion(v VersionSeen) {
+	n.log.Warn().Str(logs.EventKey, logs.PeerVersion).Uint64(logs.PeerKey, v.From).Str(logs.AddrKey, v.Addr.String()).
+		Int(logs.VersionKey, int(v.Version)).Str(logs.OursKey, strconv.Itoa(wire.Version)).
+		Msgf("node %d at %s speaks wire version %d, this node %d: they cannot be in one group; its datagrams are dropped (other_version counts them)",
+			v.From, v.Addr.Addr(), v.Version, wire.Version)
 }
 
 func (n *Node) logMembership(ev *membership.Event) {

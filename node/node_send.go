@@ -3,12 +3,10 @@ package node
 import (
 	"context"
 	"errors"
-	"hash/crc32"
 	"slices"
 	"sync/atomic"
 	"time"
 
-	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/wire"
 )
 
@@ -175,7 +173,6 @@ func (n *Node) sendPending() {
 			budget = max(budget, sendBytesPerTurn*n.o.Config.DatagramSize/max(1, len(p)))
 		}
 		budget--
-		view := n.core.View().ID
 		seq, err := n.core.Multicast(req.service, p, req.order, req.dest)
 		if err == nil {
 			if req.order != wire.FIFO {
@@ -185,28 +182,12 @@ func (n *Node) sendPending() {
 				req.first = seq
 			}
 			req.sent++
-			if n.o.Config.TraceDeliveries {
-				n.logSend(view, seq, req, p)
-			}
 		}
 		if err != nil || req.sent == len(req.payloads) {
 			n.pending = n.pending[1:]
 			req.done <- sendResult{req.first, req.sent, err}
 		}
 	}
-}
-
-// logSend logs a message this node multicast (with trace_deliveries), so
-// that a run can be checked from its logs: view, seq, order and CRC.
-func (n *Node) logSend(view wire.ViewID, seq uint64, req *sendReq, p []byte) {
-	e := n.log.Info().Str(logs.EventKey, logs.Send).Str(logs.ViewKey, view.String()).Uint64(logs.SeqKey, seq).Str(logs.OrderKey, req.order.String())
-	if len(req.service) > 0 {
-		e = e.Str(logs.ServiceKey, string(req.service))
-	}
-	if req.dest != 0 {
-		e = e.Uint64(logs.ToKey, req.dest)
-	}
-	e.Int(logs.LenKey, len(p)).Uint32(logs.CRCKey, crc32.ChecksumIEEE(p)).Msg("sent")
 }
 
 // failPending answers every waiting call once the loop has stopped.

@@ -30,11 +30,11 @@ func TestSequencerCrash(t *testing.T) {
 		send := func() {
 			for _, id := range ids(4) {
 				w.Do(id, func(m sim.Machine) {
-					c := m.(*Core)
+					c := coreOf(m)
 					for k := range 3 {
 						order := []wire.Order{wire.Total, wire.Safe, wire.FIFO}[k]
 						n++
-						if _, err := l.multicast(c, id, c.opt.Inc, fmt.Appendf(nil, "message %d", n), order); err != nil {
+						if _, err := l.multicast(c, id, c.inc, fmt.Appendf(nil, "message %d", n), order); err != nil {
 							return
 						}
 					}

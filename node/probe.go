@@ -94,62 +94,41 @@ func (r ProbeResult) Silent() []uint64 {
 // ErrProbeBusy: too many probes of this node are waiting already.
 var ErrProbeBusy = errors.New("node: too many probes at once")
 
-// probeWait is a probe this node waits for: the view's members and what
-// they answered.
-type probeWait struct {
-	res    ProbeResult
-	index  map[uint64]int // member ID → its row
-	missed int            // rows not answered yet
-	done   chan struct{}  // closed once every member answered
-}
-
 // Probe asks every member of the view for its summary and returns the
 // answers, once each has answered or when ctx ends (those who did not
 // answer by then have Answered false). ErrNotInView before the first
 // view; ErrProbeBusy with 16 probes waiting.
 func (n *Node) Probe(ctx context.Context) (ProbeResult, error) {
 	start := time.Now()
-	var w *probeWait
 	var id uint64
-	busy := false
+	var done chan struct{}
+	var perr error
 	err := n.Do(ctx, func(c *Core) {
-		v := c.View()
-		if busy = len(n.probes) >= maxProbes; busy || len(v.Members) == 0 || c.Leaving() {
-			return
-		}
-		n.probeSeq++
-		id = n.probeSeq
-		w = &probeWait{res: ProbeResult{View: v.ID.String(), Asker: n.o.Config.ID}, index: map[uint64]int{}, done: make(chan struct{})}
-		for i, m := range v.Members {
-			w.res.Members = append(w.res.Members, ProbeRow{ID: m.ID, Incarnation: m.Inc})
-			w.index[m.ID] = i
-		}
-		w.missed = len(v.Members)
-		w.answer(n.o.Config.ID, n.probeInfo(time.Now()))
-		if w.missed > 0 {
-			b, _ := msgpack.Marshal(probeMsg{Op: probeAsk, ID: id}) // always encodes
-			c.probeSend(0, b)
-			n.probes[id] = w
+		var finished bool
+		if id, finished, perr = c.Probe(time.Now()); perr == nil {
+			done = make(chan struct{})
+			if finished {
+				close(done)
+			} else {
+				n.probeDone[id] = done
+			}
 		}
 	})
 	switch {
 	case err != nil:
 		return ProbeResult{}, err
-	case busy:
-		return ProbeResult{}, ErrProbeBusy
-	case w == nil:
-		return ProbeResult{}, membership.ErrNotInView
+	case perr != nil:
+		return ProbeResult{}, perr
 	}
 	select {
-	case <-w.done:
+	case <-done:
 	case <-ctx.Done():
 	case <-n.stopped:
 	}
 	var res ProbeResult
-	if err := n.Do(context.Background(), func(*Core) {
-		delete(n.probes, id)
-		res = w.res
-		res.Members = slices.Clone(w.res.Members)
+	if err := n.Do(context.Background(), func(c *Core) {
+		delete(n.probeDone, id)
+		res = c.ProbeResult(id, true)
 	}); err != nil {
 		return ProbeResult{}, err
 	}
@@ -157,41 +136,109 @@ func (n *Node) Probe(ctx context.Context) (ProbeResult, error) {
 	return res, nil
 }
 
-// answer records member id's summary, if it is a member not heard yet.
+// probeFinished wakes the Probe call waiting for probe id.
+func (n *Node) probeFinished(id uint64) {
+	if done := n.probeDone[id]; done != nil {
+		close(done)
+		delete(n.probeDone, id)
+	}
+}
+
+// probePart is the Core's part of the probe: the probes this node asked
+// and waits for, and the messages waiting for the view and the window.
+type probePart struct {
+	out      outQueue
+	waits    map[uint64]*probeWait // by ID
+	seq      uint64                // the last probe's ID
+	answered uint64                // questions answered
+	bad      uint64                // messages dropped: malformed, unasked, late, from a non-member, a second answer
+}
+
+// probeWait is a probe this node waits for: the view's members and what
+// they answered.
+type probeWait struct {
+	res    ProbeResult
+	index  map[uint64]int // member ID → its row
+	missed int            // rows not answered yet
+}
+
+// Probe starts a probe at now: it asks every other member of the view for
+// its summary, and reports its ID, and whether it is finished already (a
+// view of this node alone). Its answers gather in the Core until
+// ProbeResult forgets them; a ProbeDoneEvent reports the last one.
+// ErrNotInView without a view or while leaving; ErrProbeBusy with
+// maxProbes probes waiting.
+func (c *Core) Probe(now time.Time) (id uint64, finished bool, err error) {
+	c.lastInput = now
+	p := &c.probe
+	v := c.View()
+	switch {
+	case len(p.waits) >= maxProbes:
+		return 0, false, ErrProbeBusy
+	case len(v.Members) == 0 || c.leaving:
+		return 0, false, membership.ErrNotInView
+	}
+	p.seq++
+	w := &probeWait{res: ProbeResult{View: v.ID.String(), Asker: c.self}, index: map[uint64]int{}, missed: len(v.Members)}
+	for i, m := range v.Members {
+		w.res.Members = append(w.res.Members, ProbeRow{ID: m.ID, Incarnation: m.Inc})
+		w.index[m.ID] = i
+	}
+	if p.waits == nil {
+		p.waits = map[uint64]*probeWait{}
+	}
+	p.waits[p.seq] = w
+	w.answer(c.self, c.probeInfo(now))
+	if w.missed > 0 {
+		b, _ := msgpack.Marshal(probeMsg{Op: probeAsk, ID: p.seq}) // always encodes
+		p.out.add(0, b)
+	}
+	c.route(now)
+	return p.seq, w.missed == 0, nil
+}
+
+// ProbeResult returns probe id's answers so far, and with forget drops
+// the probe.
+func (c *Core) ProbeResult(id uint64, forget bool) ProbeResult {
+	w := c.probe.waits[id]
+	if w == nil {
+		return ProbeResult{}
+	}
+	if forget {
+		delete(c.probe.waits, id)
+	}
+	res := w.res
+	res.Members = slices.Clone(w.res.Members)
+	return res
+}
+
+// answer records member id's summary, if it is a member not heard yet,
+// and reports whether it did.
 func (w *probeWait) answer(id uint64, info ProbeInfo) bool {
 	i, ok := w.index[id]
 	if !ok || w.res.Members[i].Answered || info.ID != id {
 		return false
 	}
 	w.res.Members[i].Answered, w.res.Members[i].Info = true, &info
-	if w.missed--; w.missed == 0 {
-		close(w.done)
-	}
+	w.missed--
 	return true
 }
 
-// probeInfo is this node's own summary; only the loop may call it.
-func (n *Node) probeInfo(now time.Time) ProbeInfo {
-	c, v := n.o.Config, n.core.View()
-	leader, round := n.core.Leader()
-	_, ms := n.core.Stats()
+// probeInfo is this node's own summary.
+func (c *Core) probeInfo(now time.Time) ProbeInfo {
+	v := c.View()
+	leader, round := c.Leader()
+	ms := c.engine.Stats()
 	info := ProbeInfo{
-		ID: c.ID, Incarnation: n.o.Inc, Addr: n.o.Transport.LocalAddr().String(), View: v.ID.String(),
-		State: StateMember, UptimeMS: now.Sub(n.start).Milliseconds(),
-		Delivered: ms.MsgsDelivered, NACKs: ms.NacksSent, Repairs: ms.RepairsSent,
-		Lock: n.core.LockState().String(), Leader: leader, LeaderRound: round,
-	}
-	switch {
-	case len(v.Members) == 0:
-		info.State = StateJoining
-	case !n.core.Sending():
-		info.State = StateChanging
+		ID: c.self, Incarnation: c.inc, Addr: c.opt.Addr, View: v.ID.String(), State: c.State(),
+		UptimeMS: now.Sub(c.started).Milliseconds(), Delivered: ms.MsgsDelivered, NACKs: ms.NacksSent, Repairs: ms.RepairsSent,
+		Lock: c.LockState().String(), Leader: leader, LeaderRound: round,
 	}
 	var roles []string
-	if len(v.Members) > 0 && v.Coordinator() == c.ID {
+	if len(v.Members) > 0 && v.Coordinator() == c.self {
 		roles = append(roles, "coordinator")
 	}
-	if leader == c.ID {
+	if leader == c.self {
 		roles = append(roles, "leader")
 	}
 	if info.Role = strings.Join(roles, "+"); info.Role == "" {
@@ -200,72 +247,49 @@ func (n *Node) probeInfo(now time.Time) ProbeInfo {
 	return info
 }
 
-// probeEvent handles a probe message delivered from member from: a
+// State is the node's state as Status.State says it: joining (no view
+// yet), member (in a view, sending), or changing (a view change or a
+// leave holds sends).
+func (c *Core) State() string {
+	switch {
+	case len(c.View().Members) == 0:
+		return StateJoining
+	case !c.Sending():
+		return StateChanging
+	}
+	return StateMember
+}
+
+// probeMessage handles a probe message delivered from another member: a
 // question is answered, an answer to a probe this node waits for is
 // recorded. Anything else is counted as bad and dropped.
-func (n *Node) probeEvent(p ProbeSeen) {
+func (c *Core) probeMessage(now time.Time, from uint64, payload []byte) {
+	p := &c.probe
 	var m probeMsg
-	if len(p.Payload) > maxProbePayload || msgpack.Unmarshal(p.Payload, &m) != nil {
-		n.probeBad++
+	if len(payload) > maxProbePayload || msgpack.Unmarshal(payload, &m) != nil {
+		p.bad++
 		return
 	}
 	switch m.Op {
 	case probeAsk:
-		info := n.probeInfo(time.Now())
+		info := c.probeInfo(now)
 		b, err := msgpack.Marshal(probeMsg{Op: probeAnswer, ID: m.ID, Info: &info})
 		if err != nil || len(b) > maxProbePayload {
-			n.probeBad++
+			p.bad++
 			return
 		}
-		if len(n.probeReplies) < maxProtocolQueue {
-			n.probeReplies = append(n.probeReplies, queued{to: p.From, payload: b})
-		}
+		p.out.add(from, b)
+		p.answered++
 	case probeAnswer:
-		w := n.probes[m.ID]
-		if w == nil || m.Info == nil || !w.answer(p.From, *m.Info) {
-			n.probeBad++ // unasked, late, from a non-member, or a second answer
+		w := p.waits[m.ID]
+		if w == nil || m.Info == nil || !w.answer(from, *m.Info) {
+			p.bad++ // unasked, late, from a non-member, or a second answer
+			return
+		}
+		if w.missed == 0 {
+			c.events = append(c.events, Event{Kind: ProbeDoneEvent, ProbeID: m.ID})
 		}
 	default:
-		n.probeBad++
-	}
-}
-
-// sendProbeReplies sends the answers probeEvent made, once report has
-// handed out every event (a call into the Core would end the validity of
-// the deliveries' bytes). It reports whether it sent any.
-func (n *Node) sendProbeReplies() bool {
-	for _, q := range n.probeReplies {
-		n.core.probeSend(q.to, q.payload)
-		n.probesAnswered++
-	}
-	sent := len(n.probeReplies) > 0
-	n.probeReplies = n.probeReplies[:0]
-	return sent
-}
-
-// ProbeSeen is a probe message delivered to this node, from another
-// member (ProbeEvent).
-type ProbeSeen struct {
-	From    uint64
-	Payload []byte // valid until the next call into the Core
-}
-
-// probePart holds the probe messages waiting for the view and the window.
-type probePart struct {
-	out outQueue
-}
-
-// probeSend queues a probe message to member to (0: every other member)
-// and sends it as far as the view and the window let it now.
-func (c *Core) probeSend(to uint64, payload []byte) {
-	c.probe.out.add(to, payload)
-	c.probe.out.send(c.membership, probeService)
-}
-
-// probeMessage reports a probe message delivered from another member; the
-// node's own question comes back to it and is not an input.
-func (c *Core) probeMessage(d *membership.Delivery) {
-	if d.Source != c.opt.ID {
-		c.events = append(c.events, Event{Kind: ProbeEvent, Probe: ProbeSeen{From: d.Source, Payload: d.Payload}})
+		p.bad++
 	}
 }

@@ -5,10 +5,40 @@ import (
 	"sync"
 	"weak"
 
+	"github.com/huddle-lan/huddle/internal/sim"
+
 	"github.com/huddle-lan/huddle/election"
 	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/mutex"
 )
+
+// simCore is a Core as the simulator drives it (sim.Machine): after every
+// step the world takes its output, and TakeOutbox takes the Core's Ready,
+// keeps the events for the test (held), and hands the world the
+// datagrams, the repair traffic first.
+type simCore struct {
+	*Core
+	out [][]byte
+}
+
+var _ sim.Machine = (*simCore)(nil)
+
+func newSimCore(c *Core) sim.Machine { return &simCore{Core: c} }
+
+// TakeOutbox implements sim.Machine.
+func (s *simCore) TakeOutbox() [][]byte {
+	rd := s.Core.Ready()
+	s.keep(rd.Events)
+	s.out = append(append(s.out[:0], rd.Repair...), rd.Data...)
+	return s.out
+}
+
+// coreOf returns the Core of a simulated node.
+func coreOf(m sim.Machine) *Core { return m.(*simCore).Core }
+
+// drain takes a Core's Ready outside the simulator, as the node's loop
+// does, keeping its events for the test and dropping its datagrams.
+func (c *Core) drain() { c.keep(c.Ready().Events) }
 
 // heldEvents is what Ready handed out that a test has not looked at yet,
 // per Core: the tests take deliveries, views and the protocols' events
@@ -22,6 +52,7 @@ type held struct {
 	lock       []mutex.Event
 }
 
+// collect returns the events held for c.
 func (c *Core) collect() *held {
 	k := weak.Make(c)
 	v, ok := heldEvents.Load(k)
@@ -30,8 +61,13 @@ func (c *Core) collect() *held {
 		heldEvents.Store(k, v)
 		runtime.AddCleanup(c, func(k weak.Pointer[Core]) { heldEvents.Delete(k) }, k)
 	}
-	h := v.(*held)
-	for _, ev := range c.Ready() {
+	return v.(*held)
+}
+
+// keep holds events of c's Ready for the test.
+func (c *Core) keep(evs []Event) {
+	h := c.collect()
+	for _, ev := range evs {
 		switch ev.Kind {
 		case MembershipEvent:
 			m := ev.Membership
@@ -43,7 +79,6 @@ func (c *Core) collect() *held {
 			h.lock = append(h.lock, ev.Lock)
 		}
 	}
-	return h
 }
 
 // takeMembership returns the deliveries and membership events not taken

@@ -13,8 +13,8 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/logs"
-	"github.com/huddle-lan/huddle/internal/memnet"
 	"github.com/huddle-lan/huddle/internal/netmodel"
+	"github.com/huddle-lan/huddle/multicast/memnet"
 )
 
 // fleet runs node loops over one simulated network in a synctest bubble,

@@ -127,8 +127,7 @@ func (sc scenario) run(t *testing.T, r *rand.Rand) (*sim.World, *ledger) {
 	all := ids(sc.nodes)
 	for _, id := range all {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
-				Heartbeat: testHeartbeat, SuspectTimeout: sc.suspect, JoinTimeout: testJoin, Window: 256, Seed: uint64(seed)}, w.Now())
+			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: sc.suspect, Window: 256}}}, w.Now()))
 		})
 	}
 	l := newLedger()
@@ -141,7 +140,7 @@ func (sc scenario) run(t *testing.T, r *rand.Rand) (*sim.World, *ledger) {
 	stalled := false
 	for step := 0; len(left) > 0; step++ {
 		for _, id := range all[:sc.senders] {
-			w.Do(id, func(m sim.Machine) { sc.send(m.(*Core), id, r, l, left) })
+			w.Do(id, func(m sim.Machine) { sc.send(coreOf(m), id, r, l, left) })
 		}
 		if sc.stall && !stalled && step == 20 {
 			w.Stall(all[sc.nodes-1], 100*time.Millisecond)
@@ -239,7 +238,7 @@ func TestTailLossIsRecovered(t *testing.T) {
 	send := func() {
 		w.Do(1, func(m sim.Machine) {
 			p := []byte(fmt.Sprintf("message %d", len(l.sent[1])))
-			seq, err := m.(*Core).Multicast(nil, p, wire.FIFO, 0)
+			seq, err := coreOf(m).Multicast(nil, p, wire.FIFO, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -276,8 +275,7 @@ func TestFrozenMemberIsExcludedAndMergedBack(t *testing.T) {
 	w := sim.New(sim.Options{Seed: 4, Jitter: 50 * time.Microsecond})
 	for _, id := range ids(3) {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400, JoinTimeout: testJoin,
-				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 64, Seed: uint64(seed)}, w.Now())
+			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 64}}}, w.Now()))
 		})
 	}
 	l := newVSLedger()
@@ -290,7 +288,7 @@ func TestFrozenMemberIsExcludedAndMergedBack(t *testing.T) {
 			w.Do(1, func(m sim.Machine) {
 				for n := 0; n < 64; n++ {
 					binary.BigEndian.PutUint64(payload, uint64(sent))
-					if _, err := l.multicast(m.(*Core), 1, 1, payload, wire.FIFO); err != nil {
+					if _, err := l.multicast(coreOf(m), 1, 1, payload, wire.FIFO); err != nil {
 						return
 					}
 					sent++

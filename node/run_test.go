@@ -19,10 +19,10 @@ import (
 
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/logs"
-	"github.com/huddle-lan/huddle/internal/memnet"
 	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/multicast"
+	"github.com/huddle-lan/huddle/multicast/memnet"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

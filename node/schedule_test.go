@@ -91,11 +91,11 @@ func (s *schedule) traffic() {
 			continue
 		}
 		s.w.Do(id, func(m sim.Machine) {
-			c := m.(*Core)
+			c := coreOf(m)
 			for n := 1 + s.r.IntN(3); n > 0; n-- {
 				p := make([]byte, 8+s.r.IntN(100))
 				binary.BigEndian.PutUint64(p, s.r.Uint64())
-				if _, err := s.l.multicast(c, id, c.opt.Inc, p, orders[s.r.IntN(len(orders))]); err != nil {
+				if _, err := s.l.multicast(c, id, c.inc, p, orders[s.r.IntN(len(orders))]); err != nil {
 					return
 				}
 			}
@@ -129,7 +129,7 @@ func (s *schedule) fault() {
 		s.note("heal")
 	case k == 4 && len(live) > 1:
 		id := pick()
-		s.w.Do(id, func(m sim.Machine) { m.(*Core).Leave(s.w.Now()) })
+		s.w.Do(id, func(m sim.Machine) { coreOf(m).Leave(s.w.Now()) })
 		s.gone[id] = true
 		s.note("leave %d", id)
 	case k == 5 && s.maxID < 10:
@@ -249,10 +249,10 @@ func (s *schedule) liveness(live []uint64) {
 	send := func() {
 		for _, id := range live {
 			w.Do(id, func(m sim.Machine) {
-				c := m.(*Core)
+				c := coreOf(m)
 				for left[id] > 0 {
 					p := []byte(fmt.Sprintf("final %d from %d", left[id], id))
-					k, err := s.l.multicast(c, id, c.opt.Inc, p, orders[left[id]%len(orders)])
+					k, err := s.l.multicast(c, id, c.inc, p, orders[left[id]%len(orders)])
 					if err == multicast.ErrWindowFull {
 						return
 					}

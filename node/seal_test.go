@@ -13,6 +13,7 @@ import (
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle/multicast"
 )
 
 // testKey is a fixed test key, drawn from a seed.
@@ -54,10 +55,7 @@ func base64(b []byte) string {
 func addSealed(w *sim.World, keys []seal.Key, ids ...uint64) {
 	for _, id := range ids {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
-				Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, JoinTimeout: testJoin,
-				Window: 256, Seed: uint64(seed), Keys: keys,
-				Salt: rand.NewChaCha8([32]byte{byte(seed), byte(id), byte(inc)})}, w.Now())
+			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Keys: keys, Salt: rand.NewChaCha8([32]byte{byte(seed), byte(id), byte(inc)}), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 256}}}, w.Now()))
 		})
 	}
 }
@@ -77,8 +75,8 @@ func TestSealedGroup(t *testing.T) {
 		for step := range 300 {
 			id := uint64(1 + step%4)
 			w.Do(id, func(m sim.Machine) {
-				c := m.(*Core)
-				if k, err := l.multicast(c, id, c.opt.Inc, binary.BigEndian.AppendUint64(nil, uint64(step)), orders[step%3]); err == nil {
+				c := coreOf(m)
+				if k, err := l.multicast(c, id, c.inc, binary.BigEndian.AppendUint64(nil, uint64(step)), orders[step%3]); err == nil {
 					keys = append(keys, k)
 				}
 			})
@@ -158,14 +156,14 @@ func TestKeyRollover(t *testing.T) {
 	phase := func(keys []seal.Key) {
 		for _, id := range ids(3) {
 			w.Do(id, func(m sim.Machine) {
-				if err := m.(*Core).SetKeys(keys); err != nil {
+				if err := coreOf(m).SetKeys(keys); err != nil {
 					t.Fatal(err)
 				}
 			})
 			for i := range 5 {
 				w.Do(id, func(m sim.Machine) {
-					c := m.(*Core)
-					if k, err := l.multicast(c, id, c.opt.Inc, []byte{byte(i)}, wire.Total); err == nil {
+					c := coreOf(m)
+					if k, err := l.multicast(c, id, c.inc, []byte{byte(i)}, wire.Total); err == nil {
 						sent = append(sent, k)
 					}
 				})
@@ -185,7 +183,7 @@ func TestKeyRollover(t *testing.T) {
 		t.Fatalf("the rollover changed the view from %v to %v", first, v)
 	}
 	for _, id := range ids(3) {
-		lf := l.life(id, core(w, id).opt.Inc)
+		lf := l.life(id, core(w, id).inc)
 		for _, k := range sent {
 			if !lf.seen[k] {
 				t.Fatalf("node %d never delivered %v", id, k)
@@ -208,16 +206,15 @@ func TestReplaysAndForgeriesAreDropped(t *testing.T) {
 	// Capture what node 1 sends, as a listener on the LAN would.
 	var captured [][]byte
 	w.Do(1, func(m sim.Machine) {
-		c := m.(*Core)
-		c.Multicast(nil, []byte("hello"), wire.FIFO, 0)
-		for _, d := range c.TakeOutbox() {
+		coreOf(m).Multicast(nil, []byte("hello"), wire.FIFO, 0)
+		for _, d := range m.TakeOutbox() {
 			captured = append(captured, append([]byte(nil), d...))
 		}
 	})
 	for _, id := range []uint64{2, 3} { // the network carries them once
 		w.Do(id, func(m sim.Machine) {
 			for _, d := range captured {
-				m.(*Core).Receive(w.Now(), netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, 1}), 7468), d)
+				coreOf(m).Receive(w.Now(), netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, 1}), 7468), d)
 			}
 		})
 	}
@@ -227,17 +224,16 @@ func TestReplaysAndForgeriesAreDropped(t *testing.T) {
 	before := core(w, 2).SealStats()
 	core(w, 2).TakeDeliveries() // what came before
 	attacker := netip.MustParseAddrPort("10.9.9.9:7468")
-	forged := NewCore(CoreOptions{ID: 1, Inc: 1, Group: "huddle", DatagramSize: 1400, Heartbeat: testHeartbeat,
-		SuspectTimeout: testSuspect, JoinTimeout: testJoin, Keys: []seal.Key{testKey(t, 9)}}, w.Now())
+	forged := NewCore(CoreOptions{Group: "huddle", Keys: []seal.Key{testKey(t, 9)}, Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: 1, Inc: 1, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect}}}, w.Now())
 	forged.Multicast(nil, []byte("forged"), wire.FIFO, 0) // no view: the forger just seals junk
 	for i := 0; i < 3; i++ {
 		w.Do(2, func(m sim.Machine) {
 			for _, d := range captured {
-				m.(*Core).Receive(w.Now(), attacker, d) // replays
+				coreOf(m).Receive(w.Now(), attacker, d) // replays
 			}
 			junk := append([]byte{seal.Marker, seal.Version}, make([]byte, 80)...)
 			binary.BigEndian.PutUint32(junk[2:], k.ID()) // the group's key ID, a forged body
-			m.(*Core).Receive(w.Now(), attacker, junk)
+			coreOf(m).Receive(w.Now(), attacker, junk)
 		})
 	}
 	after := core(w, 2).SealStats()

@@ -83,7 +83,7 @@ func (n *Node) status() Status {
 	c, v := n.o.Config, n.core.View()
 	s := Status{
 		ID: c.ID, Incarnation: n.o.Inc, Group: c.Group, Addr: c.Addr, Iface: c.Iface,
-		Src: n.o.Transport.LocalAddr().String(), State: StateMember, View: v.ID.String(),
+		Src: n.o.Transport.LocalAddr().String(), State: n.core.State(), View: v.ID.String(),
 		Coordinator: v.Coordinator(), Members: make([]Member, len(v.Members)),
 		Peers: orEmpty(n.core.Peers()), Counters: n.counters(),
 	}
@@ -106,12 +106,6 @@ func (n *Node) status() Status {
 	}
 	for i, m := range v.Members {
 		s.Members[i] = Member{m.ID, m.Inc}
-	}
-	switch {
-	case len(v.Members) == 0:
-		s.State = StateJoining
-	case !n.core.Sending():
-		s.State = StateChanging
 	}
 	return s
 }
@@ -182,7 +176,7 @@ func (n *Node) counters() Counters {
 		{"lock_msgs_sent", ls.Sent.Total()}, {"lock_msgs_recv", ls.Received.Total()},
 		{"lock_stale", ls.Stale}, {"lock_bad", ls.Malformed + ls.Foreign + ls.OutOfBound + ls.Exhausted}, {"lock_dropped", ldropped},
 		{"lock_tokens_regenerated", ls.Regenerated}, {"lock_tokens_retired", ls.Retired},
-		{"probes_answered", n.probesAnswered}, {"probe_bad", n.probeBad}, {"probe_dropped", n.core.probe.out.dropped},
+		{"probes_answered", n.core.probe.answered}, {"probe_bad", n.core.probe.bad}, {"probe_dropped", n.core.probe.out.dropped},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
 )
 
@@ -39,8 +40,7 @@ func measureSuppression(t *testing.T, seed int64, receivers int, loss float64, s
 	}
 	for _, id := range all {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return NewCore(CoreOptions{ID: id, Inc: inc, Group: "huddle", DatagramSize: 1400,
-				Heartbeat: 50 * time.Millisecond, SuspectTimeout: 2 * time.Second, JoinTimeout: join, Seed: uint64(seed)}, w.Now())
+			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: join, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: 50 * time.Millisecond, SuspectTimeout: 2 * time.Second}}}, w.Now()))
 		})
 	}
 	l := newLedger()
@@ -64,7 +64,7 @@ func measureSuppression(t *testing.T, seed int64, receivers int, loss float64, s
 		w.Do(1, func(m sim.Machine) {
 			payload[0], payload[1] = byte(i), byte(i>>8)
 			var seq uint64
-			if seq, err = m.(*Core).Multicast(nil, payload, wire.FIFO, 0); err == nil {
+			if seq, err = coreOf(m).Multicast(nil, payload, wire.FIFO, 0); err == nil {
 				l.recordSend(1, seq, payload)
 			}
 		})
@@ -110,7 +110,7 @@ func measureSuppression(t *testing.T, seed int64, receivers int, loss float64, s
 // NACKs and 1.3 repairs at 5 % independent loss with 4 receivers, and at
 // most 2 NACKs and 1.5 repairs at 5 % shared loss with 8 receivers;
 // recovery p99 within 5 ms. The same figures on the virtual LAN are the
-// benchmark's (internal/bench).
+// benchmark's (cmd/huddle/internal/bench).
 func TestSuppressionOnALAN(t *testing.T) {
 	cases := []struct {
 		name               string

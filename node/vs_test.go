@@ -115,7 +115,7 @@ func (l *vsLedger) undelivered(w *sim.World, ids []uint64, left map[uint64]int, 
 		if left[id] > 0 {
 			return fmt.Sprintf("node %d could not send yet", id)
 		}
-		lf := l.life(id, core(w, id).opt.Inc)
+		lf := l.life(id, core(w, id).inc)
 		for _, k := range sent {
 			if !lf.seen[k] {
 				return fmt.Sprintf("node %d has not delivered %v", id, k)
@@ -132,7 +132,7 @@ func (l *vsLedger) check(w *sim.World) error {
 			continue
 		}
 		c := core(w, id)
-		lf := l.life(id, c.opt.Inc)
+		lf := l.life(id, c.inc)
 		for _, ev := range c.takeMembership() { // in the order they happened
 			if ev.Kind == membership.Delivered {
 				if err := l.deliver(w, lf, ev.Delivery); err != nil {
@@ -219,7 +219,7 @@ func (l *vsLedger) ordered(w *sim.World, lf *life, d membership.Delivery, k msgK
 			continue
 		}
 		c := core(w, x.ID)
-		if c.opt.Inc != x.Inc || c.View().ID != v.ID {
+		if c.inc != x.Inc || c.View().ID != v.ID {
 			continue // gone on, or not there yet: its holdings are another view's
 		}
 		if got := c.engine.Received(d.Source, d.Inc); got < d.End {

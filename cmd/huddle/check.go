@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/huddle-lan/huddle/internal/demo"
-	"github.com/huddle-lan/huddle/internal/logcheck"
-	"github.com/huddle-lan/huddle/internal/scenario"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/lab"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/logcheck"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/scenario"
 )
 
 // cmdCheck runs every log checker on a set of node logs: from one
@@ -123,7 +123,7 @@ func logFiles(paths []string) ([]string, error) {
 		}
 		// The run's journal and a sweep's description are not node logs.
 		m = slices.DeleteFunc(m, func(f string) bool {
-			return filepath.Base(f) == demo.JournalFile || filepath.Base(f) == scenario.SweepFile
+			return filepath.Base(f) == lab.JournalFile || filepath.Base(f) == scenario.SweepFile
 		})
 		if len(m) == 0 {
 			return nil, fmt.Errorf("%s holds no *.json logs", p)

@@ -19,8 +19,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/huddle-lan/huddle"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/control"
 	"github.com/huddle-lan/huddle/config"
-	"github.com/huddle-lan/huddle/internal/control"
 	"github.com/huddle-lan/huddle/internal/netmodel"
 )
 

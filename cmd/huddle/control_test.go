@@ -22,11 +22,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle"
-	"github.com/huddle-lan/huddle/internal/control"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/control"
 	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/wire"
-	"github.com/huddle-lan/huddle/node"
 )
 
 // fakeNode answers the control commands in-process, so that the
@@ -38,28 +37,28 @@ type fakeNode struct {
 	joining bool
 	mu      sync.Mutex
 	sent    []string // "payload/order"
-	drop    node.Drop
+	drop    huddle.Drop
 }
 
-func (f *fakeNode) Status(context.Context) (node.Status, error) {
-	st := node.Status{ID: f.id, Incarnation: 100 + f.id, Group: f.group, Addr: "239.192.72.68:7468", Iface: "lo",
-		Src: "127.0.0.1:7468", State: node.StateMember, View: fmt.Sprintf("4.%d", f.id), Coordinator: f.id,
-		Members: []node.Member{{ID: f.id, Incarnation: 100 + f.id}, {ID: 77, Incarnation: 177}}, Peers: []uint64{77},
-		Counters: node.Counters{{Name: "msgs_sent", Value: uint64(12345)}, {Name: "srm_spread", Value: 1.5}}}
+func (f *fakeNode) Status(context.Context) (huddle.Status, error) {
+	st := huddle.Status{ID: f.id, Incarnation: 100 + f.id, Group: f.group, Addr: "239.192.72.68:7468", Iface: "lo",
+		Src: "127.0.0.1:7468", State: huddle.StateMember, View: fmt.Sprintf("4.%d", f.id), Coordinator: f.id,
+		Members: []huddle.StatusMember{{ID: f.id, Incarnation: 100 + f.id}, {ID: 77, Incarnation: 177}}, Peers: []uint64{77},
+		Counters: huddle.Counters{{Name: "msgs_sent", Value: uint64(12345)}, {Name: "srm_spread", Value: 1.5}}}
 	f.mu.Lock()
 	if f.drop.Active() {
 		d := f.drop
 		st.Drop = &d
-		st.Counters = append(st.Counters, node.Counter{Name: "injected_drops", Value: uint64(42)})
+		st.Counters = append(st.Counters, huddle.Counter{Name: "injected_drops", Value: uint64(42)})
 	}
 	f.mu.Unlock()
 	if f.joining {
-		st.State, st.View, st.Coordinator, st.Members, st.Peers = node.StateJoining, "0.0", 0, []node.Member{}, []uint64{}
+		st.State, st.View, st.Coordinator, st.Members, st.Peers = huddle.StateJoining, "0.0", 0, []huddle.StatusMember{}, []uint64{}
 	}
 	return st, nil
 }
 
-func (f *fakeNode) SetDrop(_ context.Context, d node.Drop) (node.Drop, error) {
+func (f *fakeNode) SetDrop(_ context.Context, d huddle.Drop) (huddle.Drop, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	old := f.drop
@@ -67,10 +66,10 @@ func (f *fakeNode) SetDrop(_ context.Context, d node.Drop) (node.Drop, error) {
 	return old, nil
 }
 
-func (f *fakeNode) Probe(context.Context) (node.ProbeResult, error) {
-	return node.ProbeResult{View: fmt.Sprintf("4.%d", f.id), Asker: f.id, WaitMS: 1000, Members: []node.ProbeRow{
-		{ID: f.id, Incarnation: 100 + f.id, Answered: true, Info: &node.ProbeInfo{ID: f.id, Incarnation: 100 + f.id,
-			Addr: "10.0.0.1:7468", View: fmt.Sprintf("4.%d", f.id), State: node.StateMember, Role: "coordinator+leader",
+func (f *fakeNode) Probe(context.Context) (huddle.ProbeResult, error) {
+	return huddle.ProbeResult{View: fmt.Sprintf("4.%d", f.id), Asker: f.id, WaitMS: 1000, Members: []huddle.ProbeRow{
+		{ID: f.id, Incarnation: 100 + f.id, Answered: true, Info: &huddle.ProbeInfo{ID: f.id, Incarnation: 100 + f.id,
+			Addr: "10.0.0.1:7468", View: fmt.Sprintf("4.%d", f.id), State: huddle.StateMember, Role: "coordinator+leader",
 			UptimeMS: 3723000, Delivered: 12345, NACKs: 7, Repairs: 3, Lock: "held", Leader: f.id, LeaderRound: 2}},
 		{ID: 77, Incarnation: 177}}}, nil
 }
@@ -96,8 +95,8 @@ func (f *fakeNode) ReloadKeys(context.Context) error { return nil }
 
 func (f *fakeNode) Unlock(context.Context) error { return nil }
 
-func (f *fakeNode) Elect(context.Context) (node.ElectResult, error) {
-	return node.ElectResult{Started: true, Algorithm: "bully", Leader: 77, Round: 3}, nil
+func (f *fakeNode) Elect(context.Context) (huddle.ElectResult, error) {
+	return huddle.ElectResult{Started: true, Algorithm: "bully", Leader: 77, Round: 3}, nil
 }
 
 func (f *fakeNode) Multicast(_ context.Context, _, payload []byte, order wire.Order) (uint64, error) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
-	"github.com/huddle-lan/huddle/internal/demo"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/lab"
 )
 
 const demoUsage = `Usage: huddle demo [flags]
@@ -28,10 +28,10 @@ Flags:
 // for a bad command line.
 func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	fs, parseOut := newFlagSet("huddle demo")
-	o := demo.Options{}
-	fs.IntVar(&o.Nodes, "nodes", demo.DefaultNodes, fmt.Sprintf("`number` of nodes, %d to %d", demo.MinNodes, demo.MaxNodes))
-	fs.Float64Var(&o.Loss, "loss", demo.DefaultLoss, fmt.Sprintf("`probability` that a node's host drops a datagram it receives, 0 to %v", demo.MaxLoss))
-	fs.DurationVar(&o.Duration, "duration", demo.DefaultDuration, fmt.Sprintf("`time` from the start of the nodes to their stop, %v to %v", demo.MinDuration, demo.MaxDuration))
+	o := lab.Options{}
+	fs.IntVar(&o.Nodes, "nodes", lab.DefaultNodes, fmt.Sprintf("`number` of nodes, %d to %d", lab.MinNodes, lab.MaxNodes))
+	fs.Float64Var(&o.Loss, "loss", lab.DefaultLoss, fmt.Sprintf("`probability` that a node's host drops a datagram it receives, 0 to %v", lab.MaxLoss))
+	fs.DurationVar(&o.Duration, "duration", lab.DefaultDuration, fmt.Sprintf("`time` from the start of the nodes to their stop, %v to %v", lab.MinDuration, lab.MaxDuration))
 	fs.BoolVar(&o.InProcess, "in-process", false, "run the nodes in this process over a simulated network, even where a virtual LAN can be built")
 	fs.StringVar(&o.LogDir, "log-dir", "", "`directory` for the nodes' logs; default: a new temporary directory")
 	keep := fs.Bool("keep-logs", true, "keep the nodes' logs after a run that passed (they are always kept after a failure)")
@@ -68,9 +68,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	s, err := demo.Run(ctx, o)
+	s, err := lab.Run(ctx, o)
 	switch {
-	case errors.Is(err, demo.ErrInterrupted):
+	case errors.Is(err, lab.ErrInterrupted):
 		return exitFailure
 	case err != nil:
 		fmt.Fprintln(stderr, "huddle demo:", err)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/huddle-lan/huddle/internal/lab"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/lan"
 )
 
 func TestDemoUsage(t *testing.T) {
@@ -96,7 +96,7 @@ var demoPassed = []string{
 // nodes for 6 s: on a virtual LAN of network namespaces, it passes its
 // checks, and its summary tells the crash and the rejoin.
 func TestDemoOnAVirtualLAN(t *testing.T) {
-	if err := lab.Available(); err != nil {
+	if err := lan.Available(); err != nil {
 		t.Skip(err)
 	}
 	bin := buildHuddle(t)

@@ -18,8 +18,8 @@
 //	huddle help            print the list of commands
 //
 // huddle run is huddle.Start (the Group API of the root package) with
-// clients of the group it starts: the control socket (internal/control)
-// and the experiment workloads (internal/workload).
+// clients of the group it starts: the control socket (cmd/huddle/internal/control)
+// and the experiment workloads (cmd/huddle/internal/workload).
 //
 // Every command takes --help. A node's settings come from the profile's
 // defaults, a TOML file (--config), HUDDLE_* environment variables and

@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/lab"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/report"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/scenario"
 	"github.com/huddle-lan/huddle/config"
-	"github.com/huddle-lan/huddle/internal/demo"
-	"github.com/huddle-lan/huddle/internal/report"
-	"github.com/huddle-lan/huddle/internal/scenario"
 )
 
 const labUsage = `Usage: huddle lab [flags] [SCENARIO.toml]
@@ -78,7 +78,7 @@ func cmdLab(args []string, stdout, stderr io.Writer) int {
 	fs, parseOut := newFlagSet("huddle lab")
 	var f labFlags
 	fs.StringVar(&f.preset, "preset", "", "start from a `preset`: "+strings.Join(scenario.Presets(), ", "))
-	fs.IntVar(&f.nodes, "nodes", 0, fmt.Sprintf("`number` of nodes, %d to %d (default %d, or the preset's)", demo.MinNodes, demo.MaxLabNodes, scenario.DefaultNodes))
+	fs.IntVar(&f.nodes, "nodes", 0, fmt.Sprintf("`number` of nodes, %d to %d (default %d, or the preset's)", lab.MinNodes, lab.MaxLabNodes, scenario.DefaultNodes))
 	fs.DurationVar(&f.duration, "duration", 0, fmt.Sprintf("`time` from the start of the nodes to their stop (default %v, or the preset's)", scenario.DefaultDuration))
 	fs.Uint64Var(&f.seed, "seed", 0, "`seed` of the random faults and choices; 0 draws one (the scenario written beside the logs keeps it)")
 	fs.Float64Var(&f.loss, "loss", 0, "`probability` that each host drops a datagram it receives")
@@ -123,7 +123,7 @@ func cmdLab(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
-	o := demo.Options{Out: stdout}
+	o := lab.Options{Out: stdout}
 	if o.Color, err = colorMode(f.color, stdout); err != nil {
 		return fail(exitUsage, "%v", err)
 	}
@@ -152,7 +152,7 @@ func cmdLab(args []string, stdout, stderr io.Writer) int {
 		writeReport(dir, stdout, stderr)
 	}
 	switch {
-	case errors.Is(err, demo.ErrInterrupted):
+	case errors.Is(err, lab.ErrInterrupted):
 		return exitFailure
 	case err != nil:
 		return fail(exitFailure, "%v", err)
@@ -285,7 +285,7 @@ func logDir(dir, pattern string) (string, error) {
 
 // runOne runs the scenario with its logs in dir, and writes the scenario
 // beside them.
-func runOne(ctx context.Context, s *scenario.Scenario, dir string, o demo.Options) (*demo.Summary, error) {
+func runOne(ctx context.Context, s *scenario.Scenario, dir string, o lab.Options) (*lab.Summary, error) {
 	so, err := s.Options()
 	if err != nil {
 		return nil, err
@@ -300,7 +300,7 @@ func runOne(ctx context.Context, s *scenario.Scenario, dir string, o demo.Option
 	if so.InProcess {
 		so.Bin = ""
 	}
-	sum, err := demo.Run(ctx, so)
+	sum, err := lab.Run(ctx, so)
 	if sum != nil {
 		fmt.Fprintf(o.Out, "scenario: %s (huddle lab --replay %s runs it again)\n", filepath.Join(dir, scenario.File), dir)
 	}
@@ -310,7 +310,7 @@ func runOne(ctx context.Context, s *scenario.Scenario, dir string, o demo.Option
 // runSweep runs the scenario once per value of the swept setting and
 // repeat, each in a directory of its own under the sweep's, and prints a
 // table of the figures against the value.
-func runSweep(ctx context.Context, s *scenario.Scenario, f labFlags, o demo.Options, stdout, stderr io.Writer) int {
+func runSweep(ctx context.Context, s *scenario.Scenario, f labFlags, o lab.Options, stdout, stderr io.Writer) int {
 	sw, err := scenario.ParseSweep(f.sweep, f.repeat)
 	if err != nil {
 		fmt.Fprintln(stderr, "huddle lab:", err)
@@ -343,7 +343,7 @@ func runSweep(ctx context.Context, s *scenario.Scenario, f labFlags, o demo.Opti
 				run.Seed = 0 // each repeat draws its own
 			}
 			sum, err := runOne(ctx, &run, filepath.Join(dir, rel), o)
-			if err != nil && !errors.Is(err, demo.ErrInterrupted) {
+			if err != nil && !errors.Is(err, lab.ErrInterrupted) {
 				fmt.Fprintln(stderr, "huddle lab:", err)
 				return exitFailure
 			}
@@ -356,7 +356,7 @@ func runSweep(ctx context.Context, s *scenario.Scenario, f labFlags, o demo.Opti
 			if !sum.OK {
 				code = exitFailure
 			}
-			if errors.Is(err, demo.ErrInterrupted) {
+			if errors.Is(err, lab.ErrInterrupted) {
 				printSweep(stdout, sw, rows, dir)
 				return exitFailure
 			}
@@ -392,7 +392,7 @@ type sweepRow struct {
 	lockMsgs, lockWaitMs   float64 // per entry
 }
 
-func figures(value string, repeat int, s *demo.Summary) sweepRow {
+func figures(value string, repeat int, s *lab.Summary) sweepRow {
 	row := sweepRow{value: value, repeat: repeat, ok: s.OK, failoverMs: math.NaN(), electionMsgs: math.NaN(), lockMsgs: math.NaN(), lockWaitMs: math.NaN()}
 	slowest := math.Inf(1)
 	var nacks, repairs, found int64

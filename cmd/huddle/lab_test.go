@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/huddle-lan/huddle/internal/demo"
-	"github.com/huddle-lan/huddle/internal/lab"
-	"github.com/huddle-lan/huddle/internal/scenario"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/lab"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/lan"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/scenario"
 )
 
 func TestLabUsage(t *testing.T) {
@@ -78,17 +78,17 @@ func runLab(t *testing.T, bin string, args ...string) (int, string) {
 }
 
 // journal reads a run's lab.json.
-func journal(t *testing.T, dir string) []demo.JournalLine {
+func journal(t *testing.T, dir string) []lab.JournalLine {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, demo.JournalFile))
+	f, err := os.Open(filepath.Join(dir, lab.JournalFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []demo.JournalLine
+	var out []lab.JournalLine
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var l demo.JournalLine
+		var l lab.JournalLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("lab.json: %v: %s", err, sc.Text())
 		}
@@ -98,10 +98,10 @@ func journal(t *testing.T, dir string) []demo.JournalLine {
 }
 
 // faults returns the kinds and errors of a journal's faults, in order.
-func faults(t *testing.T, lines []demo.JournalLine) []string {
+func faults(t *testing.T, lines []lab.JournalLine) []string {
 	var out []string
 	for _, l := range lines {
-		if l.Event == demo.JournalFault {
+		if l.Event == lab.JournalFault {
 			if l.Error != "" {
 				t.Errorf("fault %s (%s) failed: %s", l.Fault, l.Detail, l.Error)
 			}
@@ -120,7 +120,7 @@ func faults(t *testing.T, lines []demo.JournalLine) []string {
 func TestLab(t *testing.T) {
 	bin := buildHuddle(t)
 	t.Run("virtual LAN", func(t *testing.T) {
-		if err := lab.Available(); err != nil {
+		if err := lan.Available(); err != nil {
 			t.Skip(err)
 		}
 		dir := t.TempDir()

@@ -20,12 +20,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/control"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/logx"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/metrics"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/workload"
 	"github.com/huddle-lan/huddle/config"
-	"github.com/huddle-lan/huddle/internal/control"
 	"github.com/huddle-lan/huddle/internal/logs"
-	"github.com/huddle-lan/huddle/internal/logx"
-	"github.com/huddle-lan/huddle/internal/metrics"
-	"github.com/huddle-lan/huddle/internal/workload"
 )
 
 // Exit codes. 2 means that retrying will not help until the command line

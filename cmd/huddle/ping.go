@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/ping"
 	"github.com/huddle-lan/huddle/config"
-	"github.com/huddle-lan/huddle/internal/ping"
 )
 
 // pingPortOffset puts huddle ping beside the group's two ports (data,

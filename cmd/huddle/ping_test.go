@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/huddle-lan/huddle/internal/lab"
-	"github.com/huddle-lan/huddle/internal/ping"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/lan"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/ping"
 )
 
 // TestPingBadCommandLine: every bad flag is exit 2 with a message naming
@@ -118,11 +118,11 @@ type pingRun struct {
 
 // runPings runs huddle ping on the given hosts of l at once, host h
 // named "h<h>", and reads their JSON output.
-func runPings(t *testing.T, l *lab.LAN, bin string, name string, hosts []int, args ...string) map[int]pingRun {
+func runPings(t *testing.T, l *lan.LAN, bin string, name string, hosts []int, args ...string) map[int]pingRun {
 	t.Helper()
-	procs := map[int]*lab.Proc{}
+	procs := map[int]*lan.Proc{}
 	for _, h := range hosts {
-		argv := append([]string{bin, "ping", "--iface", lab.Iface, "--json", "--id", fmt.Sprintf("h%d", h)}, args...)
+		argv := append([]string{bin, "ping", "--iface", lan.Iface, "--json", "--id", fmt.Sprintf("h%d", h)}, args...)
 		p, err := l.Start(h, fmt.Sprintf("%s-h%d", name, h), argv)
 		if err != nil {
 			t.Fatal(err)
@@ -158,14 +158,14 @@ func runPings(t *testing.T, l *lab.LAN, bin string, name string, hosts []int, ar
 // port (what a snooping switch does to a port it saw no IGMP report from),
 // each names the one-way multicast and its causes, and exits 1.
 func TestPingOnAVirtualLAN(t *testing.T) {
-	if err := lab.Available(); err != nil {
+	if err := lan.Available(); err != nil {
 		t.Skip(err)
 	}
-	bin, err := lab.BuildHuddle(t.TempDir())
+	bin, err := lan.BuildHuddle(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := lab.New(lab.Options{Hosts: 3, Logf: t.Logf})
+	l, err := lan.New(lan.Options{Hosts: 3, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,10 +249,10 @@ func TestPingOnAVirtualLAN(t *testing.T) {
 	})
 
 	t.Run("interface without multicast", func(t *testing.T) {
-		if _, err := l.Exec(3, "ip", "link", "set", lab.Iface, "multicast", "off"); err != nil {
+		if _, err := l.Exec(3, "ip", "link", "set", lan.Iface, "multicast", "off"); err != nil {
 			t.Skip(err)
 		}
-		t.Cleanup(func() { l.Exec(3, "ip", "link", "set", lab.Iface, "multicast", "on") })
+		t.Cleanup(func() { l.Exec(3, "ip", "link", "set", lan.Iface, "multicast", "on") })
 		r := runPings(t, l, bin, "nomulticast", []int{3}, "--count", "1")[3]
 		if r.code != exitFailure || !strings.Contains(r.out, `"eth0" is not multicast-capable (enable it: ip link set eth0 multicast on)`) {
 			t.Errorf("exit %d; want 1 and the fix\n%s", r.code, r.out)

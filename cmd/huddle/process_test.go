@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/logx"
 	"github.com/huddle-lan/huddle/internal/logs"
-	"github.com/huddle-lan/huddle/internal/logx"
 	"github.com/huddle-lan/huddle/internal/testutil"
 )
 

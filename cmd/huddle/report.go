@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/huddle-lan/huddle/internal/report"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/report"
 )
 
 // cmdReport writes the HTML report of an experiment's directory: a run

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/huddle-lan/huddle/internal/demo"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/lab"
 )
 
 // TestReportUsage: a bad command line is exit code 2 and says what is
@@ -54,7 +54,7 @@ func TestReportOfDemo(t *testing.T) {
 		t.Skip("runs the demo for 5 s (-short)")
 	}
 	dir := t.TempDir()
-	s, err := demo.Run(context.Background(), demo.Options{InProcess: true, Duration: 5 * time.Second, Nodes: 3, LogDir: dir, Out: io.Discard})
+	s, err := lab.Run(context.Background(), lab.Options{InProcess: true, Duration: 5 * time.Second, Nodes: 3, LogDir: dir, Out: io.Discard})
 	if err != nil || !s.OK {
 		t.Fatalf("the demo: %v (passed: %v)", err, s != nil && s.OK)
 	}

@@ -8,9 +8,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/huddle-lan/huddle"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/sdnotify"
 	"github.com/huddle-lan/huddle/internal/logs"
-	"github.com/huddle-lan/huddle/internal/sdnotify"
-	"github.com/huddle-lan/huddle/node"
 )
 
 // statusEvery is how often the service manager's STATUS line is brought up
@@ -62,7 +61,7 @@ func notifyService(ctx context.Context, g *huddle.Group, log zerolog.Logger) {
 		if watchdog > 0 {
 			states = append(states, sdnotify.Watchdog)
 		}
-		if !ready && st.State == node.StateMember {
+		if !ready && st.State == huddle.StateMember {
 			ready = true
 			states = append(states, sdnotify.Ready)
 			tick.Reset(every)
@@ -75,11 +74,11 @@ func notifyService(ctx context.Context, g *huddle.Group, log zerolog.Logger) {
 }
 
 // statusLine is the node's state in a line for `systemctl status`.
-func statusLine(st node.Status) string {
+func statusLine(st huddle.Status) string {
 	switch st.State {
-	case node.StateJoining:
+	case huddle.StateJoining:
 		return fmt.Sprintf("node %d joining group %s", st.ID, st.Group)
-	case node.StateChanging:
+	case huddle.StateChanging:
 		return fmt.Sprintf("node %d in view %s of %d members, changing view", st.ID, st.View, len(st.Members))
 	}
 	return fmt.Sprintf("node %d in view %s of %d members, leader %d, lock %s", st.ID, st.View, len(st.Members), st.Leader, st.Lock)

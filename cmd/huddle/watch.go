@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/huddle-lan/huddle"
-	"github.com/huddle-lan/huddle/internal/control"
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/control"
 	"github.com/huddle-lan/huddle/internal/logs"
 )
 

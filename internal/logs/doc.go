@@ -4,7 +4,7 @@
 // The vocabulary is the name of every event the code logs (NodeStarted,
 // ViewInstalled, …, in events.go) and of every field (ViewKey,
 // MembersKey, …, in fields.go): the writers (node, multicast,
-// internal/control, cmd/huddle) log with these constants and the readers
+// cmd/huddle and its control socket) log with these constants and the readers
 // look events and fields up by them, so that a name is written in one
 // place. docs/logs.md documents them, and docs/docs_test.go checks that
 // it has a row for every event constant and no other.
@@ -12,7 +12,7 @@
 // The reader splits a line into its members without decoding it, and
 // converts only the fields asked for (Event's accessors): a Scanner
 // streams a log's events, reusing its memory, for the logs of long runs
-// (internal/logcheck, the demo's follower); Read and ReadFile return them
+// (huddle check, the lab's follower); Read and ReadFile return them
 // all (the lab's tests and the benchmarks); Parse reads one line.
 //
 // The package depends on nothing of huddle's, so that every package can

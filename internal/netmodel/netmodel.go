@@ -1,6 +1,6 @@
 // Package netmodel is the fault model of huddle's in-memory networks: the
 // simulator's World (internal/sim) and the real-time network of the node
-// runtime (internal/memnet). Both carry each copy of a datagram through
+// runtime (multicast/memnet). Both carry each copy of a datagram through
 // the same Model, so that both misbehave the same way: delay and jitter,
 // loss per receiver (independent, or in bursts: Gilbert) and at the
 // sender, duplication, reordering, partitions and per-link loss. Each counts what happened to the copies

@@ -13,12 +13,11 @@
 //	w := sim.New(sim.Options{Seed: seed, Loss: 0.1, Jitter: time.Millisecond})
 //	for id := uint64(1); id <= 5; id++ {
 //		w.Add(id, func(id, inc uint64, seed int64, addr netip.AddrPort) sim.Machine {
-//			o := node.CoreOptions{ID: id, Inc: inc, Seed: uint64(seed), ...}
-//			return node.NewCore(o, w.Now()) // Restart calls this again later
+//			return newPeer(id, inc, seed) // Restart calls this again later
 //		})
 //	}
 //	w.Check("one leader", oneLeader)
-//	w.Do(1, func(m sim.Machine) { m.(*node.Core).Multicast([]byte("m1")) })
+//	w.Do(1, func(m sim.Machine) { m.(*peer).Send("m1") })
 //	w.Crash(3)
 //	if err := w.RunFor(2 * time.Second); err != nil {
 //		t.Fatal(err) // seed, invariant, trace
@@ -30,4 +29,9 @@
 // copy of the bytes. Node id's address is netmodel.Addr(id). A node is
 // ticked once when it starts, then whenever the deadline from NextDeadline
 // falls due.
+//
+// The node's tests run the real node.Core so, through a small adapter
+// (simCore in node/ready_test.go) whose TakeOutbox takes the Core's one
+// output, its Ready, after every step: the datagrams go to the network,
+// the events to the test's ledger.
 package sim

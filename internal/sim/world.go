@@ -15,7 +15,7 @@ import (
 
 // Options describe the World's network: the seed of the run and the
 // faults. They are the options of the fault model, which the simulator
-// shares with internal/memnet.
+// shares with multicast/memnet.
 type Options = netmodel.Options
 
 // Epoch is the virtual instant every World starts at. A fixed start keeps

@@ -1,0 +1,71 @@
+package config
+
+import (
+	"strconv"
+
+	"github.com/huddle-lan/huddle/election"
+	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle/multicast"
+	"github.com/huddle-lan/huddle/mutex"
+)
+
+// The protocols' options, each made from the settings here and nowhere
+// else: a setting added to Config goes into its machine's Options in this
+// file, and the node passes those on whole (node.CoreOptionsFrom). What is
+// the node's own (its ID and incarnation, the group's hash, randomness, a
+// seal's room) the node sets.
+
+// Membership returns the options of the membership layer and, in it
+// (Engine), of the reliable multicast engine.
+func (c Config) Membership() membership.Options {
+	return membership.Options{
+		Engine: multicast.Options{
+			DatagramSize: c.DatagramSize, Heartbeat: c.Heartbeat.D(), SuspectTimeout: c.SuspectTimeout.D(),
+			Window: c.SendWindow, WindowBytes: multicast.WindowBytes(c.RecvBuffer), MaxMessage: c.MaxMessageSize,
+			C1: c.SRM.C1, C2: c.SRM.C2, D1: c.SRM.D1, D2: c.SRM.D2, MinDelay: c.SRM.MinDelay.D(),
+		},
+		JoinTimeout: c.JoinTimeout.D(),
+		Settings:    c.GroupSettings(),
+	}
+}
+
+// Options returns the election's options. Bully timeouts left at 0 stay
+// 0: the node derives them from its heartbeat and suspect timeout
+// (election.Options.Timeouts).
+func (e Election) Options() election.Options {
+	return election.Options{Algorithm: election.Algorithm(e.Algorithm), Order: election.RingOrder(e.RingOrder),
+		HopDelay: e.HopDelay.D(), AnswerTimeout: e.AnswerTimeout.D(), CoordinatorTimeout: e.CoordinatorTimeout.D()}
+}
+
+// Options returns the lock's options. The node leases a quorum's lock on
+// its suspect timeout (Lease).
+func (m Mutex) Options() mutex.Options {
+	return mutex.Options{Quorum: m.Quorum, Algorithm: mutex.Algorithm(m.Algorithm)}
+}
+
+// GroupSettings lists the settings every member of a group must share,
+// by their configuration keys: a joiner that differs is refused, naming
+// the first that does. Datagram size and the largest message decide what
+// a member can receive; the heartbeat and the suspect timeout decide
+// whether members suspect each other falsely.
+func (c Config) GroupSettings() []membership.Setting {
+	ss := []membership.Setting{
+		{Name: "datagram_size", Value: strconv.Itoa(c.DatagramSize)},
+		{Name: "max_message_size", Value: strconv.Itoa(c.MaxMessageSize)},
+		{Name: "heartbeat", Value: c.Heartbeat.D().String()},
+		{Name: "suspect_timeout", Value: c.SuspectTimeout.D().String()},
+		{Name: "election.algorithm", Value: c.Election.Algorithm},
+		{Name: "mutex.quorum", Value: strconv.Itoa(c.Mutex.Quorum)},
+	}
+	// Settings added later go in only when they differ from what nodes
+	// did before them, so that a node of an earlier release, which sends
+	// none, still joins a group that keeps the old behaviour (a rolling
+	// upgrade); one that differs is refused, naming the setting.
+	if o := c.Election.RingOrder; o != "" && o != string(election.Ascending) {
+		ss = append(ss, membership.Setting{Name: "election.ring_order", Value: o})
+	}
+	if a := c.Mutex.Algorithm; a != "" && a != string(mutex.RicartAgrawala) {
+		ss = append(ss, membership.Setting{Name: "mutex.algorithm", Value: a})
+	}
+	return ss
+}
