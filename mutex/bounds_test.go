@@ -10,7 +10,7 @@ import (
 // reached, are ignored and counted; the clock stays put and nothing is
 // sent. A request just within the bound is taken.
 func TestClockBounds(t *testing.T) {
-	m := New(Options{Self: 1})
+	m := NewRA(Options{Self: 1})
 	m.SetView(t0, "1.1", []uint64{1, 2, 3}, nil)
 	for _, p := range [][]byte{
 		payload(kindRequest, ClockBound+1),
@@ -38,7 +38,7 @@ func TestClockBounds(t *testing.T) {
 // ClockBound at a time, refuses requests instead of wrapping, and still
 // answers the requests it may answer.
 func TestClockExhausted(t *testing.T) {
-	m := New(Options{Self: 1})
+	m := NewRA(Options{Self: 1})
 	m.SetView(t0, "1.1", []uint64{1, 2}, nil)
 	jumps := 0
 	for m.Clock() < MaxClock-1 {

@@ -98,7 +98,7 @@ func FuzzReceive(f *testing.F) {
 			}
 			return at
 		}
-		m := New(opt)
+		m := NewRA(opt)
 		m.SetView(now, "1.1", []uint64{1, 2, 3, 4, 5}, heard([]uint64{1, 2, 3, 4, 5}))
 		calls, clock, views := 0, uint64(0), 1
 		// data: steps of two bytes and a payload. 0xfe _: Request. 0xfd _:
@@ -152,7 +152,7 @@ func FuzzReceive(f *testing.F) {
 	})
 }
 
-func checkSane(t *testing.T, m *Machine, now time.Time, clock *uint64) {
+func checkSane(t *testing.T, m *RA, now time.Time, clock *uint64) {
 	t.Helper()
 	if err := m.invariants(now); err != nil {
 		t.Fatal(err)

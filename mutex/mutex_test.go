@@ -330,7 +330,7 @@ func releaseAllOf(t *testing.T, l *lan, side ...uint64) []uint64 {
 // TestQuorumAlone: a node alone with Quorum 3 waits; two of three grant at
 // once, without a message.
 func TestQuorumAlone(t *testing.T) {
-	m := New(Options{Self: 1, Quorum: 3, Lease: 100 * time.Millisecond})
+	m := NewRA(Options{Self: 1, Quorum: 3, Lease: 100 * time.Millisecond})
 	m.SetView(t0, "1.1", []uint64{1}, nil)
 	if !m.Request(t0) || m.State() != Wanted || len(m.TakeOutput()) != 0 {
 		t.Fatalf("alone below the quorum: %v", m.State())
@@ -376,7 +376,7 @@ func payload(k kind, ts uint64) []byte {
 // deferred; a late reply to the withdrawn request does not count for the
 // next one.
 func TestWithdraw(t *testing.T) {
-	m := New(Options{Self: 1})
+	m := NewRA(Options{Self: 1})
 	m.SetView(t0, "1.1", []uint64{1, 2, 3}, nil)
 	m.Request(t0) // ts 1
 	m.Receive(t0, 3, payload(kindRequest, 5))
@@ -415,7 +415,7 @@ func TestWithdraw(t *testing.T) {
 
 // TestReceiveIgnores: junk, strangers and this node itself.
 func TestReceiveIgnores(t *testing.T) {
-	m := New(Options{Self: 1})
+	m := NewRA(Options{Self: 1})
 	m.Receive(t0, 2, payload(kindRequest, 3)) // no view yet
 	m.SetView(t0, "1.1", []uint64{2, 1}, nil)
 	m.Receive(t0, 9, payload(kindRequest, 3))
@@ -430,7 +430,7 @@ func TestReceiveIgnores(t *testing.T) {
 // TestLeaveView: a view without this node takes the lock away; a request
 // pending then goes to every member of the next view.
 func TestLeaveView(t *testing.T) {
-	m := New(Options{Self: 1})
+	m := NewRA(Options{Self: 1})
 	m.SetView(t0, "1.1", []uint64{1}, nil)
 	m.Request(t0)
 	m.SetView(t0, "2.2", []uint64{2, 3}, nil)
@@ -456,5 +456,5 @@ func TestOptions(t *testing.T) {
 			t.Error("New with Self 0 did not panic")
 		}
 	}()
-	New(Options{})
+	NewRA(Options{})
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/huddle-lan/huddle/internal/testutil/msgnet"
 )
 
-// lan is a tiny network of Machines in virtual time: every Message goes to
+// lan is a tiny network of RA machines in virtual time: every Message goes to
 // its To after a delay, in FIFO order per sender and receiver, through an
 // event queue. Messages are lost only at view changes and crashes
 // (install, crash). After every delivery it checks that no two members of
@@ -42,7 +42,7 @@ type lan struct {
 }
 
 type node struct {
-	m      *Machine
+	m      *RA
 	view   []uint64
 	viewID string
 	prevID string    // the view before viewID
@@ -69,7 +69,7 @@ func (l *lan) add(ids ...uint64) {
 				o.Lease = testLease
 			}
 		}
-		m := New(o)
+		m := NewRA(o)
 		m.naiveJoin, m.noLease, m.noQuiet = l.naiveJoin, l.noLease, l.noQuiet
 		l.nodes[id] = &node{m: m}
 	}
@@ -371,7 +371,7 @@ func (l *lan) logf(format string, args ...any) {
 func (l *lan) tail() string { return strings.Join(l.trace, "\n") }
 
 // invariants checks a machine's state against itself.
-func (m *Machine) invariants(now time.Time) error {
+func (m *RA) invariants(now time.Time) error {
 	for _, id := range m.needed {
 		if !m.isMember(id) || id == m.self {
 			return fmt.Errorf("node %d: needs %d, not another member of %v", m.self, id, m.members)

@@ -2,9 +2,9 @@ package mutex
 
 // held is what Ready handed out that a test has not looked at yet, per
 // machine: tests take the messages and the events apart.
-var held = map[*Machine]*Ready{}
+var held = map[*RA]*Ready{}
 
-func (m *Machine) collect() *Ready {
+func (m *RA) collect() *Ready {
 	h := held[m]
 	if h == nil {
 		h = &Ready{}
@@ -17,7 +17,7 @@ func (m *Machine) collect() *Ready {
 }
 
 // TakeOutput returns the messages not taken yet.
-func (m *Machine) TakeOutput() []Message {
+func (m *RA) TakeOutput() []Message {
 	h := m.collect()
 	out := h.Messages
 	h.Messages = nil
@@ -25,7 +25,7 @@ func (m *Machine) TakeOutput() []Message {
 }
 
 // TakeEvents returns the events not taken yet.
-func (m *Machine) TakeEvents() []Event {
+func (m *RA) TakeEvents() []Event {
 	h := m.collect()
 	evs := h.Events
 	h.Events = nil

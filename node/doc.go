@@ -4,7 +4,7 @@
 // Core (core.go, core_election.go, core_lock.go) is the node's protocol
 // stack as a deterministic state machine over datagrams. It owns the
 // membership layer (membership.Machine, which owns the multicast engine),
-// the leader election (election.Machine) and the lock (mutex.Machine). It
+// the leader election (election.Machine) and the lock (mutex.Lock). It
 // decodes what arrives (Receive), applies the built-in drop, steps the
 // membership layer, and routes what the machines hand back in one place
 // (route): the messages of the election's and the lock's services, and
