@@ -14,7 +14,7 @@ const module = "github.com/huddle-lan/huddle"
 // only packages of a lower layer: every arrow points down (docs/design.md,
 // "The layers"). Foundations (layer 0) are leaves anything may use.
 var layers = map[string]int{
-	"internal/wire": 0, "internal/systool": 0, "internal/logx": 0, "internal/testutil/msgnet": 0, "internal/logs": 0,
+	"internal/wire": 0, "internal/systool": 0, "internal/logx": 0, "internal/testutil/msgnet": 0, "internal/testutil/script": 0, "internal/logs": 0,
 	"internal/seal": 0, "internal/netmodel": 0, "internal/sdnotify": 0, "internal/idset": 0,
 	"multicast":  1,
 	"membership": 2, "internal/sim": 2, "internal/memnet": 2,
