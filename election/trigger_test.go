@@ -158,7 +158,7 @@ func TestRestartInNewView(t *testing.T) {
 			l.Install(members...)
 			l.start(members[0])
 			l.Run(1500 * time.Microsecond) // the election is under way
-			held := l.Flight.Sorted()         // delivered after the new view, as a loop that queued them would
+			held := l.Flight.Sorted()      // delivered after the new view, as a loop that queued them would
 			l.Crash(members[2])
 			rest := slices.Delete(slices.Clone(members), 2, 3)
 			l.Install(rest...)
