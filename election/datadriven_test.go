@@ -13,7 +13,7 @@ package election
 //	leaders                each node's leader and the round that elected
 //	                       it, or its state while it knows none
 //
-// Every message takes 1ms. After every command the check holds: among
+// Every message takes 1ms (script.LinkDelay). After every command the check holds: among
 // the members of one view that know a leader, there is one leader, and
 // it is the view's highest member. At the end of a script, every member
 // of every view knows it. `go test ./election -run TestScripts -rewrite`
@@ -34,7 +34,6 @@ type electionScript = script.Driver[*Machine, Event]
 
 func TestScripts(t *testing.T) {
 	script.Run(t, "testdata", func(d *electionScript) script.Adapter[*Machine, Event] {
-		d.Net.Delay = func() time.Duration { return time.Millisecond }
 		d.Net.Collected = func(id uint64) {
 			if err := d.Net.Nodes[id].M.invariants(); err != nil {
 				d.T.Fatalf("%v\n%s", err, d.Net.Tail())

@@ -22,7 +22,7 @@ type lan struct {
 
 func newLAN(t testing.TB, opt Options, delay time.Duration) *lan {
 	l := &lan{Net: script.New[*Machine, Event](t, script.Start), opt: opt}
-	l.Delay = func() time.Duration { return delay }
+	l.Delay = func(_, _ uint64) time.Duration { return delay }
 	l.Sending = l.sending
 	l.Event = func(id uint64, e Event) {
 		l.Logf("%d: %v r%d leader %d sent %d", id, e.Kind, e.Round, e.Leader, e.Sent)

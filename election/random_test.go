@@ -59,7 +59,7 @@ func newHistory(t *testing.T, alg Algorithm, seed int64) *history {
 			return o
 		}
 	}
-	l.Delay = func() time.Duration { return time.Duration(100+rng.IntN(2900)) * time.Microsecond }
+	l.Delay = func(_, _ uint64) time.Duration { return time.Duration(100+rng.IntN(2900)) * time.Microsecond }
 	h := &history{t: t, rng: rng, l: l, nextID: 1}
 	t.Cleanup(func() {
 		if t.Failed() {

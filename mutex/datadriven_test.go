@@ -13,7 +13,7 @@ package mutex
 //	states                 each node's state: released, wanted, or held
 //	                       (and the view it acquired the lock in)
 //
-// Every message takes 1ms; the central server's and the token ring's go
+// Every message takes 1ms (script.LinkDelay); the central server's and the token ring's go
 // to every member of the view, the sender too, in one order (the
 // network's: with one delay for all, every member takes them in the order
 // they were sent), as the group's total order delivers them. After every
@@ -48,7 +48,6 @@ type lockScript = script.Driver[lockNode, Event]
 
 func TestScripts(t *testing.T) {
 	script.Run(t, "testdata", func(d *lockScript) script.Adapter[lockNode, Event] {
-		d.Net.Delay = func() time.Duration { return time.Millisecond }
 		return &lockAdapter{alg: RicartAgrawala}
 	})
 }

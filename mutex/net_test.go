@@ -74,7 +74,7 @@ const testLease = 20 * time.Millisecond
 
 func newLAN(t testing.TB, opt Options, delay time.Duration) *lan {
 	l := &lan{Net: script.New[*rnode, Event](t, script.Start), opt: opt}
-	l.Delay = func() time.Duration { return delay }
+	l.Delay = func(_, _ uint64) time.Duration { return delay }
 	l.TimersFirst = true
 	l.Sending = l.sending
 	l.Event = func(id uint64, e Event) {

@@ -66,7 +66,7 @@ func newHistory(t *testing.T, quorum bool, seed int64) *history {
 	}
 	l := newLAN(t, opt, 0)
 	l.Rng, l.global = rng, quorum
-	l.Delay = func() time.Duration { return time.Duration(100+rng.IntN(2900)) * time.Microsecond }
+	l.Delay = func(_, _ uint64) time.Duration { return time.Duration(100+rng.IntN(2900)) * time.Microsecond }
 	h.l = l
 	t.Cleanup(func() {
 		if t.Failed() {

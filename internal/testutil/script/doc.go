@@ -15,15 +15,14 @@
 // randomized and table tests run on Net directly.
 //
 // Driver runs a script on a Net: it owns the commands every script has
-// (add-nodes, view, crash, tick, stabilize, drop, partition, heal, hide,
-// show: see Driver.Do), prints every message as it is sent and every
+// (add-nodes, view, crash, tick, stabilize, drop, delay, partition, heal,
+// hide, show: see Driver.Do), prints every message as it is sent and every
 // event as it happens, and runs the Adapter's invariant check after every
 // command. An Adapter says how to make a node, how to print its messages
 // and events, and adds the machine's own commands:
 //
 //	func TestScripts(t *testing.T) {
 //		script.Run(t, "testdata", func(d *script.Driver[*node, Event]) script.Adapter[*node, Event] {
-//			d.Net.Delay = func() time.Duration { return time.Millisecond }
 //			return &adapter{}
 //		})
 //	}

@@ -51,8 +51,13 @@ type Driver[N Node[E], E any] struct {
 	A       Adapter[N, E]
 	Out     strings.Builder
 	Crashed map[uint64]bool
-	hidden  map[string]bool // kinds of message not printed
+	hidden  map[string]bool             // kinds of message not printed
+	delays  map[[2]uint64]time.Duration // links whose delay is not LinkDelay, both ways
 }
+
+// LinkDelay is the time a message of a script takes, unless the script
+// sets its link's (delay).
+const LinkDelay = time.Millisecond
 
 // Start is when every script begins: times print as t=, since then.
 var Start = time.Unix(1_800_000_000, 0)
@@ -92,8 +97,15 @@ func Run[N Node[E], E any](t *testing.T, dir string, newAdapter func(d *Driver[N
 // NewDriver returns a Driver without an adapter, whose network prints
 // what it carries to Out.
 func NewDriver[N Node[E], E any](t *testing.T) *Driver[N, E] {
-	d := &Driver[N, E]{T: t, Net: New[N, E](t, Start), Crashed: map[uint64]bool{}, hidden: map[string]bool{}}
+	d := &Driver[N, E]{T: t, Net: New[N, E](t, Start), Crashed: map[uint64]bool{}, hidden: map[string]bool{},
+		delays: map[[2]uint64]time.Duration{}}
 	n := d.Net
+	n.Delay = func(from, to uint64) time.Duration {
+		if v, ok := d.delays[[2]uint64{min(from, to), max(from, to)}]; ok {
+			return v
+		}
+		return LinkDelay
+	}
 	n.Sending = func(from uint64, m Msg) (string, string, bool) { return d.A.Message(from, m) }
 	n.Sent = d.printSent
 	n.Lost = d.printLost
@@ -107,7 +119,7 @@ func NewDriver[N Node[E], E any](t *testing.T) *Driver[N, E] {
 
 // Printf prints a line of the running command's output, at the time now.
 func (d *Driver[N, E]) Printf(format string, args ...any) {
-	fmt.Fprintf(&d.Out, "t=%v ", d.Net.Since())
+	fmt.Fprintf(&d.Out, "t=%v ", d.Net.Since().Round(time.Microsecond))
 	fmt.Fprintf(&d.Out, format, args...)
 	d.Out.WriteByte('\n')
 }
@@ -155,6 +167,8 @@ func (d *Driver[N, E]) printLost(m msgnet.Msg, why string) {
 //	                       drop the next n messages of kind K (any: all
 //	                       kinds; the default) from 2 to 3 (2->*: to all,
 //	                       a message counting once)
+//	delay 3-4 4ms          messages between 3 and 4, both ways, take 4ms
+//	                       (every other link: LinkDelay, 1ms)
 //	partition 1 2 | 3      cut the network into sides (a node not named is
 //	                       alone)
 //	heal                   end the partition and every drop rule
@@ -190,11 +204,21 @@ func (d *Driver[N, E]) Do(td *datadriven.TestData) string {
 			step = d.Duration(td, words[0])
 		}
 		d.Net.Run(step)
-		fmt.Fprintf(&d.Out, "t=%v\n", d.Net.Since())
+		fmt.Fprintf(&d.Out, "t=%v\n", d.Net.Since().Round(time.Microsecond))
 	case "stabilize":
 		d.stabilize(td)
 	case "drop":
 		d.drop(td, words)
+	case "delay":
+		if len(words) != 2 {
+			td.Fatalf(d.T, "usage: delay A-B DURATION")
+		}
+		a, b, ok := strings.Cut(words[0], "-")
+		if !ok {
+			td.Fatalf(d.T, "bad link %q: want A-B", words[0])
+		}
+		x, y := d.ID(td, a), d.ID(td, b)
+		d.delays[[2]uint64{min(x, y), max(x, y)}] = d.Duration(td, words[1])
 	case "partition":
 		var sides [][]uint64
 		for part := range strings.SplitSeq(strings.Join(words, " "), "|") {

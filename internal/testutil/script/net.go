@@ -59,8 +59,9 @@ type Net[N Node[E], E any] struct {
 	Start time.Time // when the network began: times print as since then
 	Now   time.Time
 	Nodes map[uint64]*Peer[N, E]
-	// Delay is the time a message takes; nil: none.
-	Delay func() time.Duration
+	// Delay is the time a message takes from one node to another; nil:
+	// none.
+	Delay func(from, to uint64) time.Duration
 	// Rng, when set, decides the fate of each message in flight at a view
 	// change or crash (msgnet.Net.Settle); nil: they are all lost.
 	Rng *rand.Rand
@@ -235,7 +236,7 @@ func (n *Net[N, E]) send(p *Peer[N, E], m Msg) {
 		n.Logf("%d → %d %s", p.ID, dst, text)
 		d := time.Duration(0)
 		if n.Delay != nil {
-			d = n.Delay()
+			d = n.Delay(p.ID, dst)
 		}
 		n.Flight.Send(n.Now.Add(d), p.ID, dst, m.Payload)
 	}
