@@ -8,6 +8,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/testutil/msgnet"
+	"github.com/huddle-lan/huddle/internal/testutil/script"
 )
 
 // TestRandomViews runs seeded histories of starts, crashes, joins,
@@ -110,7 +111,7 @@ func (h *history) form(ids []uint64) {
 
 func (h *history) run(steps int) {
 	for range steps {
-		h.l.Run(h.gap())
+		h.l.Run(script.Gap(h.rng))
 		switch op := h.rng.IntN(10); {
 		case op < 3:
 			h.starts()
@@ -123,19 +124,6 @@ func (h *history) run(steps int) {
 		default:
 			h.merge()
 		}
-	}
-}
-
-// gap is the time between two steps: none (view changes in a burst),
-// less than a message round trip, or long enough for timeouts to fire.
-func (h *history) gap() time.Duration {
-	switch r := h.rng.IntN(10); {
-	case r < 3:
-		return 0
-	case r < 8:
-		return time.Duration(h.rng.IntN(5000)) * time.Microsecond
-	default:
-		return time.Duration(h.rng.IntN(80)) * time.Millisecond
 	}
 }
 

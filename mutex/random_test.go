@@ -8,6 +8,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/testutil/msgnet"
+	"github.com/huddle-lan/huddle/internal/testutil/script"
 )
 
 // TestRandomHistories runs seeded histories of requests, releases,
@@ -101,7 +102,7 @@ func (h *history) form(ids []uint64) {
 
 func (h *history) run(steps int) {
 	for range steps {
-		h.l.Run(h.gap())
+		h.l.Run(script.Gap(h.rng))
 		switch op := h.rng.IntN(20); {
 		case op < 6:
 			h.requests()
@@ -119,19 +120,6 @@ func (h *history) run(steps int) {
 		if err := h.l.safe(h.quorum); err != nil {
 			h.t.Fatalf("%v\n%s", err, h.l.Tail())
 		}
-	}
-}
-
-// gap is the time between two steps: none (a burst), less than a message
-// round trip, or long enough for the network to settle.
-func (h *history) gap() time.Duration {
-	switch r := h.rng.IntN(10); {
-	case r < 3:
-		return 0
-	case r < 8:
-		return time.Duration(h.rng.IntN(5000)) * time.Microsecond
-	default:
-		return time.Duration(h.rng.IntN(80)) * time.Millisecond
 	}
 }
 

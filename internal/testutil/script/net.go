@@ -432,3 +432,17 @@ func (n *Net[N, E]) Logf(format string, args ...any) {
 
 // Tail returns the last lines of the trace.
 func (n *Net[N, E]) Tail() string { return strings.Join(n.trace, "\n") }
+
+// Gap is a random time between two steps of a random history: none (view
+// changes in a burst), less than a message round trip, or long enough for
+// timeouts to fire and the network to settle.
+func Gap(rng *rand.Rand) time.Duration {
+	switch r := rng.IntN(10); {
+	case r < 3:
+		return 0
+	case r < 8:
+		return time.Duration(rng.IntN(5000)) * time.Microsecond
+	default:
+		return time.Duration(rng.IntN(80)) * time.Millisecond
+	}
+}
