@@ -3,7 +3,6 @@ package script
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -345,24 +344,6 @@ func (d *Driver[N, E]) Duration(td *datadriven.TestData, w string) time.Duration
 		td.Fatalf(d.T, "bad duration %q", w)
 	}
 	return v
-}
-
-// Views lists each node's view, or crashed.
-func (d *Driver[N, E]) Views() string {
-	var b strings.Builder
-	ids := d.Net.IDs()
-	for id := range d.Crashed {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range slices.Compact(ids) {
-		if p := d.Net.Nodes[id]; p == nil {
-			fmt.Fprintf(&b, "%d: crashed\n", id)
-		} else {
-			fmt.Fprintf(&b, "%d: view %s [%s]\n", id, p.ViewID, JoinIDs(p.View))
-		}
-	}
-	return b.String()
 }
 
 // JoinIDs joins IDs with spaces.
