@@ -67,22 +67,22 @@ func electionAfterForgedRound(t *testing.T, alg Algorithm, unbounded bool) error
 	group := []uint64{1, 2, 3}
 	l.add(group...)
 	for _, id := range group {
-		l.nodes[id].m.unbounded = unbounded
+		l.Nodes[id].M.unbounded = unbounded
 	}
-	l.install(group...)
-	l.drain()
+	l.Install(group...)
+	l.Drain()
 	var c codec
 	forged := c.append(nil, message{kindElection, math.MaxUint64, 2})
 	for _, id := range []uint64{1, 3} {
-		l.nodes[id].m.Receive(l.now, 2, forged)
-		l.collect(id)
+		l.Nodes[id].M.Receive(l.Now, 2, forged)
+		l.Collect(id)
 	}
-	l.run(100 * time.Millisecond)
+	l.Run(100 * time.Millisecond)
 	l.start(1)
-	l.run(100 * time.Millisecond)
+	l.Run(100 * time.Millisecond)
 	var round uint64
 	for i, id := range group {
-		m := l.nodes[id].m
+		m := l.Nodes[id].M
 		ld, r := m.Leader()
 		if ld != slices.Max(group) || m.busy() || i > 0 && r != round {
 			return fmt.Errorf("node %d: leader %d of round %d (node 1: round %d), state %d", id, ld, r, round, m.state)

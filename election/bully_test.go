@@ -26,16 +26,16 @@ func TestBullyCounts(t *testing.T) {
 			l := newLAN(t, bullyOpts, time.Millisecond)
 			members := ids(n)
 			l.add(members...)
-			l.install(shuffled(members)...)
+			l.Install(shuffled(members)...)
 			l.start(members[n-1])
-			l.drain()
+			l.Drain()
 			if want := (Counts{Coordinator: uint64(n - 1)}); l.carried != want {
 				t.Fatalf("the highest's own election: carried %+v, want %+v", l.carried, want)
 			}
 			l.carried = Counts{}
-			l.crash(members[n-1])
-			l.install(members[:n-1]...)
-			l.drain()
+			l.Crash(members[n-1])
+			l.Install(members[:n-1]...)
+			l.Drain()
 			if want := (Counts{Coordinator: uint64(n - 2)}); l.carried != want {
 				t.Errorf("carried %+v, want %+v", l.carried, want)
 			}
@@ -47,7 +47,7 @@ func TestBullyCounts(t *testing.T) {
 				checkRoundTotal(t, l, members[:n-1], members[n-2], round)
 			}
 			for _, id := range members[:n-1] {
-				for _, e := range l.nodes[id].evs {
+				for _, e := range l.Nodes[id].Events {
 					if e.Kind == Started && e.Round == round && id != members[n-2] {
 						t.Errorf("node %d started round %d too", id, round)
 					}
@@ -61,9 +61,9 @@ func TestBullyCounts(t *testing.T) {
 			l := newLAN(t, bullyOpts, time.Millisecond)
 			members := ids(n)
 			l.add(members...)
-			l.install(shuffled(members)...)
+			l.Install(shuffled(members)...)
 			l.start(members[0])
-			l.drain()
+			l.Drain()
 			half := uint64(n * (n - 1) / 2)
 			if want := (Counts{Election: half, Answer: half, Coordinator: uint64(n - 1)}); l.carried != want {
 				t.Errorf("carried %+v, want %+v", l.carried, want)
@@ -80,7 +80,7 @@ func TestBullyCounts(t *testing.T) {
 			}
 			checkRoundTotal(t, l, members, members[n-1], round)
 			late := 0
-			for _, e := range l.nodes[members[n-1]].evs {
+			for _, e := range l.Nodes[members[n-1]].Events {
 				if e.Kind == Done && e.Late {
 					late++
 				}

@@ -3,11 +3,12 @@ package election
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"testing"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
+	"github.com/huddle-lan/huddle/internal/testutil"
 )
 
 func TestCodecRoundTrip(t *testing.T) {
@@ -33,39 +34,27 @@ func TestCodecRoundTrip(t *testing.T) {
 }
 
 func TestCodecRejects(t *testing.T) {
-	mp := func(vs ...any) []byte {
-		b, err := msgpack.Marshal(vs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	mp := func(vs ...any) []byte { return testutil.Msgpack(t, vs...) }
 	var c codec
-	for _, tc := range []struct {
-		name string
-		p    []byte
-	}{
-		{"empty", nil},
-		{"not an array", []byte{0x01}},
-		{"nil", []byte{0xc0}},
-		{"two fields", mp(1, 1)},
-		{"four fields", mp(1, 1, 1, 1)},
-		{"truncated", mp(1, 1, 300)[:5]},
-		{"negative", mp(1, -1, 1)},
-		{"nil field", mp(1, nil, 1)},
-		{"float", mp(1, 1.5, 1)},
-		{"string", mp(1, "1", 1)},
-		{"kind 0", mp(0, 1, 1)},
-		{"kind 7", mp(7, 1, 1)},
-		{"tally of round 0", mp(5, 0, 1)},
-		{"round 0", mp(1, 0, 1)},
-		{"id 0", mp(1, 1, 0)},
-		{"trailing byte", append(mp(1, 1, 1), 0)},
-		{"too long", make([]byte, maxPayload+1)},
-		{"huge array", []byte{0xdd, 0xff, 0xff, 0xff, 0xff}},
-	} {
-		if msg, err := c.decode(tc.p); !errors.Is(err, errMalformed) {
-			t.Errorf("%s (%x): %+v, %v; want errMalformed", tc.name, tc.p, msg, err)
+	cases := testutil.NotArrays(maxPayload)
+	maps.Copy(cases, map[string][]byte{
+		"two fields":       mp(1, 1),
+		"four fields":      mp(1, 1, 1, 1),
+		"truncated":        mp(1, 1, 300)[:5],
+		"negative":         mp(1, -1, 1),
+		"nil field":        mp(1, nil, 1),
+		"float":            mp(1, 1.5, 1),
+		"string":           mp(1, "1", 1),
+		"kind 0":           mp(0, 1, 1),
+		"kind 7":           mp(7, 1, 1),
+		"tally of round 0": mp(5, 0, 1),
+		"round 0":          mp(1, 0, 1),
+		"id 0":             mp(1, 1, 0),
+		"trailing byte":    append(mp(1, 1, 1), 0),
+	})
+	for name, p := range cases {
+		if msg, err := c.decode(p); !errors.Is(err, errMalformed) {
+			t.Errorf("%s (%x): %+v, %v; want errMalformed", name, p, msg, err)
 		}
 	}
 }

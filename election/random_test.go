@@ -8,6 +8,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/testutil/msgnet"
+	"github.com/huddle-lan/huddle/internal/testutil/script"
 )
 
 // TestRandomViews runs seeded histories of starts, crashes, joins,
@@ -26,7 +27,7 @@ func TestRandomViews(t *testing.T) {
 				if h.rng.IntN(2) == 0 {
 					h.mergeAll()
 				}
-				h.l.drain()
+				h.l.Drain()
 				for _, g := range h.groups {
 					h.checkGroup(g)
 				}
@@ -51,19 +52,19 @@ func newHistory(t *testing.T, alg Algorithm, seed int64) *history {
 	opt := Options{Algorithm: alg, AnswerTimeout: 20 * time.Millisecond, CoordinatorTimeout: 50 * time.Millisecond,
 		Order: []RingOrder{Ascending, Descending, JoinOrder}[rng.IntN(3)]}
 	l := newLAN(t, opt, 0)
-	l.rng = rng
+	l.Rng = rng
 	if opt.Order == JoinOrder {
-		l.order = func(g []uint64) []uint64 { // a view's own order, the same for all its members
+		l.Order = func(g []uint64) []uint64 { // a view's own order, the same for all its members
 			o := slices.Clone(g)
 			rng.Shuffle(len(o), func(i, j int) { o[i], o[j] = o[j], o[i] })
 			return o
 		}
 	}
-	l.delay = func() time.Duration { return time.Duration(100+rng.IntN(2900)) * time.Microsecond }
+	l.Delay = func(_, _ uint64) time.Duration { return time.Duration(100+rng.IntN(2900)) * time.Microsecond }
 	h := &history{t: t, rng: rng, l: l, nextID: 1}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("%s, ring order %s; the last steps:\n%s", alg, opt.Order, l.tail())
+			t.Logf("%s, ring order %s; the last steps:\n%s", alg, opt.Order, l.Tail())
 		}
 	})
 	n := 1 + rng.IntN(6)
@@ -105,12 +106,12 @@ func (h *history) newID() uint64 {
 func (h *history) form(ids []uint64) {
 	h.l.add(ids...)
 	h.groups = append(h.groups, slices.Clone(ids))
-	h.l.install(ids...)
+	h.l.Install(ids...)
 }
 
 func (h *history) run(steps int) {
 	for range steps {
-		h.l.run(h.gap())
+		h.l.Run(script.Gap(h.rng))
 		switch op := h.rng.IntN(10); {
 		case op < 3:
 			h.starts()
@@ -126,35 +127,22 @@ func (h *history) run(steps int) {
 	}
 }
 
-// gap is the time between two steps: none (view changes in a burst),
-// less than a message round trip, or long enough for timeouts to fire.
-func (h *history) gap() time.Duration {
-	switch r := h.rng.IntN(10); {
-	case r < 3:
-		return 0
-	case r < 8:
-		return time.Duration(h.rng.IntN(5000)) * time.Microsecond
-	default:
-		return time.Duration(h.rng.IntN(80)) * time.Millisecond
-	}
-}
-
 // starts calls Start at one to three live nodes at the same instant.
 func (h *history) starts() {
-	ids := h.l.ids()
+	ids := h.l.IDs()
 	for range 1 + h.rng.IntN(3) {
 		h.l.start(ids[h.rng.IntN(len(ids))])
 	}
 }
 
 func (h *history) crash() {
-	if len(h.l.nodes) < 2 {
+	if len(h.l.Nodes) < 2 {
 		return
 	}
 	gi := h.rng.IntN(len(h.groups))
 	g := h.groups[gi]
 	id := g[h.rng.IntN(len(g))]
-	h.l.crash(id)
+	h.l.Crash(id)
 	h.dead = append(h.dead, id)
 	g = slices.DeleteFunc(g, func(x uint64) bool { return x == id })
 	if len(g) == 0 {
@@ -162,24 +150,24 @@ func (h *history) crash() {
 		return
 	}
 	h.groups[gi] = g
-	h.l.install(g...)
+	h.l.Install(g...)
 }
 
 // join adds a fresh node: to a group, or alone (a view of its own).
 func (h *history) join() {
-	if len(h.l.nodes) >= 12 {
+	if len(h.l.Nodes) >= 12 {
 		return
 	}
 	id := h.newID()
 	h.l.add(id)
 	if len(h.groups) == 0 || h.rng.IntN(4) == 0 {
 		h.groups = append(h.groups, []uint64{id})
-		h.l.install(id)
+		h.l.Install(id)
 		return
 	}
 	gi := h.rng.IntN(len(h.groups))
 	h.groups[gi] = append(h.groups[gi], id)
-	h.l.install(h.groups[gi]...)
+	h.l.Install(h.groups[gi]...)
 }
 
 func (h *history) partition() {
@@ -188,8 +176,8 @@ func (h *history) partition() {
 		return
 	}
 	h.groups = groups
-	h.l.install(a...)
-	h.l.install(b...)
+	h.l.Install(a...)
+	h.l.Install(b...)
 }
 
 func (h *history) merge() {
@@ -200,14 +188,14 @@ func (h *history) merge() {
 	g := append(slices.Clone(h.groups[i]), h.groups[j]...)
 	h.groups[i] = g
 	h.groups = slices.Delete(h.groups, j, j+1)
-	h.l.install(g...)
+	h.l.Install(g...)
 }
 
 func (h *history) mergeAll() {
 	for len(h.groups) > 1 {
 		g := append(h.groups[0], h.groups[1]...)
 		h.groups = append([][]uint64{g}, h.groups[2:]...)
-		h.l.install(g...)
+		h.l.Install(g...)
 	}
 }
 
@@ -216,9 +204,9 @@ func (h *history) mergeAll() {
 func (h *history) checkGroup(g []uint64) {
 	t := h.t
 	top := slices.Max(g)
-	_, round := h.l.nodes[g[0]].m.Leader()
+	_, round := h.l.Nodes[g[0]].M.Leader()
 	for _, id := range g {
-		m := h.l.nodes[id].m
+		m := h.l.Nodes[id].M
 		ld, r := m.Leader()
 		if ld != top || r != round {
 			t.Errorf("view %v: node %d has leader %d round %d; want %d, and node %d's round %d", g, id, ld, r, top, g[0], round)

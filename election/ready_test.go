@@ -1,33 +1,29 @@
 package election
 
+import "github.com/huddle-lan/huddle/internal/testutil/script"
+
 // held is what Ready handed out that a test has not looked at yet, per
 // machine: tests take the messages and the events apart.
-var held = map[*Machine]*Ready{}
-
-func (m *Machine) collect() *Ready {
-	h := held[m]
-	if h == nil {
-		h = &Ready{}
-		held[m] = h
-	}
-	rd := m.Ready()
-	h.Messages = append(h.Messages, rd.Messages...)
-	h.Events = append(h.Events, rd.Events...)
-	return h
-}
+var held script.Held[*Machine, Message, Event]
 
 // TakeOutput returns the messages not taken yet.
 func (m *Machine) TakeOutput() []Message {
-	h := m.collect()
-	out := h.Messages
-	h.Messages = nil
-	return out
+	rd := m.Ready()
+	return held.Messages(m, rd.Messages, rd.Events)
 }
 
 // TakeEvents returns the events not taken yet.
 func (m *Machine) TakeEvents() []Event {
-	h := m.collect()
-	evs := h.Events
-	h.Events = nil
-	return evs
+	rd := m.Ready()
+	return held.Events(m, rd.Messages, rd.Events)
+}
+
+// Take implements script.Node: the messages and the events not taken yet.
+func (m *Machine) Take() ([]script.Msg, []Event) {
+	out := m.TakeOutput()
+	msgs := make([]script.Msg, len(out))
+	for i, o := range out {
+		msgs[i] = script.Msg{To: o.To, Payload: o.Payload}
+	}
+	return msgs, m.TakeEvents()
 }

@@ -35,21 +35,21 @@ func shuffled(ids []uint64) []uint64 {
 // members' Done.Sent for it.
 func checkOneLeader(t *testing.T, l *lan, group []uint64, leader uint64) (round uint64, sent int) {
 	t.Helper()
-	_, round = l.nodes[group[0]].m.Leader()
+	_, round = l.Nodes[group[0]].M.Leader()
 	wins := 0
 	for _, id := range group {
-		n := l.nodes[id]
-		if ld, r := n.m.Leader(); ld != leader || r != round {
+		n := l.Nodes[id]
+		if ld, r := n.M.Leader(); ld != leader || r != round {
 			t.Errorf("node %d: leader %d round %d, want %d round %d", id, ld, r, leader, round)
 		}
-		if n.m.busy() {
-			t.Errorf("node %d: still in round %d (state %d)", id, n.m.round, n.m.state)
+		if n.M.busy() {
+			t.Errorf("node %d: still in round %d (state %d)", id, n.M.round, n.M.state)
 		}
-		if d := n.m.NextDeadline(); !d.IsZero() {
+		if d := n.M.NextDeadline(); !d.IsZero() {
 			t.Errorf("node %d: a timer is armed at %v", id, d)
 		}
 		dones := 0
-		for _, e := range n.evs {
+		for _, e := range n.Events {
 			if e.Round != round {
 				continue
 			}
@@ -87,14 +87,14 @@ func checkRoundTotal(t *testing.T, l *lan, group []uint64, leader, round uint64)
 	t.Helper()
 	want := 0
 	for _, id := range group {
-		for _, e := range l.nodes[id].evs {
+		for _, e := range l.Nodes[id].Events {
 			if e.Round == round && e.Kind == Done && !e.Late {
 				want += e.Sent
 			}
 		}
 	}
 	var got []int
-	for _, e := range l.nodes[leader].evs {
+	for _, e := range l.Nodes[leader].Events {
 		if e.Round == round && e.Kind == Round {
 			got = append(got, e.Sent)
 		}
@@ -103,7 +103,7 @@ func checkRoundTotal(t *testing.T, l *lan, group []uint64, leader, round uint64)
 		t.Errorf("round %d: the leader's Round events count %v messages; the members' Done %d (the network carried %d)", round, got, want, l.messages())
 	}
 	for _, id := range group {
-		if n, ok := l.nodes[id].m.RoundTotal(round); !ok || n != want {
+		if n, ok := l.Nodes[id].M.RoundTotal(round); !ok || n != want {
 			t.Errorf("node %d knows %d messages for round %d (%v), want %d", id, n, round, ok, want)
 		}
 	}
@@ -112,8 +112,8 @@ func checkRoundTotal(t *testing.T, l *lan, group []uint64, leader, round uint64)
 // checkClean checks that no member ignored, or failed to decode, any message.
 func checkClean(t *testing.T, l *lan) {
 	t.Helper()
-	for _, id := range l.ids() {
-		s := l.nodes[id].m.Stats()
+	for _, id := range l.IDs() {
+		s := l.Nodes[id].M.Stats()
 		if s.Stale+s.Malformed+s.Foreign+s.Ignored != 0 {
 			t.Errorf("node %d: %+v", id, s)
 		}
@@ -148,7 +148,7 @@ func TestRingCounts(t *testing.T) {
 				l := newLAN(t, Options{Algorithm: Ring, Order: c.order}, time.Millisecond)
 				members := ids(n)
 				l.add(members...)
-				l.install(shuffled(members)...)
+				l.Install(shuffled(members)...)
 				ring := slices.Clone(members)
 				if c.order == Descending {
 					slices.Reverse(ring)
@@ -158,7 +158,7 @@ func TestRingCounts(t *testing.T) {
 						t.Fatalf("Start at %d refused", id)
 					}
 				}
-				l.drain()
+				l.Drain()
 				wantE, wantD := c.election(n), n
 				if n == 1 {
 					wantE, wantD = 0, 0
@@ -243,15 +243,15 @@ func TestRingJoinOrder(t *testing.T) {
 		run := func(n int, ring []uint64, starters []uint64) Counts {
 			t.Helper()
 			l := newLAN(t, Options{Algorithm: Ring, Order: JoinOrder}, time.Millisecond)
-			l.order = func([]uint64) []uint64 { return ring }
+			l.Order = func([]uint64) []uint64 { return ring }
 			l.add(ring...)
-			l.install(ring...)
+			l.Install(ring...)
 			for _, id := range starters {
 				if !l.start(id) {
 					t.Fatalf("Start at %d refused", id)
 				}
 			}
-			l.drain()
+			l.Drain()
 			round, _ := checkOneLeader(t, l, slices.Sorted(slices.Values(ring)), slices.Max(ring))
 			checkRoundTotal(t, l, slices.Sorted(slices.Values(ring)), slices.Max(ring), round)
 			return l.carried
@@ -315,14 +315,14 @@ func TestHopDelay(t *testing.T) {
 	l := newLAN(t, Options{Algorithm: Ring, HopDelay: hop}, time.Millisecond)
 	members := ids(4)
 	l.add(members...)
-	l.install(members...)
-	start := l.now
+	l.Install(members...)
+	start := l.Now
 	if !l.start(members[3]) {
 		t.Fatal("Start refused")
 	}
-	l.drain()
+	l.Drain()
 	checkOneLeader(t, l, members, members[3])
-	if took, least := l.now.Sub(start), 8*hop; took < least || took > least+time.Second {
+	if took, least := l.Now.Sub(start), 8*hop; took < least || took > least+time.Second {
 		t.Errorf("a round of 8 messages took %v, want 8 hop delays of %v and the network's 8 ms", took, hop)
 	}
 	if l.carried.Total() != 8 {

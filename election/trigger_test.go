@@ -24,13 +24,13 @@ func TestViewTriggers(t *testing.T) {
 		stale    map[uint64]int // Stats.Stale by member; all else must be clean
 	}
 	join := func(id uint64) func(l *lan) {
-		return func(l *lan) { l.add(id); l.install(append(slices.Clone(group), id)...) }
+		return func(l *lan) { l.add(id); l.Install(append(slices.Clone(group), id)...) }
 	}
-	leave := func(l *lan) { l.crash(40); l.install(10, 20, 30) }
+	leave := func(l *lan) { l.Crash(40); l.Install(10, 20, 30) }
 	lostAnnouncement := func(l *lan) {
 		l.add(25)
-		l.install(10, 20, 25, 30, 40)
-		l.install(10, 20, 25, 30, 40) // the same members, a new view: the announcement in flight is lost
+		l.Install(10, 20, 25, 30, 40)
+		l.Install(10, 20, 25, 30, 40) // the same members, a new view: the announcement in flight is lost
 	}
 	tcs := []tc{
 		{name: "joiner below the leader", alg: Ring, quiet: true, act: join(25), want: Counts{Elected: 1},
@@ -58,7 +58,7 @@ func TestViewTriggers(t *testing.T) {
 		{name: "leader leaves", alg: Bully, quiet: true, act: leave, want: Counts{Coordinator: 2},
 			members: []uint64{10, 20, 30}, leader: 30, round: 2, starters: []uint64{30}},
 		{name: "a member below the leader leaves", alg: Bully, quiet: true,
-			act: func(l *lan) { l.crash(20); l.install(10, 30, 40) }, members: []uint64{10, 30, 40}, leader: 40, round: 1},
+			act: func(l *lan) { l.Crash(20); l.Install(10, 30, 40) }, members: []uint64{10, 30, 40}, leader: 40, round: 1},
 		// A joiner whose announcement is lost waits, then starts round 1,
 		// which is the group's round too. Ring: 30 tells it the leader
 		// (ELECTED), it passes that on to 30, which knows it (stale).
@@ -71,44 +71,44 @@ func TestViewTriggers(t *testing.T) {
 			members: []uint64{10, 20, 25, 30, 40}, leader: 40, round: 1, starters: []uint64{25}},
 		{name: "alone", alg: Ring, quiet: true, act: func(l *lan) {
 			for _, id := range []uint64{10, 20, 40} {
-				l.crash(id)
+				l.Crash(id)
 			}
-			l.install(30)
+			l.Install(30)
 		}, members: []uint64{30}, leader: 30, round: 2, starters: []uint64{30}},
 	}
 	for _, c := range tcs {
 		t.Run(string(c.alg)+"/"+c.name, func(t *testing.T) {
 			l := newLAN(t, Options{Algorithm: c.alg, AnswerTimeout: 50 * time.Millisecond, CoordinatorTimeout: 100 * time.Millisecond}, time.Millisecond)
 			l.add(group...)
-			l.install(group...)
+			l.Install(group...)
 			l.start(40)
-			l.drain()
+			l.Drain()
 			if c.quiet {
-				l.run(time.Second)
+				l.Run(time.Second)
 			}
 			l.carried = Counts{}
 			evs := map[uint64]int{}
-			for _, id := range l.ids() {
-				evs[id] = len(l.nodes[id].evs)
+			for _, id := range l.IDs() {
+				evs[id] = len(l.Nodes[id].Events)
 			}
 			c.act(l)
-			l.drain()
+			l.Drain()
 			if l.carried != c.want {
 				t.Errorf("carried %+v, want %+v", l.carried, c.want)
 			}
 			for _, id := range c.members {
-				n := l.nodes[id]
-				if ld, r := n.m.Leader(); ld != c.leader || r != c.round {
+				n := l.Nodes[id]
+				if ld, r := n.M.Leader(); ld != c.leader || r != c.round {
 					t.Errorf("node %d: leader %d round %d, want %d round %d", id, ld, r, c.leader, c.round)
 				}
 				started := false
-				for _, e := range n.evs[evs[id]:] {
+				for _, e := range n.Events[evs[id]:] {
 					started = started || e.Kind == Started
 				}
 				if started != slices.Contains(c.starters, id) {
 					t.Errorf("node %d started: %v", id, started)
 				}
-				s := n.m.Stats()
+				s := n.M.Stats()
 				if s.Stale != uint64(c.stale[id]) || s.Malformed+s.Foreign+s.Ignored != 0 {
 					t.Errorf("node %d: %+v", id, s)
 				}
@@ -125,15 +125,15 @@ func TestJoinerAdopts(t *testing.T) {
 		t.Run(string(alg), func(t *testing.T) {
 			l := newLAN(t, Options{Algorithm: alg}, 3*time.Millisecond)
 			l.add(10, 20, 30)
-			l.install(10, 20, 30)
+			l.Install(10, 20, 30)
 			l.start(30)
-			l.drain()
-			l.run(time.Second)
+			l.Drain()
+			l.Run(time.Second)
 			l.add(5)
-			l.install(5, 10, 20, 30)
-			l.drain()
+			l.Install(5, 10, 20, 30)
+			l.Drain()
 			var kinds []EventKind
-			for _, e := range l.nodes[5].evs {
+			for _, e := range l.Nodes[5].Events {
 				kinds = append(kinds, e.Kind)
 				if e.Kind != Started && (e.Leader != 30 || e.Round != 1 || e.Duration != 3*time.Millisecond) {
 					t.Errorf("event %+v, want leader 30, round 1, 3ms", e)
@@ -155,26 +155,26 @@ func TestRestartInNewView(t *testing.T) {
 			l := newLAN(t, Options{Algorithm: alg, AnswerTimeout: 50 * time.Millisecond, CoordinatorTimeout: 100 * time.Millisecond}, time.Millisecond)
 			members := ids(6)
 			l.add(members...)
-			l.install(members...)
+			l.Install(members...)
 			l.start(members[0])
-			l.run(1500 * time.Microsecond) // the election is under way
-			held := l.net.Sorted()         // delivered after the new view, as a loop that queued them would
-			l.crash(members[2])
+			l.Run(1500 * time.Microsecond) // the election is under way
+			held := l.Flight.Sorted()      // delivered after the new view, as a loop that queued them would
+			l.Crash(members[2])
 			rest := slices.Delete(slices.Clone(members), 2, 3)
-			l.install(rest...)
+			l.Install(rest...)
 			for _, f := range held {
 				if f.From != members[2] && f.To != members[2] {
-					l.net.Requeue(f)
+					l.Flight.Requeue(f)
 				}
 			}
-			l.drain()
+			l.Drain()
 			round, _ := checkOneLeader(t, l, rest, members[5])
 			if round < 2 {
 				t.Errorf("round %d: the election did not restart", round)
 			}
 			var stale uint64
 			for _, id := range rest {
-				stale += l.nodes[id].m.Stats().Stale
+				stale += l.Nodes[id].M.Stats().Stale
 			}
 			if stale == 0 {
 				t.Error("no old message was counted stale")

@@ -3,6 +3,8 @@ package election
 import (
 	"slices"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/idset"
 )
 
 // SetView tells the machine the membership view installed now: its ID
@@ -13,12 +15,7 @@ import (
 func (m *Machine) SetView(now time.Time, view string, members []uint64) {
 	m.now = now
 	prev, first := m.members, !m.hasView
-	ms := slices.Clone(members)
-	slices.Sort(ms)
-	ms = slices.Compact(ms)
-	if len(ms) > 0 && ms[0] == 0 {
-		ms = ms[1:]
-	}
+	ms := idset.Of(members)
 	if m.hasView && view == m.view && slices.Equal(ms, m.members) {
 		return // the view again: nothing changed
 	}
@@ -139,13 +136,7 @@ func ringOf(order RingOrder, ms, members []uint64) []uint64 {
 		slices.Reverse(r)
 		return r
 	case JoinOrder:
-		r := make([]uint64, 0, len(ms))
-		for _, id := range members {
-			if id != 0 && !slices.Contains(r, id) {
-				r = append(r, id)
-			}
-		}
-		return r
+		return idset.InOrder(members)
 	}
 	return ms
 }

@@ -10,7 +10,7 @@ import (
 // reached, are ignored and counted; the clock stays put and nothing is
 // sent. A request just within the bound is taken.
 func TestClockBounds(t *testing.T) {
-	m := New(Options{Self: 1})
+	m := NewRA(Options{Self: 1})
 	m.SetView(t0, "1.1", []uint64{1, 2, 3}, nil)
 	for _, p := range [][]byte{
 		payload(kindRequest, ClockBound+1),
@@ -38,7 +38,7 @@ func TestClockBounds(t *testing.T) {
 // ClockBound at a time, refuses requests instead of wrapping, and still
 // answers the requests it may answer.
 func TestClockExhausted(t *testing.T) {
-	m := New(Options{Self: 1})
+	m := NewRA(Options{Self: 1})
 	m.SetView(t0, "1.1", []uint64{1, 2}, nil)
 	jumps := 0
 	for m.Clock() < MaxClock-1 {
@@ -66,19 +66,19 @@ func TestClockExhausted(t *testing.T) {
 // never got it.
 func starvedByForgedClock(t *testing.T, unbounded bool) []uint64 {
 	l := group(t, Options{}, 3)
-	for _, id := range l.ids() {
-		l.nodes[id].m.unbounded = unbounded
+	for _, id := range l.IDs() {
+		l.Nodes[id].M.unbounded = unbounded
 	}
 	for _, id := range []uint64{1, 3} {
-		l.nodes[id].m.Receive(l.now, 2, payload(kindRequest, math.MaxUint64-1))
-		l.collect(id)
+		l.Nodes[id].M.Receive(l.Now, 2, payload(kindRequest, math.MaxUint64-1))
+		l.Collect(id)
 	}
 	l.drain()
 	var starved []uint64
-	for _, id := range l.ids() {
+	for _, id := range l.IDs() {
 		l.request(id)
 		l.drain()
-		if l.nodes[id].m.State() != Held {
+		if l.Nodes[id].M.State() != Held {
 			starved = append(starved, id)
 		}
 		l.release(id)

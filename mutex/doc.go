@@ -4,13 +4,13 @@
 // with an optional quorum mode for partitions. See docs/design.md, "Mutual
 // exclusion".
 //
-// A Machine is a deterministic state machine: no goroutines, sockets,
-// clock, timers or randomness, and no callback: what it needs to know it
-// takes as inputs. The node's Core (package node; in the simulator too)
+// RA, the Ricart–Agrawala machine, is a deterministic state machine: no
+// goroutines, sockets, clock, timers or randomness, and no callback: what
+// it needs to know it takes as inputs. The node's Core (package node; in the simulator too)
 // drives it: it routes the views installed and the deliveries of the
 // service "mutex" to it, and multicasts what it hands back:
 //
-//	m := mutex.New(mutex.Options{Self: id, Quorum: 5, Lease: suspect})
+//	m := mutex.NewRA(mutex.Options{Self: id, Quorum: 5, Lease: suspect})
 //	for {
 //		// a view was installed (heard: when each member was last heard in
 //		// this view or the one before; quorum mode only, else nil):

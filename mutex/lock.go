@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/huddle-lan/huddle/internal/idset"
 	"github.com/huddle-lan/huddle/internal/wire"
 )
 
@@ -29,7 +30,7 @@ const (
 const DefaultAlgorithm = RicartAgrawala
 
 // Lock is what a node's Core needs of a lock machine, whichever the
-// algorithm: Ricart–Agrawala's Machine, the central server, the token
+// algorithm: Ricart–Agrawala's (RA), the central server, the token
 // ring. Each is a deterministic state machine fed the same inputs.
 type Lock interface {
 	// SetView tells the machine the view installed now: its ID and its
@@ -61,7 +62,7 @@ type Lock interface {
 	OwnMessages() bool
 }
 
-var _ Lock = (*Machine)(nil)
+var _ Lock = (*RA)(nil)
 
 // NewLock returns the lock machine of o.Algorithm. It panics if o does
 // not Validate.
@@ -75,12 +76,12 @@ func NewLock(o Options) Lock {
 	case TokenRing:
 		return newTokenRing(o.Self)
 	}
-	return New(o)
+	return NewRA(o)
 }
 
 // OwnMessages implements Lock: Ricart–Agrawala's messages go to the
 // others only.
-func (m *Machine) OwnMessages() bool { return false }
+func (m *RA) OwnMessages() bool { return false }
 
 // replicated is what the central server and the token ring share: a
 // state every member rebuilds alike from the messages delivered in total
@@ -225,12 +226,7 @@ func (r *replicated) input(from uint64, payload []byte, lo, hi kind) (kind, uint
 // setView installs a view: the rebuilt state starts empty. It reports
 // whether this node is a member; a node outside the view loses the lock.
 func (r *replicated) setView(now time.Time, view string, members []uint64) bool {
-	ms := make([]uint64, 0, len(members))
-	for _, id := range members {
-		if id != 0 && !slices.Contains(ms, id) {
-			ms = append(ms, id)
-		}
-	}
+	ms := idset.InOrder(members)
 	r.view, r.known = view, r.known[:0]
 	if !slices.Contains(ms, r.self) {
 		r.hasView, r.members = false, nil

@@ -29,13 +29,13 @@ func group(t *testing.T, opt Options, n int) *lan {
 // lastEvent returns id's last event of kind k.
 func lastEvent(t *testing.T, l *lan, id uint64, k EventKind) Event {
 	t.Helper()
-	evs := l.nodes[id].evs
+	evs := l.Nodes[id].Events
 	for i := len(evs) - 1; i >= 0; i-- {
 		if evs[i].Kind == k {
 			return evs[i]
 		}
 	}
-	t.Fatalf("node %d: no %v event\n%s", id, k, l.tail())
+	t.Fatalf("node %d: no %v event\n%s", id, k, l.Tail())
 	return Event{}
 }
 
@@ -104,9 +104,9 @@ func releaseAll(t *testing.T, l *lan) []uint64 {
 			l.release(id)
 		}
 	}
-	for _, id := range l.ids() {
-		if st := l.nodes[id].m.State(); st != Released {
-			t.Fatalf("node %d is %v with nothing in flight and no holder\n%s", id, st, l.tail())
+	for _, id := range l.IDs() {
+		if st := l.Nodes[id].M.State(); st != Released {
+			t.Fatalf("node %d is %v with nothing in flight and no holder\n%s", id, st, l.Tail())
 		}
 	}
 	return order
@@ -124,7 +124,7 @@ func TestDeferral(t *testing.T) {
 	if e := lastEvent(t, l, 1, Deferred); e.Peer != 3 || e.Clock != 3 {
 		t.Errorf("deferred %+v, want node 3's request ts 3", e)
 	}
-	if st := l.nodes[3].m.State(); st != Wanted {
+	if st := l.Nodes[3].M.State(); st != Wanted {
 		t.Fatalf("node 3 is %v while 1 holds", st)
 	}
 	l.request(2) // ts 4 > 3: after node 3
@@ -162,7 +162,7 @@ func TestJoinerDuringRequest(t *testing.T) {
 		l.add(3)
 		l.install(1, 2, 3)
 		l.request(3)
-		if ts1, ts3 := l.nodes[1].m.ts, l.nodes[3].m.ts; ts3 >= ts1 {
+		if ts1, ts3 := l.Nodes[1].M.ts, l.Nodes[3].M.ts; ts3 >= ts1 {
 			t.Fatalf("joiner's timestamp %d, want below node 1's %d", ts3, ts1)
 		}
 		l.drain()
@@ -170,12 +170,12 @@ func TestJoinerDuringRequest(t *testing.T) {
 		l.drain()
 		if naive {
 			if l.violation == nil {
-				t.Errorf("without asking the joiner: no two holders; the schedule lost its point\n%s", l.tail())
+				t.Errorf("without asking the joiner: no two holders; the schedule lost its point\n%s", l.Tail())
 			}
 			continue
 		}
 		if l.violation != nil {
-			t.Fatalf("%v\n%s", l.violation, l.tail())
+			t.Fatalf("%v\n%s", l.violation, l.Tail())
 		}
 		if got := releaseAll(t, l); !slices.Equal(got, []uint64{3, 1}) {
 			t.Errorf("entries %v, want [3 1]", got)
@@ -197,7 +197,7 @@ func TestHolderLeaves(t *testing.T) {
 	l.request(1)
 	l.request(2)
 	l.drain()
-	l.crash(4)
+	l.Crash(4)
 	l.install(1, 2, 3)
 	if got := releaseAll(t, l); !slices.Equal(got, []uint64{1, 2}) {
 		t.Errorf("entries %v, want [1 2]", got)
@@ -217,7 +217,7 @@ func TestQuorumPartition(t *testing.T) {
 		l.install(1, 2, 3)
 		l.install(4, 5)
 		if quorum == 0 {
-			if l.nodes[4].m.State() != Held {
+			if l.Nodes[4].M.State() != Held {
 				t.Fatalf("without a quorum, node 4 lost the lock in the minority")
 			}
 			l.release(4)
@@ -244,7 +244,7 @@ func TestQuorumPartition(t *testing.T) {
 			t.Errorf("majority entries %v, want [1 2 3]", order)
 		}
 		for _, id := range []uint64{4, 5} {
-			if st := l.nodes[id].m.State(); st != Wanted {
+			if st := l.Nodes[id].M.State(); st != Wanted {
 				t.Errorf("node %d in the minority is %v, want wanted", id, st)
 			}
 		}
@@ -273,29 +273,29 @@ func TestQuorumOverlappingViews(t *testing.T) {
 		l.drain()
 		l.request(5)
 		l.drain()
-		if st := l.nodes[5].m.State(); st != Held {
+		if st := l.Nodes[5].M.State(); st != Held {
 			t.Fatalf("node 5 is %v, want held", st)
 		}
-		start := l.now
+		start := l.Now
 		l.installOn("9.1", []uint64{1, 2, 4}, 1, 2, 4)
 		l.request(2)
 		l.drain()
 		if without != "" {
 			if l.violation == nil {
-				t.Fatalf("without the %s, no two holders: the test shows nothing\n%s", without, l.tail())
+				t.Fatalf("without the %s, no two holders: the test shows nothing\n%s", without, l.Tail())
 			}
 			continue
 		}
 		lost := lastEvent(t, l, 5, Exited)
 		got := lastEvent(t, l, 2, Acquired)
-		if !lost.Lost || l.nodes[2].m.State() != Held {
-			t.Fatalf("node 5: %+v; node 2 is %v, want it to hold\n%s", lost, l.nodes[2].m.State(), l.tail())
+		if !lost.Lost || l.Nodes[2].M.State() != Held {
+			t.Fatalf("node 5: %+v; node 2 is %v, want it to hold\n%s", lost, l.Nodes[2].M.State(), l.Tail())
 		}
 		if q := testLease * 3 / 2; got.Wait < q {
 			t.Errorf("node 2 waited %v, less than the quarantine %v", got.Wait, q)
 		}
-		if l.now.Sub(start) > 5*testLease {
-			t.Errorf("granted %v after the view change", l.now.Sub(start))
+		if l.Now.Sub(start) > 5*testLease {
+			t.Errorf("granted %v after the view change", l.Now.Sub(start))
 		}
 	}
 }
@@ -313,15 +313,15 @@ func releaseAllOf(t *testing.T, l *lan, side ...uint64) []uint64 {
 		}
 		for _, id := range hs {
 			if !slices.Contains(side, id) {
-				t.Fatalf("node %d, outside %v, holds\n%s", id, side, l.tail())
+				t.Fatalf("node %d, outside %v, holds\n%s", id, side, l.Tail())
 			}
 			order = append(order, id)
 			l.release(id)
 		}
 	}
 	for _, id := range side {
-		if st := l.nodes[id].m.State(); st != Released {
-			t.Fatalf("node %d is %v with nothing in flight\n%s", id, st, l.tail())
+		if st := l.Nodes[id].M.State(); st != Released {
+			t.Fatalf("node %d is %v with nothing in flight\n%s", id, st, l.Tail())
 		}
 	}
 	return order
@@ -330,7 +330,7 @@ func releaseAllOf(t *testing.T, l *lan, side ...uint64) []uint64 {
 // TestQuorumAlone: a node alone with Quorum 3 waits; two of three grant at
 // once, without a message.
 func TestQuorumAlone(t *testing.T) {
-	m := New(Options{Self: 1, Quorum: 3, Lease: 100 * time.Millisecond})
+	m := NewRA(Options{Self: 1, Quorum: 3, Lease: 100 * time.Millisecond})
 	m.SetView(t0, "1.1", []uint64{1}, nil)
 	if !m.Request(t0) || m.State() != Wanted || len(m.TakeOutput()) != 0 {
 		t.Fatalf("alone below the quorum: %v", m.State())
@@ -376,7 +376,7 @@ func payload(k kind, ts uint64) []byte {
 // deferred; a late reply to the withdrawn request does not count for the
 // next one.
 func TestWithdraw(t *testing.T) {
-	m := New(Options{Self: 1})
+	m := NewRA(Options{Self: 1})
 	m.SetView(t0, "1.1", []uint64{1, 2, 3}, nil)
 	m.Request(t0) // ts 1
 	m.Receive(t0, 3, payload(kindRequest, 5))
@@ -415,7 +415,7 @@ func TestWithdraw(t *testing.T) {
 
 // TestReceiveIgnores: junk, strangers and this node itself.
 func TestReceiveIgnores(t *testing.T) {
-	m := New(Options{Self: 1})
+	m := NewRA(Options{Self: 1})
 	m.Receive(t0, 2, payload(kindRequest, 3)) // no view yet
 	m.SetView(t0, "1.1", []uint64{2, 1}, nil)
 	m.Receive(t0, 9, payload(kindRequest, 3))
@@ -430,7 +430,7 @@ func TestReceiveIgnores(t *testing.T) {
 // TestLeaveView: a view without this node takes the lock away; a request
 // pending then goes to every member of the next view.
 func TestLeaveView(t *testing.T) {
-	m := New(Options{Self: 1})
+	m := NewRA(Options{Self: 1})
 	m.SetView(t0, "1.1", []uint64{1}, nil)
 	m.Request(t0)
 	m.SetView(t0, "2.2", []uint64{2, 3}, nil)
@@ -456,5 +456,5 @@ func TestOptions(t *testing.T) {
 			t.Error("New with Self 0 did not panic")
 		}
 	}()
-	New(Options{})
+	NewRA(Options{})
 }

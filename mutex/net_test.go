@@ -3,29 +3,22 @@ package mutex
 import (
 	"cmp"
 	"fmt"
-	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/huddle-lan/huddle/internal/testutil/msgnet"
+	"github.com/huddle-lan/huddle/internal/testutil/script"
 )
 
-// lan is a tiny network of Machines in virtual time: every Message goes to
-// its To after a delay, in FIFO order per sender and receiver, through an
-// event queue. Messages are lost only at view changes and crashes
-// (install, crash). After every delivery it checks that no two members of
-// one view hold the lock (and, with global, no two nodes at all).
+// lan is a tiny network of RA machines in virtual time (script.Net):
+// every Message goes to its To after a delay, in FIFO order per sender and
+// receiver. Messages are lost only at view changes and crashes (Install,
+// Crash). After every call into a machine it checks the machine's
+// invariants and that no two members of one view hold the lock (and,
+// with global, no two nodes at all).
 type lan struct {
-	t     testing.TB
-	now   time.Time
-	opt   Options
-	nodes map[uint64]*node
-	net   msgnet.Net
-	delay func() time.Duration
-	rng   *rand.Rand // nil: a view change drops every message in flight among its members; else each is delivered first, held or dropped at random
-	epoch int
+	*script.Net[*rnode, Event]
+	opt Options
 
 	naiveJoin  bool // new machines leave joiners out of pending requests (the unsafe textbook variant)
 	noLease    bool // new machines count a quorum by the view alone (unsafe while views overlap)
@@ -37,17 +30,42 @@ type lan struct {
 
 	carried   Counts // messages sent on the network, by kind (a multicast once per receiver)
 	datagrams int    // messages sent, a multicast counted once
-	dropped   int
-	trace     []string // the last steps, for failure messages
 }
 
-type node struct {
-	m      *Machine
-	view   []uint64
-	viewID string
-	prevID string    // the view before viewID
-	moved  time.Time // when it installed viewID
-	evs    []Event
+// rnode is an RA machine on the network. Before every input it is told,
+// as its node tells it with every datagram, when it last heard each member
+// of its view (quorum mode), and a view comes with those times.
+type rnode struct {
+	*RA
+	l  *lan
+	id uint64
+}
+
+func (n *rnode) Receive(now time.Time, from uint64, payload []byte) {
+	n.l.feed(n.id)
+	n.RA.Receive(now, from, payload)
+}
+
+func (n *rnode) Tick(now time.Time) {
+	n.l.feed(n.id)
+	n.RA.Tick(now)
+}
+
+func (n *rnode) SetView(now time.Time, view string, members []uint64) {
+	n.RA.SetView(now, view, members, n.l.heardAll(n.id, members))
+}
+
+// Take implements script.Node.
+func (n *rnode) Take() ([]script.Msg, []Event) { return messagesOf(n.TakeOutput()), n.TakeEvents() }
+
+// messagesOf returns what a lock machine sends as the network's messages:
+// a total-order message goes to every member, the sender too.
+func messagesOf(out []Message) []script.Msg {
+	msgs := make([]script.Msg, len(out))
+	for i, o := range out {
+		msgs[i] = script.Msg{To: o.To, Self: o.Total, Payload: o.Payload}
+	}
+	return msgs
 }
 
 // testLease is the lease of quorum mode in these tests, against message
@@ -55,8 +73,15 @@ type node struct {
 const testLease = 20 * time.Millisecond
 
 func newLAN(t testing.TB, opt Options, delay time.Duration) *lan {
-	return &lan{t: t, now: time.Unix(1_800_000_000, 0), opt: opt, nodes: map[uint64]*node{},
-		delay: func() time.Duration { return delay }}
+	l := &lan{Net: script.New[*rnode, Event](t, script.Start), opt: opt}
+	l.Delay = func(_, _ uint64) time.Duration { return delay }
+	l.TimersFirst = true
+	l.Sending = l.sending
+	l.Event = func(id uint64, e Event) {
+		l.Logf("%d: %v ts%d view %s wait %v held %v msgs %d peer %d lost %v", id, e.Kind, e.Clock, e.View, e.Wait, e.Held, e.Messages, e.Peer, e.Lost)
+	}
+	l.Collected = l.check
+	return l
 }
 
 // add creates fresh machines (a new node, or a restart of a crashed one).
@@ -64,14 +89,12 @@ func (l *lan) add(ids ...uint64) {
 	for _, id := range ids {
 		o := l.opt
 		o.Self = id
-		if o.Quorum > 0 {
-			if o.Lease == 0 {
-				o.Lease = testLease
-			}
+		if o.Quorum > 0 && o.Lease == 0 {
+			o.Lease = testLease
 		}
-		m := New(o)
+		m := NewRA(o)
 		m.naiveJoin, m.noLease, m.noQuiet = l.naiveJoin, l.noLease, l.noQuiet
-		l.nodes[id] = &node{m: m}
+		l.Add(id, &rnode{RA: m, l: l, id: id})
 	}
 }
 
@@ -80,15 +103,15 @@ func (l *lan) add(ids ...uint64) {
 // not installed the next view yet), since the network carries heartbeats;
 // when it moved on, if it moved on from there; else never.
 func (l *lan) heardAt(id, peer uint64) time.Time {
-	n, p := l.nodes[id], l.nodes[peer]
-	ours := func(v string) bool { return v != "" && (v == n.viewID || v == n.prevID) }
+	n, p := l.Nodes[id], l.Nodes[peer]
+	ours := func(v string) bool { return v != "" && (v == n.ViewID || v == n.PrevID) }
 	switch {
 	case n == nil || p == nil:
 		return time.Time{}
-	case ours(p.viewID):
-		return l.now
-	case ours(p.prevID):
-		return p.moved
+	case ours(p.ViewID):
+		return l.Now
+	case ours(p.PrevID):
+		return p.Moved
 	}
 	return time.Time{}
 }
@@ -108,125 +131,87 @@ func (l *lan) heardAll(id uint64, members []uint64) []time.Time {
 // feed tells node id when it last heard each member of its view, as its
 // node does with every datagram, before the machine acts.
 func (l *lan) feed(id uint64) {
-	n := l.nodes[id]
+	n := l.Nodes[id]
 	if n == nil || l.opt.Quorum == 0 {
 		return
 	}
-	for _, peer := range n.view {
-		n.m.Heard(peer, l.heardAt(id, peer))
+	for _, peer := range n.View {
+		n.M.Heard(peer, l.heardAt(id, peer))
 	}
 }
 
-// install gives every member of group a new view of exactly group, after
-// settling what is in flight from or to them.
+// install is Install, with the global safety check off until every
+// member installed the view.
 func (l *lan) install(group ...uint64) {
-	group = slices.Sorted(slices.Values(group))
-	in := map[uint64]bool{}
-	for _, id := range group {
-		in[id] = true
-	}
 	l.installing = true
 	defer func() { l.installing = false }()
-	l.settle(in, func(a, b uint64) bool { return in[a] && in[b] })
-	l.epoch++
-	vid := fmt.Sprintf("%d.%d", l.epoch, group[0])
-	l.logf("view %s %v", vid, group)
-	for _, i := range msgnet.Order(l.rng, len(group)) {
-		n := l.nodes[group[i]]
-		n.view, n.prevID, n.viewID, n.moved = group, n.viewID, vid, l.now
-		n.m.SetView(l.now, vid, group, l.heardAll(group[i], group))
-		l.collect(group[i])
-	}
+	l.Install(group...)
 }
 
 // installOn installs the view vid of group on the members in on only:
 // the others have not heard of it yet (members install a view one by
 // one, and a member may move on while the others still count it).
 func (l *lan) installOn(vid string, group []uint64, on ...uint64) {
-	l.logf("view %s %v on %v", vid, group, on)
+	l.Logf("view %s %v on %v", vid, group, on)
 	for _, id := range on {
-		n := l.nodes[id]
-		n.view, n.prevID, n.viewID, n.moved = group, n.viewID, vid, l.now
-		n.m.SetView(l.now, vid, group, l.heardAll(id, group))
-		l.collect(id)
+		l.SetView(id, vid, group, group)
 	}
 }
 
-// crash stops id: what it sent or should receive is lost. The survivors
-// of its view do not know yet; the caller installs their next view.
-func (l *lan) crash(id uint64) {
-	l.logf("crash %d", id)
-	l.settle(map[uint64]bool{id: true}, func(a, b uint64) bool { return false })
-	delete(l.nodes, id)
-}
-
-// settle decides the fate of the messages in flight from or to the nodes
-// in touched, whose view is about to change (msgnet.Net.Settle).
-func (l *lan) settle(touched map[uint64]bool, together func(a, b uint64) bool) {
-	l.dropped += l.net.Settle(l.rng, touched, l.sameView, together, l.deliver)
-}
-
-func (l *lan) sameView(a, b uint64) bool {
-	na, nb := l.nodes[a], l.nodes[b]
-	return na != nil && nb != nil && na.viewID != "" && na.viewID == nb.viewID
-}
-
 func (l *lan) request(id uint64) bool {
-	l.feed(id)
-	ok := l.nodes[id].m.Request(l.now)
-	l.logf("request %d: %v", id, ok)
-	l.collect(id)
+	var ok bool
+	l.Call(id, func(n *rnode) {
+		l.feed(id)
+		ok = n.Request(l.Now)
+	})
+	l.Logf("request %d: %v", id, ok)
 	return ok
 }
 
 func (l *lan) release(id uint64) bool {
-	l.feed(id)
-	ok := l.nodes[id].m.Release(l.now)
-	l.logf("release %d: %v", id, ok)
-	l.collect(id)
+	var ok bool
+	l.Call(id, func(n *rnode) {
+		l.feed(id)
+		ok = n.Release(l.Now)
+	})
+	l.Logf("release %d: %v", id, ok)
 	return ok
 }
 
-// collect moves id's output onto the network and keeps its events, then
-// checks the machine's own invariants and the lock's safety.
-func (l *lan) collect(id uint64) {
-	n := l.nodes[id]
-	for _, out := range n.m.TakeOutput() {
-		if out.To == id || out.To != 0 && !slices.Contains(n.view, out.To) {
-			l.t.Fatalf("node %d (view %v) sends to %d\n%s", id, n.view, out.To, l.tail())
-		}
-		var c codec
-		msg, err := c.decode(out.Payload)
-		if err != nil && n.m.unbounded { // a wrapped clock's timestamp 0: the receivers drop it as malformed
-			msg.kind, err = kindRequest, nil
-		}
-		if err != nil || out.To == 0 && msg.kind != kindRequest {
-			l.t.Fatalf("node %d sends %x to %d: %+v, %v", id, out.Payload, out.To, msg, err)
-		}
-		l.datagrams++
-		to := []uint64{out.To}
-		if out.To == 0 { // a multicast to the view's other members
-			to = slices.DeleteFunc(slices.Clone(n.view), func(x uint64) bool { return x == id })
-		}
-		for _, dst := range to {
-			l.carried.add(msg.kind)
-			l.logf("%d → %d %v ts%d", id, dst, msg.kind, msg.ts)
-			l.net.Send(l.now.Add(l.delay()), id, dst, out.Payload)
-		}
+// sending checks and counts what a node sends.
+func (l *lan) sending(from uint64, out script.Msg) (string, string, bool) {
+	var c codec
+	msg, err := c.decode(out.Payload)
+	if err != nil && l.Nodes[from].M.unbounded { // a wrapped clock's timestamp 0: the receivers drop it as malformed
+		msg.kind, err = kindRequest, nil
 	}
-	for _, e := range n.m.TakeEvents() {
-		l.logf("%d: %v ts%d view %s wait %v held %v msgs %d peer %d lost %v", id, e.Kind, e.Clock, e.View, e.Wait, e.Held, e.Messages, e.Peer, e.Lost)
-		n.evs = append(n.evs, e)
+	if err != nil || out.To == 0 && msg.kind != kindRequest {
+		l.T.Fatalf("node %d sends %x to %d: %+v, %v", from, out.Payload, out.To, msg, err)
 	}
-	if err := n.m.invariants(l.now); err != nil && !n.m.unbounded { // a wrapped clock breaks them
-		l.t.Fatalf("%v\n%s", err, l.tail())
+	l.datagrams++
+	receivers := 1
+	if out.To == 0 { // a multicast to the view's other members
+		receivers = len(l.Nodes[from].View) - 1
+	}
+	for range receivers {
+		l.carried.add(msg.kind)
+	}
+	return msg.kind.String(), fmt.Sprintf("%v ts%d", msg.kind, msg.ts), true
+}
+
+// check checks a machine's own invariants and the lock's safety.
+func (l *lan) check(id uint64) {
+	if m := l.Nodes[id].M; !m.unbounded { // a wrapped clock breaks them
+		if err := m.invariants(l.Now); err != nil {
+			l.T.Fatalf("%v\n%s", err, l.Tail())
+		}
 	}
 	if err := l.safe(l.global && !l.installing); err != nil && l.tolerate {
 		if l.violation == nil {
 			l.violation = err
 		}
 	} else if err != nil {
-		l.t.Fatalf("%v\n%s", err, l.tail())
+		l.T.Fatalf("%v\n%s", err, l.Tail())
 	}
 }
 
@@ -235,16 +220,16 @@ func (l *lan) collect(id uint64) {
 func (l *lan) safe(global bool) error {
 	var holders []uint64
 	byView := map[string]uint64{}
-	for _, id := range l.ids() {
-		n := l.nodes[id]
-		if n.m.State() != Held {
+	for _, id := range l.IDs() {
+		n := l.Nodes[id]
+		if n.M.State() != Held {
 			continue
 		}
 		holders = append(holders, id)
-		if other, ok := byView[n.viewID]; ok {
-			return fmt.Errorf("nodes %d and %d both hold the lock in view %s", other, id, n.viewID)
+		if other, ok := byView[n.ViewID]; ok {
+			return fmt.Errorf("nodes %d and %d both hold the lock in view %s", other, id, n.ViewID)
 		}
-		byView[n.viewID] = id
+		byView[n.ViewID] = id
 	}
 	if global && len(holders) > 1 {
 		return fmt.Errorf("nodes %v all hold the lock", holders)
@@ -254,69 +239,20 @@ func (l *lan) safe(global bool) error {
 
 func (l *lan) holders() []uint64 {
 	var hs []uint64
-	for _, id := range l.ids() {
-		if l.nodes[id].m.State() == Held {
+	for _, id := range l.IDs() {
+		if l.Nodes[id].M.State() == Held {
 			hs = append(hs, id)
 		}
 	}
 	return hs
 }
 
-func (l *lan) deliver(f msgnet.Msg) {
-	n := l.nodes[f.To]
-	if n == nil {
-		l.dropped++
-		return
-	}
-	l.feed(f.To)
-	n.m.Receive(l.now, f.From, f.Payload)
-	l.collect(f.To)
-}
-
-// step delivers the next message, advancing the clock to its arrival,
-// and ticks before it the machines whose deadline comes first.
-func (l *lan) step() bool {
-	at, ok := l.net.Next()
-	if !ok {
-		return false
-	}
-	l.tickUntil(at)
-	if at.After(l.now) {
-		l.now = at
-	}
-	l.deliver(l.net.Pop())
-	return true
-}
-
-// tickUntil ticks, in time order, every machine whose deadline is not
-// after end.
-func (l *lan) tickUntil(end time.Time) {
-	for {
-		var next time.Time
-		var who uint64
-		for _, id := range l.ids() {
-			if d := l.nodes[id].m.NextDeadline(); !d.IsZero() && !d.After(end) && (next.IsZero() || d.Before(next)) {
-				next, who = d, id
-			}
-		}
-		if who == 0 {
-			return
-		}
-		if next.After(l.now) {
-			l.now = next
-		}
-		l.feed(who)
-		l.nodes[who].m.Tick(l.now)
-		l.collect(who)
-	}
-}
-
 // quarantined returns the end of the first quarantine that holds back a
 // request or a reply, zero if none.
 func (l *lan) quarantined() time.Time {
 	var first time.Time
-	for _, id := range l.ids() {
-		m := l.nodes[id].m
+	for _, id := range l.IDs() {
+		m := l.Nodes[id].M
 		if q := m.quiet; !q.IsZero() && (m.state == Wanted || len(m.deferred) > 0) && (first.IsZero() || q.Before(first)) {
 			first = q
 		}
@@ -324,54 +260,22 @@ func (l *lan) quarantined() time.Time {
 	return first
 }
 
-// run delivers what arrives until d has passed.
-func (l *lan) run(d time.Duration) {
-	end := l.now.Add(d)
-	for at, ok := l.net.Next(); ok && !at.After(end); at, ok = l.net.Next() {
-		l.step()
-	}
-	l.tickUntil(end)
-	l.now = end
-}
-
 // drain delivers until nothing is in flight and no quarantine holds
-// anything back.
+// anything back. (A holder's lease, renewed at every tick, never stops
+// its timer.)
 func (l *lan) drain() {
-	for i := 0; ; i++ {
-		if !l.step() {
-			q := l.quarantined()
-			if q.IsZero() {
-				return
-			}
-			l.tickUntil(q)
+	for {
+		l.Deliveries()
+		q := l.quarantined()
+		if q.IsZero() {
+			return
 		}
-		if i > 1_000_000 {
-			l.t.Fatalf("no quiescence after %d steps\n%s", i, l.tail())
-		}
+		l.RunUntil(q)
 	}
 }
-
-func (l *lan) ids() []uint64 {
-	ids := make([]uint64, 0, len(l.nodes))
-	for id := range l.nodes {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-func (l *lan) logf(format string, args ...any) {
-	s := fmt.Sprintf("%8.3fms ", float64(l.now.Sub(time.Unix(1_800_000_000, 0)))/1e6) + fmt.Sprintf(format, args...)
-	if len(l.trace) >= 400 {
-		l.trace = l.trace[100:]
-	}
-	l.trace = append(l.trace, s)
-}
-
-func (l *lan) tail() string { return strings.Join(l.trace, "\n") }
 
 // invariants checks a machine's state against itself.
-func (m *Machine) invariants(now time.Time) error {
+func (m *RA) invariants(now time.Time) error {
 	for _, id := range m.needed {
 		if !m.isMember(id) || id == m.self {
 			return fmt.Errorf("node %d: needs %d, not another member of %v", m.self, id, m.members)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/testutil/msgnet"
+	"github.com/huddle-lan/huddle/internal/testutil/script"
 )
 
 // TestRandomHistories runs seeded histories of requests, releases,
@@ -65,12 +66,12 @@ func newHistory(t *testing.T, quorum bool, seed int64) *history {
 		}
 	}
 	l := newLAN(t, opt, 0)
-	l.rng, l.global = rng, quorum
-	l.delay = func() time.Duration { return time.Duration(100+rng.IntN(2900)) * time.Microsecond }
+	l.Rng, l.global = rng, quorum
+	l.Delay = func(_, _ uint64) time.Duration { return time.Duration(100+rng.IntN(2900)) * time.Microsecond }
 	h.l = l
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("quorum %d; the last steps:\n%s", opt.Quorum, l.tail())
+			t.Logf("quorum %d; the last steps:\n%s", opt.Quorum, l.Tail())
 		}
 	})
 	first := ids(n)
@@ -101,7 +102,7 @@ func (h *history) form(ids []uint64) {
 
 func (h *history) run(steps int) {
 	for range steps {
-		h.l.run(h.gap())
+		h.l.Run(script.Gap(h.rng))
 		switch op := h.rng.IntN(20); {
 		case op < 6:
 			h.requests()
@@ -117,27 +118,14 @@ func (h *history) run(steps int) {
 			h.merge()
 		}
 		if err := h.l.safe(h.quorum); err != nil {
-			h.t.Fatalf("%v\n%s", err, h.l.tail())
+			h.t.Fatalf("%v\n%s", err, h.l.Tail())
 		}
-	}
-}
-
-// gap is the time between two steps: none (a burst), less than a message
-// round trip, or long enough for the network to settle.
-func (h *history) gap() time.Duration {
-	switch r := h.rng.IntN(10); {
-	case r < 3:
-		return 0
-	case r < 8:
-		return time.Duration(h.rng.IntN(5000)) * time.Microsecond
-	default:
-		return time.Duration(h.rng.IntN(80)) * time.Millisecond
 	}
 }
 
 // requests calls Request at one to three live nodes at the same instant.
 func (h *history) requests() {
-	ids := h.l.ids()
+	ids := h.l.IDs()
 	for range 1 + h.rng.IntN(3) {
 		h.l.request(ids[h.rng.IntN(len(ids))])
 	}
@@ -146,8 +134,8 @@ func (h *history) requests() {
 // release releases a holder, or withdraws a waiter's request.
 func (h *history) release() {
 	var busy []uint64
-	for _, id := range h.l.ids() {
-		if h.l.nodes[id].m.State() != Released {
+	for _, id := range h.l.IDs() {
+		if h.l.Nodes[id].M.State() != Released {
 			busy = append(busy, id)
 		}
 	}
@@ -162,23 +150,23 @@ func (h *history) release() {
 // crash stops a live node, a holder or a waiter more often than not, and
 // installs its group's next view.
 func (h *history) crash() {
-	if len(h.l.nodes) < 2 {
+	if len(h.l.Nodes) < 2 {
 		return
 	}
 	var id uint64
 	var busy []uint64
-	for _, id := range h.l.ids() {
-		if h.l.nodes[id].m.State() != Released {
+	for _, id := range h.l.IDs() {
+		if h.l.Nodes[id].M.State() != Released {
 			busy = append(busy, id)
 		}
 	}
 	if len(busy) > 0 && h.rng.IntN(3) > 0 {
 		id = busy[h.rng.IntN(len(busy))]
 	} else {
-		ids := h.l.ids()
+		ids := h.l.IDs()
 		id = ids[h.rng.IntN(len(ids))]
 	}
-	h.l.crash(id)
+	h.l.Crash(id)
 	h.dead = append(h.dead, id)
 	gi := h.groupOf(id)
 	g := slices.DeleteFunc(h.groups[gi], func(x uint64) bool { return x == id })
@@ -220,7 +208,7 @@ func (h *history) newID() (uint64, bool) {
 // join adds a fresh node: to a group, preferably one with a pending
 // request, or alone.
 func (h *history) join() {
-	if len(h.l.nodes) >= 12 {
+	if len(h.l.Nodes) >= 12 {
 		return
 	}
 	id, ok := h.newID()
@@ -235,7 +223,7 @@ func (h *history) join() {
 	}
 	gi := h.rng.IntN(len(h.groups))
 	for i, g := range h.groups {
-		if slices.ContainsFunc(g, func(x uint64) bool { return h.l.nodes[x].m.State() == Wanted }) && h.rng.IntN(2) == 0 {
+		if slices.ContainsFunc(g, func(x uint64) bool { return h.l.Nodes[x].M.State() == Wanted }) && h.rng.IntN(2) == 0 {
 			gi = i
 		}
 	}
@@ -263,7 +251,7 @@ func (h *history) merge() {
 	}
 	i, j := msgnet.PickTwo(h.rng, len(h.groups))
 	busy := func(g []uint64) bool {
-		return slices.ContainsFunc(g, func(x uint64) bool { return h.l.nodes[x].m.State() != Released })
+		return slices.ContainsFunc(g, func(x uint64) bool { return h.l.Nodes[x].M.State() != Released })
 	}
 	if !h.quorum && busy(h.groups[i]) && busy(h.groups[j]) {
 		return
@@ -289,7 +277,7 @@ func (h *history) heal() {
 		h.groups = append([][]uint64{g}, h.groups[2:]...)
 		h.l.install(g...)
 		if err := h.l.safe(true); err != nil {
-			h.t.Fatalf("%v\n%s", err, h.l.tail())
+			h.t.Fatalf("%v\n%s", err, h.l.Tail())
 		}
 	}
 }
@@ -297,17 +285,17 @@ func (h *history) heal() {
 // checkGranted checks that every live node's every request was granted or
 // withdrawn, and that nothing is left deferred.
 func (h *history) checkGranted() {
-	for _, id := range h.l.ids() {
-		n := h.l.nodes[id]
+	for _, id := range h.l.IDs() {
+		n := h.l.Nodes[id]
 		count := map[EventKind]int{}
-		for _, e := range n.evs {
+		for _, e := range n.Events {
 			count[e.Kind]++
 		}
 		if count[Requested] != count[Acquired]+count[Withdrawn] || count[Acquired] != count[Exited] {
 			h.t.Errorf("node %d: events %v", id, count)
 		}
-		if len(n.m.deferred) > 0 || len(n.m.needed) > 0 {
-			h.t.Errorf("node %d: deferred %v, needed %v at the end", id, n.m.deferred, n.m.needed)
+		if len(n.M.deferred) > 0 || len(n.M.needed) > 0 {
+			h.t.Errorf("node %d: deferred %v, needed %v at the end", id, n.M.deferred, n.M.needed)
 		}
 	}
 }

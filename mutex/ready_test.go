@@ -1,33 +1,19 @@
 package mutex
 
+import "github.com/huddle-lan/huddle/internal/testutil/script"
+
 // held is what Ready handed out that a test has not looked at yet, per
 // machine: tests take the messages and the events apart.
-var held = map[*Machine]*Ready{}
-
-func (m *Machine) collect() *Ready {
-	h := held[m]
-	if h == nil {
-		h = &Ready{}
-		held[m] = h
-	}
-	rd := m.Ready()
-	h.Messages = append(h.Messages, rd.Messages...)
-	h.Events = append(h.Events, rd.Events...)
-	return h
-}
+var held script.Held[*RA, Message, Event]
 
 // TakeOutput returns the messages not taken yet.
-func (m *Machine) TakeOutput() []Message {
-	h := m.collect()
-	out := h.Messages
-	h.Messages = nil
-	return out
+func (m *RA) TakeOutput() []Message {
+	rd := m.Ready()
+	return held.Messages(m, rd.Messages, rd.Events)
 }
 
 // TakeEvents returns the events not taken yet.
-func (m *Machine) TakeEvents() []Event {
-	h := m.collect()
-	evs := h.Events
-	h.Events = nil
-	return evs
+func (m *RA) TakeEvents() []Event {
+	rd := m.Ready()
+	return held.Events(m, rd.Messages, rd.Events)
 }

@@ -53,7 +53,7 @@ func TestForgedLockRequestDoesNotStarve(t *testing.T) {
 		if ls.OutOfBound != 1 {
 			t.Errorf("node %d: %d lock messages out of bound, want the forged request", id, ls.OutOfBound)
 		}
-		if c := core(w, id).lock.m.(*mutex.Machine).Clock(); c > mutex.ClockBound {
+		if c := core(w, id).lock.m.(*mutex.RA).Clock(); c > mutex.ClockBound {
 			t.Errorf("node %d: Lamport clock %d after the forged request", id, c)
 		}
 	}

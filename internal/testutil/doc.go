@@ -40,4 +40,7 @@
 // -rn) holding only a multicast-capable loopback, so that nothing it sends
 // can leave the machine; where namespaces cannot be made, it skips and
 // says why.
+//
+// Decoder tests of msgpack arrays start from NotArrays, the payloads every
+// such decoder rejects, and build their own with Msgpack.
 package testutil

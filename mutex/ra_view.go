@@ -3,6 +3,8 @@ package mutex
 import (
 	"slices"
 	"time"
+
+	"github.com/huddle-lan/huddle/internal/idset"
 )
 
 // SetView tells the machine the membership view installed now: its ID
@@ -30,14 +32,9 @@ import (
 //
 // The view may grant a pending request at once (its last missing members
 // left, or the quorum came back with no reply missing).
-func (m *Machine) SetView(now time.Time, view string, members []uint64, heard []time.Time) {
+func (m *RA) SetView(now time.Time, view string, members []uint64, heard []time.Time) {
 	m.setHeard(members, heard)
-	ms := slices.Clone(members)
-	slices.Sort(ms)
-	ms = slices.Compact(ms)
-	if len(ms) > 0 && ms[0] == 0 {
-		ms = ms[1:]
-	}
+	ms := idset.Of(members)
 	if m.hasView && view == m.view && slices.Equal(ms, m.members) {
 		return // the view again: nothing changed
 	}
@@ -69,7 +66,7 @@ func (m *Machine) SetView(now time.Time, view string, members []uint64, heard []
 
 // toAsk returns the members a pending request goes to on a view change:
 // the joiners (members not in prev) and the members still needed.
-func (m *Machine) toAsk(prev []uint64) []uint64 {
+func (m *RA) toAsk(prev []uint64) []uint64 {
 	var ids []uint64
 	for _, id := range m.others() {
 		_, old := slices.BinarySearch(prev, id)
@@ -87,7 +84,7 @@ func (m *Machine) toAsk(prev []uint64) []uint64 {
 // view one by one), zero if it carried another. The node calls it for
 // every datagram it takes from a member; the lease counts on it. Without a
 // quorum, and for nodes outside the view, it does nothing.
-func (m *Machine) Heard(id uint64, at time.Time) {
+func (m *RA) Heard(id uint64, at time.Time) {
 	if m.quorum == 0 || id == m.self || !m.isMember(id) {
 		return
 	}
@@ -100,7 +97,7 @@ func (m *Machine) Heard(id uint64, at time.Time) {
 
 // setHeard replaces what was heard by the times given for the members of a
 // new view (heard[i] for members[i]; zero or missing: not heard in it).
-func (m *Machine) setHeard(members []uint64, heard []time.Time) {
+func (m *RA) setHeard(members []uint64, heard []time.Time) {
 	if m.quorum == 0 {
 		return
 	}
