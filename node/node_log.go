@@ -184,7 +184,7 @@ func (n *Node) warnOnce(key, msg string, src netip.AddrPort) {
 
 func (n *Node) logStarted() {
 	c := n.o.Config
-	n.log.Info().Str(logs.EventKey, logs.NodeStarted).
+	n.log.Info().Str(logs.EventKey, logs.NodeStarted).Int(logs.SchemaKey, logs.SchemaVersion).
 		Uint64(logs.IncarnationKey, n.o.Inc).Str(logs.GroupKey, c.Group).Str(logs.AddrKey, c.Addr).Str(logs.IfaceKey, c.Iface).
 		Str(logs.SrcKey, n.o.Transport.LocalAddr().String()).Str(logs.ProfileKey, c.Profile).
 		Int64(logs.HeartbeatMsKey, c.Heartbeat.D().Milliseconds()).Int64(logs.SuspectMsKey, c.SuspectTimeout.D().Milliseconds()).

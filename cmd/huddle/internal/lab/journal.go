@@ -3,9 +3,12 @@ package lab
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/huddle-lan/huddle/cmd/huddle/internal/logcheck"
 )
 
 // JournalFile is the run's own log, beside the nodes': one JSON line when
@@ -89,5 +92,26 @@ func (j *journal) end(s *Summary) {
 func (j *journal) close() {
 	if j != nil {
 		j.f.Close()
+	}
+}
+
+// Deaths reads a run's journal (JournalFile) and returns the kills it
+// applied: each node a lab.fault of kind kill acted on, at its time, for
+// the log checks (logcheck.AllOptions.Deaths).
+func Deaths(r io.Reader) ([]logcheck.Death, error) {
+	var deaths []logcheck.Death
+	dec := json.NewDecoder(r)
+	for {
+		var l JournalLine
+		if err := dec.Decode(&l); err == io.EOF {
+			return deaths, nil
+		} else if err != nil {
+			return deaths, fmt.Errorf("%s: %w", JournalFile, err)
+		}
+		if l.Event == JournalFault && l.Fault == DoKill {
+			for _, id := range l.Nodes {
+				deaths = append(deaths, logcheck.Death{Node: id, At: l.Time})
+			}
+		}
 	}
 }

@@ -19,7 +19,27 @@ const (
 	// LeaderOutsideView: a round elected a node that is not a member of
 	// the view it ran in.
 	LeaderOutsideView Kind = "leader-outside-view"
+	// LeaderNotHighest: a round elected a member of its view that is not
+	// the view's highest: both algorithms elect the highest ID.
+	LeaderNotHighest Kind = "leader-not-highest"
+	// LeaderUnknown: a member stayed in a view for ElectionOptions.Within
+	// or longer without knowing the view's leader (its highest member).
+	LeaderUnknown Kind = "leader-unknown"
 )
+
+// ElectionOptions shape CheckElection.
+type ElectionOptions struct {
+	// Within is how long a member may stay in a view without knowing its
+	// leader: a view that lasted longer at a member must have a leader
+	// there by its end (LeaderUnknown). Default DefaultLeaderWithin.
+	Within time.Duration
+}
+
+// DefaultLeaderWithin is ElectionOptions.Within's default: a few times
+// what a round takes on a LAN with the default timers (a joiner's wait
+// for the leader to announce itself, then a bully round: about a
+// second), far below a run.
+const DefaultLeaderWithin = 3 * time.Second
 
 // ElectionEvent is an election.started, election.won, leader.changed or
 // election.done event.
@@ -82,10 +102,15 @@ type ElectionResult struct {
 // learned the leader of a round of a view (leader.changed, election.won,
 // election.done) learned the same one (LeaderAgreement), and that leader
 // is a member of the view, as the nodes that installed it logged it
-// (LeaderOutsideView). It sums each round's messages (election.done's
-// sent over every node) for ElectionResult.Rounds, to set against the
-// algorithm's formula.
-func (r *Run) CheckElection() *ElectionResult {
+// (LeaderOutsideView), and its highest (LeaderNotHighest); every member
+// that stayed in a view for Within knew the view's leader by the end of
+// its stay (LeaderUnknown). It sums each round's messages
+// (election.done's sent over every node) for ElectionResult.Rounds, to
+// set against the algorithm's formula.
+func (r *Run) CheckElection(o ElectionOptions) *ElectionResult {
+	if o.Within <= 0 {
+		o.Within = DefaultLeaderWithin
+	}
 	res := &ElectionResult{Result: newResult("election", 0)}
 	res.Lives = len(r.Lives)
 	members := map[string][]uint64{}
@@ -130,11 +155,8 @@ func (r *Run) CheckElection() *ElectionResult {
 			if !ok {
 				leaders[k] = first{l, e}
 				rd.Leader = e.Leader
-				if ms := members[e.View]; ms != nil && !slices.Contains(ms, e.Leader) {
-					res.add(Violation{Kind: LeaderOutsideView, Node: l.Node, Count: 1, File: l.File, Line: e.Line,
-						Detail: fmt.Sprintf("%s round %d of view %s elected node %d, not a member of the view %v",
-							e.Algorithm, e.Round, e.View, e.Leader, ms)})
-				}
+				res.count("rounds", 1)
+				checkLeader(res, l, e, members[e.View])
 				continue
 			}
 			if f.ev.Leader != e.Leader {
@@ -143,6 +165,9 @@ func (r *Run) CheckElection() *ElectionResult {
 						e.Algorithm, e.Round, e.View, l.Node, e.Leader, f.life.Node, f.ev.Leader, f.life.File, f.ev.Line)})
 			}
 		}
+	}
+	for _, l := range r.Lives {
+		knowsLeaders(res, l, o.Within)
 	}
 	slices.SortStableFunc(res.Rounds, func(a, b *ElectionRound) int {
 		if a.Round != b.Round {
@@ -158,6 +183,7 @@ func (r *Run) CheckElection() *ElectionResult {
 func (r *ElectionResult) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "election: %d lives, %d rounds", r.Lives, len(r.Rounds))
+	b.WriteString(r.comparedText())
 	r.writeVerdict(&b, "")
 	for i, rd := range r.Rounds {
 		if i == 20 {
@@ -168,4 +194,56 @@ func (r *ElectionResult) String() string {
 			rd.Algorithm, rd.Round, rd.View, rd.Members, rd.Leader, rd.Messages, rd.Nodes, rd.Formula())
 	}
 	return b.String()
+}
+
+// checkLeader checks the leader a round of view e.View elected, as the
+// first node that learned it logged it, against the view's members.
+func checkLeader(res *ElectionResult, l *Life, e ElectionEvent, ms []uint64) {
+	switch {
+	case ms == nil:
+	case !slices.Contains(ms, e.Leader):
+		res.add(Violation{Kind: LeaderOutsideView, Node: l.Node, Count: 1, File: l.File, Line: e.Line,
+			Detail: fmt.Sprintf("%s round %d of view %s elected node %d, not a member of the view %v",
+				e.Algorithm, e.Round, e.View, e.Leader, ms)})
+	case e.Leader != slices.Max(ms):
+		res.add(Violation{Kind: LeaderNotHighest, Node: l.Node, Count: 1, File: l.File, Line: e.Line,
+			Detail: fmt.Sprintf("%s round %d of view %s elected node %d, not the view's highest member %d of %v: the election elects the highest ID",
+				e.Algorithm, e.Round, e.View, e.Leader, slices.Max(ms), ms)})
+	}
+}
+
+// knowsLeaders checks that l knew the leader of every view it stayed in
+// for within or longer, by the end of its stay: the leader it learned
+// last, while a member of the view, must be the view's highest member.
+func knowsLeaders(res *ElectionResult, l *Life, within time.Duration) {
+	var leader uint64
+	e := 0 // l.Elections[:e] happened before the view being walked ended
+	for i := range l.Views {
+		v := &l.Views[i]
+		end, endLine := l.LastTime, l.LastLine
+		if i+1 < len(l.Views) {
+			end, endLine = l.Views[i+1].Time, l.Views[i+1].Line
+		}
+		if !slices.Contains(v.Members, leader) {
+			leader = 0 // a leader outside the view is forgotten
+		}
+		for ; e < len(l.Elections) && l.Elections[e].Line < endLine; e++ {
+			if ev := l.Elections[e]; ev.Leader != 0 && !ev.Late && ev.Event != logs.ElectionStarted {
+				leader = ev.Leader
+			}
+		}
+		if len(v.Members) == 0 || end.Sub(v.Time) < within {
+			continue
+		}
+		res.count("member views", 1)
+		if want := slices.Max(v.Members); leader != want {
+			known := "no leader"
+			if leader != 0 {
+				known = fmt.Sprintf("leader %d", leader)
+			}
+			res.add(Violation{Kind: LeaderUnknown, Node: l.Node, Count: 1, File: l.File, Line: endLine,
+				Detail: fmt.Sprintf("node %d stayed in view %s (installed at %s:%d) for %v and knew %s at its end: want every member to learn the view's leader, its highest member %d, within %v",
+					l.Node, v.ID, l.File, v.Line, end.Sub(v.Time).Round(time.Millisecond), known, want, within)})
+		}
+	}
 }

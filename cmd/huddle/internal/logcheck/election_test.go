@@ -24,7 +24,7 @@ func TestElectionAgreement(t *testing.T) {
 		return a, b, c
 	}
 	a, b, c := clean()
-	res := load(t, a, b, c).CheckElection()
+	res := load(t, a, b, c).CheckElection(logcheck.ElectionOptions{})
 	if !res.OK() || len(res.Rounds) != 1 || res.Rounds[0].Messages != 6 || res.Rounds[0].Leader != 3 || res.Rounds[0].Members != 3 {
 		t.Fatalf("a clean round: %v", res)
 	}
@@ -34,11 +34,11 @@ func TestElectionAgreement(t *testing.T) {
 
 	a, b, c = clean()
 	b.elected(logs.LeaderChanged, "1.3", 4, 1, 0)
-	expect(t, load(t, a, b, c).CheckElection().Result, map[logcheck.Kind]int{logcheck.LeaderAgreement: 1},
+	expect(t, load(t, a, b, c).CheckElection(logcheck.ElectionOptions{}).Result, map[logcheck.Kind]int{logcheck.LeaderAgreement: 1},
 		"node 2 learned leader 1, node 1 learned 3 (node1.json:3) [node2.json:5]")
 
 	a, b, c = clean()
 	a.elected(logs.LeaderChanged, "1.3", 5, 9, 0)
-	expect(t, load(t, a, b, c).CheckElection().Result, map[logcheck.Kind]int{logcheck.LeaderOutsideView: 1},
+	expect(t, load(t, a, b, c).CheckElection(logcheck.ElectionOptions{}).Result, map[logcheck.Kind]int{logcheck.LeaderOutsideView: 1},
 		"ring round 5 of view 1.3 elected node 9, not a member of the view [3 1 2] [node1.json:5]")
 }

@@ -1,6 +1,7 @@
 package logcheck
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -35,6 +36,13 @@ type File struct {
 type Life struct {
 	Node    uint64
 	Inc     uint64 // incarnation from node.started; 0 if not logged
+	// Schema is the log schema's version node.started names
+	// (logs.SchemaVersion); 1 for a node.started without one, 0 without
+	// a node.started.
+	Schema int
+	// Suspect is the node's suspect timeout, from node.started (0 if not
+	// logged).
+	Suspect time.Duration
 	File    string
 	Line    int       // of node.started (or of the first line)
 	Started time.Time // time of node.started (or of the first line)
@@ -42,7 +50,12 @@ type Life struct {
 	// the node logged none (killed, or still running).
 	Stopped    time.Time
 	StopReason string
+	StopLine   int       // of node.stopped
 	LastTime   time.Time // time of the life's last line
+	LastLine   int       // the life's last line
+	// LeftAt is the line of member.left: the node's graceful leave
+	// completed (a view without it exists); 0 if it logged none.
+	LeftAt int
 
 	Sends    []Send    // "send" events, in log order
 	Delivers []Deliver // "deliver" events, in log order
@@ -60,11 +73,17 @@ type Send struct {
 	Seq   uint64
 	Len   int64
 	CRC   uint32
-	View  string // the view it was sent in; "" until sends carry their view
-	Order string // "fifo", "total" or "safe"; "" before sends carried it
-	Time  time.Time
-	Line  int
+	View    string // the view it was sent in; "" until sends carry their view
+	Order   string // "fifo", "total" or "safe"; "" before sends carried it
+	To      uint64 // the one member it was sent to (a service's Send); 0 for a multicast
+	Service string // "" for the application's channel
+	Time    time.Time
+	Line    int
 }
+
+// For reports whether the send is to be delivered by node id: a
+// multicast, or a message addressed to id.
+func (s *Send) For(id uint64) bool { return s.To == 0 || s.To == id }
 
 // Deliver is a "deliver" event: the node delivered message Seq of From.
 type Deliver struct {
@@ -81,6 +100,7 @@ type Deliver struct {
 	Order   string // "fifo", "total" or "safe"; "" before deliveries carried it
 	GSeq    uint64 // total and safe: the message's number in the view's total order
 	Final   bool   // delivered at the view's end by the flush, not by its order record
+	Service string // "" for the application's channel
 	Time    time.Time
 	Line    int
 }
@@ -193,7 +213,7 @@ func (r *Run) Read(name string, rd io.Reader) error {
 		// what it says then belongs to the new start, and must not make
 		// the life before (killed, maybe long ago) look longer.
 		if ev.Name != logs.SocketRcvbufCapped || !l.started {
-			l.LastTime = ev.Time
+			l.LastTime, l.LastLine = ev.Time, ev.Line
 		}
 		l.event(&ev)
 	}
@@ -249,22 +269,26 @@ func (l *lifeState) event(ev *logs.Event) {
 	switch ev.Name {
 	case logs.NodeStarted:
 		l.Inc = get(logs.IncarnationKey)
+		l.Schema = int(get(logs.SchemaKey))
+		if l.Schema == 0 {
+			l.Schema = 1 // written before node.started named its schema
+		}
+		l.Suspect = time.Duration(get(logs.SuspectMsKey)) * time.Millisecond
 		l.Line, l.Started, l.started = n, t, true
 	case logs.NodeStopped:
-		l.Stopped, l.StopReason = t, str(logs.ReasonKey)
+		l.Stopped, l.StopReason, l.StopLine = t, str(logs.ReasonKey), n
+	case logs.MemberLeft:
+		l.LeftAt = n
 	case logs.Send:
 		l.Sends = append(l.Sends, Send{Seq: get(logs.SeqKey), Len: int64(get(logs.LenKey)), CRC: uint32(get(logs.CRCKey)),
-			View: str(logs.ViewKey), Order: str(logs.OrderKey), Time: t, Line: n})
+			View: str(logs.ViewKey), Order: str(logs.OrderKey), To: get(logs.ToKey), Service: str(logs.ServiceKey), Time: t, Line: n})
 	case logs.Deliver:
 		from := get(logs.FromKey)
-		inc := get(logs.FromIncarnationKey)
-		if inc == 0 {
-			inc = l.peerInc[from]
-		}
+		inc := cmp.Or(get(logs.FromIncarnationKey), get(logs.V1FromIncarnationKey), l.peerInc[from])
 		final, _ := ev.Bool(logs.FinalKey)
 		l.Delivers = append(l.Delivers, Deliver{From: from, FromInc: inc, Seq: get(logs.SeqKey),
 			Len: int64(get(logs.LenKey)), CRC: uint32(get(logs.CRCKey)), View: str(logs.ViewKey), Order: str(logs.OrderKey),
-			GSeq: get(logs.GSeqKey), Final: final, Time: t, Line: n})
+			GSeq: get(logs.GSeqKey), Final: final, Service: str(logs.ServiceKey), Time: t, Line: n})
 	case logs.PeerSeen, logs.PeerLost:
 		p := PeerEvent{Event: ev.Name, Peer: get(logs.PeerKey), Inc: get(logs.IncarnationKey), Time: t, Line: n}
 		if ev.Name == logs.PeerSeen {
@@ -278,7 +302,7 @@ func (l *lifeState) event(ev *logs.Event) {
 		flush, _ := ev.Float(logs.FlushMsKey)
 		l.Views = append(l.Views, View{ID: str(logs.ViewKey), Members: ids(logs.MembersKey), Joined: ids(logs.JoinedKey),
 			Left: ids(logs.LeftKey), Crashed: ids(logs.CrashedKey), FlushMs: flush,
-			CoordInc: get(logs.CoordinatorIncarnationKey), Time: t, Line: n})
+			CoordInc: cmp.Or(get(logs.CoordinatorIncarnationKey), get(logs.V1CoordinatorIncarnationKey)), Time: t, Line: n})
 	case logs.NodeStats:
 		s := Stats{Why: str(logs.WhyKey), Time: t, Line: n, Counters: map[string]int64{}}
 		for k := range ev.Keys() {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // MembershipOptions shape CheckMembership and CheckLiveness.
@@ -20,10 +21,19 @@ type MembershipOptions struct {
 	// deliveries are then not held to any view. FIFO, duplicates and
 	// integrity are checked for every life regardless.
 	SkipViewless bool
+	// Settle is how long before a member's leave began (its node.stopped
+	// less two suspect timeouts) a message sent in its last view must
+	// have been sent for CheckLiveness to require it there: the time to
+	// repair and order it. Default DefaultSettle.
+	Settle time.Duration
 	// MaxViolations is how many violations the Result lists; default
 	// DefaultMaxViolations. All are counted.
 	MaxViolations int
 }
+
+// DefaultSettle is MembershipOptions.Settle's default: far above a LAN's
+// repairs at any loss the lab runs (milliseconds), well below a run.
+const DefaultSettle = time.Second
 
 // ViewID is a view's ID, "epoch.coordinator" in the logs. IDs are ordered
 // by epoch, then coordinator.
@@ -57,15 +67,27 @@ func (r *Run) CheckMembership(o MembershipOptions) *Result {
 	m.walk()
 	m.agreement()
 	m.synchrony()
+	m.fifoGaps()
 	return m.res
 }
 
-// CheckLiveness checks that every message sent in a view V by a life that
-// then installed V' was delivered in V by every life that installed V then
-// V' (Missing, one violation per run of consecutive seqs), the sender
-// itself only with SelfDelivery. A sender that crashed or left in V
-// installed no V' and is not held to it. Sends
-// without a view are not checked. Safety is CheckMembership's to report.
+// CheckLiveness checks that every message sent in a view reached every
+// member that stayed (Missing and LeaveLoss, one violation per run of
+// consecutive seqs; the sender itself only with SelfDelivery):
+//
+//   - a message a life sent in V, then installing V', was delivered in V
+//     by every life that installed V then V';
+//   - a message a member that left V gracefully sent in V (the next view
+//     lists it in left) was delivered in V by every life that installed
+//     V then that next view (LeaveLoss);
+//   - in a view that two lives installed last and left gracefully
+//     (node.stopped, typically every node stopped at the end of a run), a
+//     message one sent was delivered by the other if it was sent at least
+//     Settle before the other's leave began (its node.stopped less two
+//     suspect timeouts).
+//
+// A sender that crashed in V is not held to it. Sends without a view are
+// not checked. Safety is CheckMembership's to report.
 func (r *Run) CheckLiveness(o MembershipOptions) *Result {
 	m := r.newVcheck("liveness", o)
 	res := m.res
@@ -346,52 +368,4 @@ func (m *vcheck) msgName(k msgKey) string {
 		return fmt.Sprintf("node %d (inc %d) seq %d", k.from, k.inc, k.seq)
 	}
 	return fmt.Sprintf("node %d seq %d", k.from, k.seq)
-}
-
-// complete checks, for each pair of successive views V, V', that every
-// life that installed both delivered in V what the others sent in V.
-func (m *vcheck) complete() {
-	for _, g := range m.groups {
-		for _, s := range g.lives {
-			for i, rl := range g.lives {
-				if rl != s || m.o.SelfDelivery {
-					m.completeIn(g, s.life, rl, g.nexts[i])
-				}
-			}
-		}
-	}
-}
-
-// completeIn reports the runs of consecutive messages that sender sent in
-// g.view and rl did not deliver in it.
-func (m *vcheck) completeIn(g *group, sender *Life, rl *lifeViews, next *View) {
-	got := rl.in[g.view]
-	var run []uint64
-	flush := func() {
-		if len(run) == 0 {
-			return
-		}
-		first, last := run[0], run[len(run)-1]
-		what := fmt.Sprintf("seq %d", first)
-		if len(run) > 1 {
-			what = fmt.Sprintf("seqs %d..%d (%d messages)", first, last, len(run))
-		}
-		m.res.add(Violation{Kind: Missing, Node: rl.life.Node, Sender: sender.Node, Seq: first, Last: last,
-			Count: uint64(len(run)), File: rl.life.File, Line: next.Line,
-			Detail: fmt.Sprintf("%s installed view %s then %s, as did %s, but never delivered %s that %s sent in %s",
-				m.name(rl.life), g.view, g.next, m.name(sender), what, m.name(sender), g.view)})
-		m.res.Missing += uint64(len(run))
-		run = run[:0]
-	}
-	for _, s := range sender.Sends {
-		if s.View != g.view {
-			continue
-		}
-		if _, ok := got[msgKey{sender.Node, sender.Inc, s.Seq}]; ok {
-			flush()
-		} else {
-			run = append(run, s.Seq)
-		}
-	}
-	flush()
 }

@@ -30,8 +30,9 @@ type Options struct {
 
 // source is one life of a sender: its send events indexed by seq.
 type source struct {
-	life  *Life
-	bySeq map[uint64]int // seq → index in life.Sends
+	life   *Life
+	bySeq  map[uint64]int   // seq → index in life.Sends
+	byView map[string][]int // view → indexes in life.Sends, in order (sendsIn)
 }
 
 // pairKey is a receiver life and a sender life.

@@ -149,8 +149,9 @@ type MutexResult struct {
 	Lost      int // of those, with lost: true
 	Withdrawn int // mutex.withdrawn events
 	Deferred  int // mutex.deferred events
-	// Ended counts requests still pending when their life ended (by death
-	// or exit) within MaxPending; longer ones are MutexPending violations.
+	// Ended counts requests still pending when their life ended by death
+	// or at the end of its log, within MaxPending; longer ones, and those
+	// pending at an exit, are MutexPending violations.
 	Ended int
 	// PerNode counts the entries of each node, over its lives.
 	PerNode map[uint64]int
@@ -180,9 +181,10 @@ type MutexResult struct {
 //   - each life's events go request → (acquired → released) or
 //     withdrawn, with its request's clock, and request clocks increase
 //     (MutexSequence);
-//   - liveness: every request is granted or withdrawn, or is pending
-//     when its life ends (a death or exit), for at most
-//     MutexOptions.MaxPending (MutexPending).
+//   - liveness: every request is granted or withdrawn: a life that
+//     exits (node.stopped) withdraws what it waits for, and one that dies
+//     or whose log ends may have waited at most MutexOptions.MaxPending
+//     (MutexPending).
 func (r *Run) CheckMutex(o MutexOptions) *MutexResult {
 	if o.MaxPending <= 0 {
 		o.MaxPending = DefaultMaxPending
@@ -200,6 +202,8 @@ func (r *Run) CheckMutex(o MutexOptions) *MutexResult {
 		c.walk(l)
 	}
 	c.overlaps()
+	c.res.count("holds", len(c.res.Intervals))
+	c.res.count("requests", c.res.Requests)
 	return c.res
 }
 
@@ -334,6 +338,10 @@ func (c *lockCheck) end(s *lifeLock) {
 	switch {
 	case s.held != nil:
 		c.closeHold(s, end, how)
+	case s.req != nil && how == "exit":
+		c.res.add(Violation{Kind: MutexPending, Node: s.l.Node, Seq: s.req.Clock, Count: 1, File: s.l.File, Line: s.req.Line,
+			Detail: fmt.Sprintf("%s requested the lock (clock %d, view %s) at %s and stopped at %s (%s:%d) with the request neither granted nor withdrawn: a node that leaves withdraws its request (mutex.withdrawn) first",
+				c.name(s.l), s.req.Clock, s.req.View, clock(s.req.Time), clock(end), s.l.File, s.l.StopLine)})
 	case s.req != nil:
 		waited := end.Sub(s.req.Time)
 		if waited <= c.o.MaxPending {
@@ -470,6 +478,7 @@ func (r *MutexResult) String() string {
 	if r.Malformed > 0 {
 		fmt.Fprintf(&b, ", %d malformed lines", r.Malformed)
 	}
+	b.WriteString(r.comparedText())
 	r.writeVerdict(&b, "")
 	return b.String()
 }

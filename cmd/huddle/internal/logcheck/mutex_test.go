@@ -67,12 +67,13 @@ func lockBase() (n1, n2, n3 *logw) {
 	return n1, n2, n3
 }
 
-// finish ends node 3 with a request that is pending when every node of
-// logs exits, at stop ms.
+// finish ends node 3 with a request that is pending when its log ends
+// (it is killed) at stop ms, when every other node of logs exits.
 func finish(stop int, ws ...*logw) []*logw {
 	for _, w := range ws {
 		if w.node == 3 {
-			w.req(stop-10, 20)
+			w.req(stop-10, 20).at(stop).line(logs.NodeStats, `"why":"periodic"`)
+			continue
 		}
 		w.at(stop).stopped()
 	}
@@ -140,7 +141,7 @@ func TestCheckMutex(t *testing.T) {
 			n1, n2, n3 := lockBase()
 			return finish(300, n1, n2, n3)
 		}, texts: []string{"mutex: 3 lives, 7 requests, 5 entries (node 1: 2, node 2: 2, node 3: 1), 5 released (1 lost), 1 withdrawn, " +
-			"1 pending at a death or exit; wait p50 50ms p99 75ms: ok"},
+			"1 pending at a death or exit; wait p50 50ms p99 75ms; compared 5 holds, 7 requests: ok"},
 			check: func(t *testing.T, res *logcheck.MutexResult) {
 				ms := func(ns ...int) []time.Duration {
 					var ds []time.Duration
@@ -291,13 +292,18 @@ func TestCheckMutex(t *testing.T) {
 			n1.req(210, 3).acq(215, 3, 5, 4).rel(220, 3, 5)
 			return finish(300, n1, n2, n3)
 		}, want: seq(1), texts: []string{"node 1 logged mutex.requested (clock 3) after a request with clock 4: want increasing clocks"}},
-		{name: "pending while its node ran on", build: func() []*logw {
+		{name: "pending at its node's exit", build: func() []*logw {
 			n1, n2, n3 := lockBase()
 			n2.req(210, 8).at(15000).line(logs.NodeStats, `"why":"periodic"`)
 			return finish(20000, n1, n2, n3)
 		}, want: map[logcheck.Kind]int{logcheck.MutexPending: 1},
-			texts: []string{"mutex-pending: node 2 requested the lock (clock 8, view 1.3) at 03:04:05.210000 and waited 19.791s, neither granted nor withdrawn, " +
-				"until its life ended (exit) at 03:04:25.001000: want every request granted within 10s [node2.json:9]"}},
+			texts: []string{"mutex-pending: node 2 requested the lock (clock 8, view 1.3) at 03:04:05.210000 and stopped at 03:04:25.001000 (node2.json:12) " +
+				"with the request neither granted nor withdrawn: a node that leaves withdraws its request (mutex.withdrawn) first [node2.json:9]"}},
+		{name: "pending at its node's exit, a moment after the request", build: func() []*logw {
+			n1, n2, n3 := lockBase()
+			n2.req(19990, 8)
+			return finish(20000, n1, n2, n3)
+		}, want: map[logcheck.Kind]int{logcheck.MutexPending: 1}, texts: []string{"a node that leaves withdraws its request"}},
 		{name: "pending while its node ran on, then its log ends", build: func() []*logw {
 			n1, n2, n3 := lockBase()
 			n2.req(210, 8).at(15000).line(logs.NodeStats, `"why":"periodic"`)
@@ -306,7 +312,7 @@ func TestCheckMutex(t *testing.T) {
 		{name: "pending within MaxPending", o: logcheck.MutexOptions{MaxPending: 30 * time.Second}, build: func() []*logw {
 			n1, n2, n3 := lockBase()
 			n2.req(210, 8).at(15000).line(logs.NodeStats, `"why":"periodic"`)
-			return finish(20000, n1, n2, n3)
+			return append(finish(20000, n1, n3), n2)
 		}, texts: []string{"2 pending at a death or exit"}},
 		{name: "pending at its node's death", o: logcheck.MutexOptions{Deaths: []logcheck.Death{{Node: 2, At: msAt(5000)}}}, build: func() []*logw {
 			n1, n2, n3 := lockBase()

@@ -10,6 +10,9 @@ import (
 //
 //   - every total or safe delivery has a gseq, and a life's gseqs increase
 //     within a view;
+//   - total order has no holes: the gseqs a life delivers by their record
+//     in a view are 1, 2, 3... (OrderGap; the flush at the view's end
+//     may pass over positions past the cut, which no member delivers);
 //   - a gseq of a view delivered by its order record (not final) names one
 //     message wherever it is delivered;
 //   - lives that installed V and then the same next view delivered V's
@@ -32,11 +35,12 @@ func (r *Run) CheckOrder(o MembershipOptions) *Result {
 	gseqs := map[string]map[uint64]slot{}    // view key → gseq → first delivery by record
 	seqs := map[*Life]map[string][]ordered{} // life → view key → ordered deliveries
 	safe := map[string]map[msgKey]slot{}     // view key → safe messages delivered by record
+	recorded := map[*Life]map[string]uint64{} // life → view key → the highest gseq delivered by record
 	for _, l := range r.Lives {
 		if o.SkipViewless && len(l.Views) == 0 {
 			continue
 		}
-		seqs[l] = map[string][]ordered{}
+		seqs[l], recorded[l] = map[string][]ordered{}, map[string]uint64{}
 		v := 0
 		for i := range l.Delivers {
 			d := &l.Delivers[i]
@@ -68,9 +72,15 @@ func (r *Run) CheckOrder(o MembershipOptions) *Result {
 					d.GSeq, l.Views[v-1].ID, prev[len(prev)-1].gseq))
 			}
 			seqs[l][vk] = append(prev, ordered{d.GSeq, k})
+			m.res.count("ordered positions", 1)
 			if d.Final {
 				continue
 			}
+			if want := recorded[l][vk] + 1; d.GSeq > want {
+				m.violation(l, d, OrderGap, fmt.Sprintf("delivered as gseq %d of view %s by its record, without gseq %d: total order has no holes",
+					d.GSeq, l.Views[v-1].ID, want))
+			}
+			recorded[l][vk] = max(recorded[l][vk], d.GSeq)
 			g := gseqs[vk]
 			if g == nil {
 				g = map[uint64]slot{}

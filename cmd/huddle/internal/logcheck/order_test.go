@@ -58,7 +58,7 @@ func TestCheckOrder(t *testing.T) {
 		{"gseq twice", func(n1, n2, _ *logw) {
 			n1.osend("1.1", "total", 9).odeliver("1.1", "total", 1, 9, 5, false)
 			n2.osend("1.1", "total", 9).odeliver("1.1", "total", 2, 9, 5, false)
-		}, map[logcheck.Kind]int{logcheck.TotalOrder: 2}, "delivered as gseq 5 of view 1.1; node 1 delivered node 1 seq 9 as that gseq"},
+		}, map[logcheck.Kind]int{logcheck.TotalOrder: 2, logcheck.OrderGap: 2}, "delivered as gseq 5 of view 1.1; node 1 delivered node 1 seq 9 as that gseq"},
 		{"gseq backwards", func(n1, _, _ *logw) {
 			n1.osend("1.1", "total", 9).odeliver("1.1", "total", 1, 9, 3, false)
 		}, map[logcheck.Kind]int{logcheck.TotalOrder: 3}, "after gseq 3: want increasing gseqs"},
@@ -67,11 +67,14 @@ func TestCheckOrder(t *testing.T) {
 		}, map[logcheck.Kind]int{logcheck.TotalOrder: 1}, "total message delivered without a gseq"},
 		{"sent as another order", func(n1, _, _ *logw) {
 			n1.osend("1.1", "fifo", 9).odeliver("1.1", "total", 1, 9, 5, false)
-		}, map[logcheck.Kind]int{logcheck.TotalOrder: 2}, "delivered as total; sent as fifo"},
+		}, map[logcheck.Kind]int{logcheck.TotalOrder: 2, logcheck.OrderGap: 1}, "delivered as total; sent as fifo"},
 		{"safe lost by a survivor", func(n1, n2, n3 *logw) {
 			n3.osend("1.1", "safe", 3)
 			n1.odeliver("1.1", "safe", 3, 3, 5, false)
-		}, map[logcheck.Kind]int{logcheck.SafeDelivery: 1, logcheck.TotalOrder: 1}, "without delivering safe node 3 seq 3"},
+		}, map[logcheck.Kind]int{logcheck.SafeDelivery: 1, logcheck.TotalOrder: 1, logcheck.OrderGap: 1}, "without delivering safe node 3 seq 3"},
+		{"a hole in the order", func(_, n2, _ *logw) {
+			n2.osend("1.1", "total", 9).odeliver("1.1", "total", 2, 9, 5, false)
+		}, map[logcheck.Kind]int{logcheck.OrderGap: 1, logcheck.TotalOrder: 1}, "delivered as gseq 5 of view 1.1 by its record, without gseq 4: total order has no holes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := orderedRun(tt.change)

@@ -64,6 +64,31 @@ const (
 	// SafeDelivery: a safe message delivered by its record in view V that
 	// a life which installed V and then a next view never delivered in V.
 	SafeDelivery Kind = "safe-delivery"
+	// OrderGap: a life delivered an ordered message of view V by its
+	// record as gseq n+1 without gseq n: total and safe order have no
+	// holes (only the flush at V's end may pass over positions past the
+	// cut, which no member delivers).
+	OrderGap Kind = "order-gap"
+)
+
+// Kinds of violation that hold in every run, whatever its views.
+const (
+	// FIFOGap: a life delivered a message of a sender in view V without
+	// an earlier one the sender sent in V to it: FIFO has no holes. The
+	// sender's send events tell its application's messages apart from
+	// the sequence numbers its node's own protocols used.
+	FIFOGap Kind = "fifo-gap"
+	// LeaveLoss: a member left view V gracefully, and a member that
+	// installed the next view never delivered in V a message the leaver
+	// sent in V: a graceful leave's messages reach every member that
+	// stays.
+	LeaveLoss Kind = "leave-loss"
+	// LogEnd: a life's log ends without node.stopped, and no crash the
+	// check knows of (the lab's lab.json, --crashed) explains it.
+	LogEnd Kind = "log-end"
+	// NothingCompared: a check found nothing to compare in a run that
+	// had traffic: no evidence either way, reported as a failure.
+	NothingCompared Kind = "nothing-compared"
 )
 
 // ErrViolations is wrapped by Result.Err when a check found violations.
@@ -115,8 +140,52 @@ type Result struct {
 	Missing   uint64 // messages missing over all pairs (Missing violations count runs)
 	Skipped   uint64 // messages excused as skipped
 	Malformed int    // malformed lines in the logs (not violations: a killed node cuts its last line)
+	// Compared says how much the check compared, in the units it
+	// compares (views, pairs, positions...): a check that compared
+	// nothing in a run with traffic proves nothing.
+	Compared []Count
 
 	max int
+}
+
+// Count is an amount of something compared: N and what it counts.
+type Count struct {
+	N    int
+	What string
+}
+
+// count adds n to the amount compared of what.
+func (r *Result) count(what string, n int) {
+	for i := range r.Compared {
+		if r.Compared[i].What == what {
+			r.Compared[i].N += n
+			return
+		}
+	}
+	r.Compared = append(r.Compared, Count{n, what})
+}
+
+// ComparedAny reports whether the check compared anything.
+func (r *Result) ComparedAny() bool {
+	for _, c := range r.Compared {
+		if c.N > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// comparedText is ", compared 3 view changes, 12 pairs", or "" when the
+// check counts nothing.
+func (r *Result) comparedText() string {
+	if len(r.Compared) == 0 {
+		return ""
+	}
+	parts := make([]string, len(r.Compared))
+	for i, c := range r.Compared {
+		parts[i] = fmt.Sprintf("%d %s", c.N, c.What)
+	}
+	return "; compared " + strings.Join(parts, ", ")
 }
 
 func newResult(check string, max int) *Result {
@@ -162,6 +231,7 @@ func (r *Result) String() string {
 	if r.Malformed > 0 {
 		fmt.Fprintf(&b, ", %d malformed lines", r.Malformed)
 	}
+	b.WriteString(r.comparedText())
 	extra := ""
 	if r.Missing > 0 {
 		extra = fmt.Sprintf(", %d messages missing", r.Missing)

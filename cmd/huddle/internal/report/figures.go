@@ -384,7 +384,7 @@ func formula(alg string, n int) (best, worst float64) {
 }
 
 func (f *Figures) elections(lr *logcheck.Run) {
-	res := lr.CheckElection()
+	res := lr.CheckElection(logcheck.ElectionOptions{})
 	var sum float64
 	var n int
 	for _, rd := range res.Rounds {
