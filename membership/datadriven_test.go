@@ -504,7 +504,7 @@ func (n *ddNet) unsettled() string {
 				return fmt.Sprintf("%d is flushing", id)
 			case v.ID != first.view.ID || !slices.Equal(v.Members, first.view.Members):
 				return fmt.Sprintf("%d is in %v, %d in %v", id, v, side[0], first.view)
-			case len(m.orderer.held) > 0 || len(m.orderer.runs) > 0 || len(m.orderer.toOrder) > 0:
+			case m.orderer.outstanding():
 				return fmt.Sprintf("%d has ordered messages outstanding", id)
 			case len(m.pending) > 0 || len(m.future) > 0:
 				return fmt.Sprintf("%d holds messages for a cut or a view", id)

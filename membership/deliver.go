@@ -2,6 +2,9 @@ package membership
 
 import (
 	"slices"
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/wire"
 )
 
 // maxFuture bounds the messages held for a view not installed yet: those a
@@ -105,4 +108,45 @@ func cloneDelivery(d Delivery) Delivery {
 	d.Service = slices.Clone(d.Service)
 	d.Payload = slices.Clone(d.Payload)
 	return d
+}
+
+// sequencer reports whether this node orders its view's messages.
+func (m *Machine) sequencer() bool {
+	return m.state == member && len(m.view.Members) > 0 && m.view.Members[0].ID == m.self
+}
+
+// hand passes one message of the installed view, in its source's order,
+// to the orderer.
+func (m *Machine) hand(d Delivery) { m.orderer.hand(d, m.sequencer()) }
+
+// sendRecords multicasts the order of the messages the sequencer took
+// since its last record, at most a datagram's worth of runs per record.
+// While a flush holds sends, or the window is full, they wait; a view
+// change drops them (the view's end orders them).
+func (m *Machine) sendRecords() {
+	o := &m.orderer
+	if !m.sequencer() || m.participation != nil || !o.recordDue(m.now) {
+		return
+	}
+	per := max(1, min(wire.MaxRecordRuns, (m.opt.Engine.DatagramSize-2*wire.MaxHeader)/wire.RecordSize(1)))
+	for {
+		b, runs, ok := o.nextRecord(per)
+		if !ok {
+			return
+		}
+		if _, err := m.multicast(nil, b, wire.Record, 0); err != nil {
+			return // the window is full: stability wakes us
+		}
+		m.stats.RecordsSent++
+		o.recordSent(runs)
+	}
+}
+
+// recordDeadline is when the sequencer's next record is due; zero when
+// none waits.
+func (m *Machine) recordDeadline() time.Time {
+	if !m.sequencer() || m.participation != nil {
+		return time.Time{}
+	}
+	return m.orderer.recordDeadline()
 }

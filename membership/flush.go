@@ -564,8 +564,9 @@ func (m *Machine) install(now time.Time, c *wire.ViewCommit, coord uint64) {
 
 // setView makes v this node's view, here and in the engine.
 func (m *Machine) setView(now time.Time, v View, starts []wire.ViewMember, prior View) {
-	m.endOrder() // the old view ends here
+	m.orderer.end() // the old view ends here
 	m.view, m.viewAt, m.quietFrom = v, now, now
+	m.orderer.setView(v.Members)
 	m.maxEpoch = max(m.maxEpoch, v.ID.Epoch)
 	if m.state == joining {
 		m.state = member

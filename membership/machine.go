@@ -294,8 +294,8 @@ func New(opt Options, now time.Time) *Machine {
 		joiners:  map[uint64]joiner{}, leavers: map[uint64]uint64{}, excluded: map[uint64]uint64{},
 		offs: map[uint64]holdOff{}, foreign: map[uint64]time.Time{},
 		settings: hashSettings(opt.Settings),
-		orderer:  newOrderer(),
 	}
+	m.orderer = newOrderer(m.self, m.engine, &m.stats)
 	m.engine.SetMembers([]wire.Member{}) // nobody counts for stability before a view
 	return m
 }
@@ -469,7 +469,7 @@ func (m *Machine) NextDeadline() time.Time {
 		return time.Time{} // silent for good: no deadline
 	}
 	d := m.engine.NextDeadline()
-	for _, t := range []time.Time{m.joinAt, m.leaveAt, m.reportAt, m.changeAt, m.flushDeadline(), m.safeDeadline(), m.recordDeadline()} {
+	for _, t := range []time.Time{m.joinAt, m.leaveAt, m.reportAt, m.changeAt, m.flushDeadline(), m.orderer.safeDeadline(), m.recordDeadline()} {
 		if !t.IsZero() && t.Before(d) {
 			d = t
 		}
@@ -492,6 +492,7 @@ func (m *Machine) Paused(now time.Time, d time.Duration) {
 // Ready); it stays valid until the next call into the Machine.
 func (m *Machine) Ready() Ready {
 	m.takeEngine(m.now)
+	m.events = m.orderer.take(m.events)
 	m.ready.Envelopes = append(append(m.ready.Envelopes[:0], m.out...), m.engineOut...)
 	m.out, m.engineOut = m.out[:0], m.engineOut[:0]
 	m.ready.Events, m.events = m.events, m.ready.Events[:0]
@@ -527,8 +528,10 @@ func (m *Machine) afterStep(now time.Time) {
 			m.progress(now)
 		}
 		if len(m.selfq) == 0 {
-			m.advance(false) // reports may have made a safe message deliverable
-			m.reportSafe(now)
+			m.orderer.advance(false) // reports may have made a safe message deliverable
+			if m.orderer.safeReportDue(now) {
+				m.engine.Report(now)
+			}
 			return
 		}
 		q := m.selfq
@@ -553,6 +556,8 @@ func (m *Machine) takeEngine(now time.Time) {
 	}
 }
 
+// emit hands out ev after what the orderer delivered so far: views and
+// messages reach the caller in the order they happened.
 func (m *Machine) emit(ev Event) {
-	m.events = append(m.events, ev)
+	m.events = append(m.orderer.take(m.events), ev)
 }
