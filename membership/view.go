@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,3 +136,14 @@ func incOf(ms []wire.Member, id uint64) uint64 {
 	}
 	return 0
 }
+
+func sortedKeys[V any](mp map[uint64]V) []uint64 {
+	ids := make([]uint64, 0, len(mp))
+	for id := range mp {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, cmp.Compare)
+	return ids
+}
+
+func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
