@@ -351,6 +351,22 @@ func (c *coordinator) unanswered(now time.Time, x wire.Member) {
 	c.offs.hold(now, x.ID, x.Inc, 2*c.st, true)
 }
 
+// leftGracefully holds off member x, which left: it is on its way out,
+// and its last datagrams still claim the view it left.
+func (c *coordinator) leftGracefully(now time.Time, x wire.Member) {
+	c.offs.hold(now, x.ID, x.Inc, 2*c.st, false)
+}
+
+// oddSettings holds off node id (incarnation inc), whose settings differ
+// from this node's, for mergeBackoff suspect timeouts.
+func (c *coordinator) oddSettings(now time.Time, id, inc uint64) {
+	c.offs.hold(now, id, inc, mergeBackoff*c.st, false)
+}
+
+// mergeBackoff is how many suspect timeouts a node that could not be
+// merged (its settings differ) is left alone.
+const mergeBackoff = 20
+
 // admitFailed notes that a node to admit or merge did not answer the view
 // change under way, which has held sends for blocked: from the second such
 // view change in a row, the coordinator admits and merges nobody for a

@@ -38,15 +38,6 @@ func (r *initiator) begin(now time.Time) {
 	r.phaseAt = now
 }
 
-// proposed lists the IDs of the members proposed, in order.
-func (r *initiator) proposed() []uint64 {
-	ids := make([]uint64, len(r.members))
-	for i, x := range r.members {
-		ids[i] = x.ID
-	}
-	return ids
-}
-
 // flush is the flush message of this phase, sent at now and resent after
 // retry until answered.
 func (r *initiator) flush(now time.Time, retry time.Duration) wire.Flush {
@@ -182,13 +173,14 @@ func (r *initiator) isSilent(id uint64) bool {
 	return r.phase == wire.FlushState && !stated || r.phase == wire.FlushCut && !r.dones[id]
 }
 
-// overdue says, at now, which members a new attempt leaves out, once the
-// phase has waited timeout for members that stay silent: in phase 1 the
-// silent ones. In phase 2 a member that does not confirm may be alive but
-// unable to get the cut (its only holder may have crashed since): a new
-// attempt asks everyone again, the new cut is what those alive hold, and
-// whoever does not answer that is left out. A member that fails to confirm
-// twice is left out too: the flush must end.
+// overdue reports whether the phase, at now, has waited timeout for
+// members that stay silent, and which members the new attempt then leaves
+// out: in phase 1 the silent ones. In phase 2 a member that does not
+// confirm may be alive but unable to get the cut (its only holder may have
+// crashed since): a new attempt asks everyone again, the new cut is what
+// those alive hold, and whoever does not answer that is left out. A member
+// that fails to confirm twice is left out too (overdue counts the
+// failures): the flush must end.
 func (r *initiator) overdue(now time.Time, timeout time.Duration) (without []uint64, restart bool) {
 	silent := r.silent()
 	if len(silent) == 0 || now.Before(r.phaseAt.Add(timeout)) {
@@ -251,7 +243,7 @@ func (m *Machine) beginAttempt(now time.Time) {
 	if m.changeFrom.IsZero() {
 		m.changeFrom = now
 	}
-	m.emit(Event{Kind: FlushStarted, Epoch: r.id.Epoch, Attempt: r.id.Attempt, Proposed: r.proposed(), View: m.view.clone()})
+	m.emit(Event{Kind: FlushStarted, Epoch: r.id.Epoch, Attempt: r.id.Attempt, Proposed: memberIDs(r.members), View: m.view.clone()})
 	m.sendFlush(now)
 }
 
@@ -340,7 +332,7 @@ func (m *Machine) fixCut(now time.Time) {
 	r := m.initiator
 	if odd := r.odd(m.settings); len(odd) > 0 {
 		for _, id := range odd {
-			m.coord.offs.hold(now, id, incOf(r.members, id), mergeBackoff*m.opt.Engine.SuspectTimeout, false)
+			m.coord.oddSettings(now, id, incOf(r.members, id))
 			if m.mayReport(now, id) {
 				m.emit(Event{Kind: Refused, Member: id, Setting: "settings"})
 			}
@@ -351,10 +343,6 @@ func (m *Machine) fixCut(now time.Time) {
 	r.fixCut(now)
 	m.sendFlush(now)
 }
-
-// mergeBackoff is how many suspect timeouts a node that could not be
-// merged (its settings differ) is left alone.
-const mergeBackoff = 20
 
 // commit ends the flush: every participant holds the cut, and the view is
 // installed, here first.

@@ -51,7 +51,7 @@ func (m *Machine) changes(now time.Time, prior, next View, left []uint64) Event 
 		case next.HasInc(x.ID, x.Inc):
 		case slices.Contains(left, x.ID):
 			ev.Left = append(ev.Left, x.ID)
-			m.coord.offs.hold(now, x.ID, x.Inc, 2*m.opt.Engine.SuspectTimeout, false)
+			m.coord.leftGracefully(now, x)
 		default:
 			ev.Crashed = append(ev.Crashed, x.ID)
 		}

@@ -132,6 +132,14 @@ const (
 // view before it installs the new one. Joins, leaves, crashes, merges of
 // partitions and coordinator take-overs are all this one protocol; a
 // participant of a merge reports its own view and gets that view's cut.
+//
+// Machine composes the roles, each a type that owns its state, in a file
+// of its own with the Machine's side of it: the coordinator (proposes the
+// next view), the initiator of a flush and its participant, the orderer
+// (total and safe delivery), and the table of nodes heard. They are handed
+// what they need (the view, the time, the engine behind a one-method
+// interface) and hand back what they decided or delivered; none calls
+// the Machine. The Machine routes between them, sends and emits events.
 type Machine struct {
 	opt    Options
 	self   uint64

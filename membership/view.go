@@ -51,9 +51,12 @@ func (v View) index(id uint64) int {
 }
 
 // IDs returns the members' IDs, oldest first.
-func (v View) IDs() []uint64 {
-	ids := make([]uint64, len(v.Members))
-	for i, m := range v.Members {
+func (v View) IDs() []uint64 { return memberIDs(v.Members) }
+
+// memberIDs returns the IDs of ms, in order.
+func memberIDs(ms []wire.Member) []uint64 {
+	ids := make([]uint64, len(ms))
+	for i, m := range ms {
 		ids[i] = m.ID
 	}
 	return ids
