@@ -132,14 +132,6 @@ const (
 // view before it installs the new one. Joins, leaves, crashes, merges of
 // partitions and coordinator take-overs are all this one protocol; a
 // participant of a merge reports its own view and gets that view's cut.
-//
-// Machine composes the roles, each a type that owns its state, in a file
-// of its own with the Machine's side of it: the coordinator (proposes the
-// next view), the initiator of a flush and its participant, the orderer
-// (total and safe delivery), and the table of nodes heard. They are handed
-// what they need (the view, the time, the engine behind a one-method
-// interface) and hand back what they decided or delivered; none calls
-// the Machine. The Machine routes between them, sends and emits events.
 type Machine struct {
 	opt    Options
 	self   uint64
@@ -166,10 +158,14 @@ type Machine struct {
 	pruneAt   time.Time         // next time stale entries of heard, hold-offs and joiners go
 	outsiders limiter           // events about nodes outside the view (refusals, peers seen and lost)
 
-	// The roles. Every member keeps the coordinator's state, since any
-	// may take over; a flush has an initiator here when this node runs
-	// it, and a participant when this node takes part in it (its own
-	// included).
+	// The roles, each a type that owns its state, in a file of its own
+	// with the Machine's side of it: the coordinator (every member keeps
+	// its state, since any may take over), the initiator of the flush
+	// this node runs, and its part in a flush (its own included); the
+	// orderer and the heard table below. They are handed what they need
+	// (the view, the time, the engine behind a one-method interface) and
+	// hand back what they decided or delivered; none calls the Machine,
+	// which routes between them, sends and emits the events.
 	coord       coordinator
 	initiator   *initiator     // the flush this node initiates, if any
 	participant *participant   // the flush this node takes part in, if any
