@@ -500,13 +500,13 @@ func (n *ddNet) unsettled() string {
 			switch {
 			case m.state != member:
 				return fmt.Sprintf("%d is not a member", id)
-			case m.participation != nil || m.initiation != nil:
+			case m.participant != nil || m.initiator != nil:
 				return fmt.Sprintf("%d is flushing", id)
 			case v.ID != first.view.ID || !slices.Equal(v.Members, first.view.Members):
 				return fmt.Sprintf("%d is in %v, %d in %v", id, v, side[0], first.view)
-			case len(m.orderer.held) > 0 || len(m.orderer.runs) > 0 || len(m.orderer.toOrder) > 0:
+			case m.orderer.outstanding():
 				return fmt.Sprintf("%d has ordered messages outstanding", id)
-			case len(m.pending) > 0 || len(m.future) > 0:
+			case m.participant != nil && len(m.participant.held) > 0 || len(m.future) > 0:
 				return fmt.Sprintf("%d holds messages for a cut or a view", id)
 			}
 			ids := v.IDs()

@@ -2,6 +2,9 @@ package membership
 
 import (
 	"slices"
+	"time"
+
+	"github.com/huddle-lan/huddle/internal/wire"
 )
 
 // maxFuture bounds the messages held for a view not installed yet: those a
@@ -40,12 +43,7 @@ func (m *Machine) inView(d Delivery) {
 		m.stats.BeyondCut++ // its stream lost messages in this view: delivering more would leave a gap
 		return
 	}
-	if p := m.participation; p != nil && p.reported {
-		if p.hasCut && d.End <= seqOf(p.cut, d.Source) {
-			m.hand(d)
-			return
-		}
-		m.pending = append(m.pending, cloneDelivery(d))
+	if p := m.participant; p != nil && p.hold(d) {
 		return
 	}
 	m.hand(d)
@@ -54,32 +52,7 @@ func (m *Machine) inView(d Delivery) {
 // expects reports whether messages of a later view from src may be for
 // this node: src is a member of its view or of the flush it takes part in.
 func (m *Machine) expects(src uint64) bool {
-	return m.view.Has(src) || m.participation != nil && containsMember(m.participation.members, src)
-}
-
-// releaseCut delivers the held messages the cut now covers, in the order
-// they arrived (each source's order).
-func (m *Machine) releaseCut() {
-	p := m.participation
-	keep := m.pending[:0]
-	for _, d := range m.pending {
-		if d.End <= seqOf(p.cut, d.Source) {
-			m.hand(d)
-		} else {
-			keep = append(keep, d)
-		}
-	}
-	clear(m.pending[len(keep):])
-	m.pending = keep
-}
-
-// dropBeyondCut forgets the held messages past the cut when the view
-// ends: no member delivers them (they are of a member that crashed or
-// was cut off before anyone else got them).
-func (m *Machine) dropBeyondCut() {
-	m.stats.BeyondCut += uint64(len(m.pending))
-	clear(m.pending)
-	m.pending = m.pending[:0]
+	return m.view.Has(src) || m.participant != nil && containsMember(m.participant.members, src)
 }
 
 // releaseFuture delivers the held messages of the view just installed and
@@ -105,4 +78,45 @@ func cloneDelivery(d Delivery) Delivery {
 	d.Service = slices.Clone(d.Service)
 	d.Payload = slices.Clone(d.Payload)
 	return d
+}
+
+// sequencer reports whether this node orders its view's messages.
+func (m *Machine) sequencer() bool {
+	return m.state == member && len(m.view.Members) > 0 && m.view.Members[0].ID == m.self
+}
+
+// hand passes one message of the installed view, in its source's order,
+// to the orderer.
+func (m *Machine) hand(d Delivery) { m.orderer.hand(d, m.sequencer()) }
+
+// sendRecords multicasts the order of the messages the sequencer took
+// since its last record, at most a datagram's worth of runs per record.
+// While a flush holds sends, or the window is full, they wait; a view
+// change drops them (the view's end orders them).
+func (m *Machine) sendRecords() {
+	o := &m.orderer
+	if !m.sequencer() || m.participant != nil || !o.recordDue(m.now) {
+		return
+	}
+	per := max(1, min(wire.MaxRecordRuns, (m.opt.Engine.DatagramSize-2*wire.MaxHeader)/wire.RecordSize(1)))
+	for {
+		b, runs, ok := o.nextRecord(per)
+		if !ok {
+			return
+		}
+		if _, err := m.multicast(nil, b, wire.Record, 0); err != nil {
+			return // the window is full: stability wakes us
+		}
+		m.stats.RecordsSent++
+		o.recordSent(runs)
+	}
+}
+
+// recordDeadline is when the sequencer's next record is due; zero when
+// none waits.
+func (m *Machine) recordDeadline() time.Time {
+	if !m.sequencer() || m.participant != nil {
+		return time.Time{}
+	}
+	return m.orderer.recordDeadline()
 }

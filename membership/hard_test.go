@@ -196,10 +196,10 @@ func TestForgedIDsKeepHeardBounded(t *testing.T) {
 			id := uint64(1000 + i)
 			l.forge(id, 1, wire.ViewID{Epoch: 1, Coord: id}, report, 3)
 		}
-		m.changeAt = time.Time{}
-		before := m.tickWork
+		m.coord.idle()
+		before := m.coord.work
 		m.Tick(l.now)
-		return len(m.heard), m.tickWork - before
+		return len(m.heard.nodes), m.coord.work - before
 	}
 	bound := uint64(3 + maxStrangers + maxJoiners)
 	small, smallWork := perTick(100)
@@ -249,10 +249,10 @@ func TestForgedJoinsBlockSendsLittle(t *testing.T) {
 	if share >= 0.1 {
 		t.Fatalf("sends were blocked %.0f%% of the time, want under 10%%", 100*share)
 	}
-	if m := l.ms[3]; m.admitFails < 2 || m.admitHold.IsZero() {
-		t.Fatalf("the coordinator counted %d failed admissions in a row and held admissions until %v", m.admitFails, m.admitHold)
+	if m := l.ms[3]; m.coord.admits.fails < 2 || m.coord.admits.until.IsZero() {
+		t.Fatalf("the coordinator counted %d failed admissions in a row and held admissions until %v", m.coord.admits.fails, m.coord.admits.until)
 	}
-	t.Logf("sends blocked %.1f%% of the time; failed admissions in a row %d", 100*share, l.ms[3].admitFails)
+	t.Logf("sends blocked %.1f%% of the time; failed admissions in a row %d", 100*share, l.ms[3].coord.admits.fails)
 	// An honest joiner still gets in, within the longest hold.
 	l.add(4)
 	l.run(time.Duration(admitHoldMax+2) * 150 * time.Millisecond)
@@ -314,8 +314,8 @@ func TestForgedMergeFlushesBlockSendsLittle(t *testing.T) {
 	if share >= 0.25 {
 		t.Fatalf("sends were blocked %.1f%% of the time, want under 25%%", 100*share)
 	}
-	if m := l.ms[1]; m.mergeFails < 2 || m.Stats().RoleRefused == 0 {
-		t.Fatalf("merges failed in a row %d, flushes refused %d", m.mergeFails, m.Stats().RoleRefused)
+	if m := l.ms[1]; m.merges.fails < 2 || m.Stats().RoleRefused == 0 {
+		t.Fatalf("merges failed in a row %d, flushes refused %d", m.merges.fails, m.Stats().RoleRefused)
 	}
 	t.Logf("sends blocked %.1f%% of the time", 100*share)
 }
@@ -340,8 +340,8 @@ func TestForgedViewWithAPhantom(t *testing.T) {
 	fv := wire.ViewID{Epoch: 1, Coord: 99}
 	l.forge(99, 1, fv, flush, 1) // no cut of node 1's view
 	l.forge(99, 1, fv, commit, 1)
-	if m.participation != nil || m.View().ID != v.ID {
-		t.Fatalf("node 1 took part (%v) or installed %v", m.participation != nil, m.View())
+	if m.participant != nil || m.View().ID != v.ID {
+		t.Fatalf("node 1 took part (%v) or installed %v", m.participant != nil, m.View())
 	}
 	// The cut of its view, as the group's own flush would fix it: the
 	// flush is taken, the commit with a phantom is not.
@@ -438,8 +438,8 @@ func TestForgedJoinsKeepStateBounded(t *testing.T) {
 	for i := range 1000 {
 		l.forge(uint64(1000+i), 1, wire.ViewID{}, joinRequest(), 3)
 	}
-	if len(m.joiners) != maxJoiners || m.Stats().JoinsHeldOff != 1000-maxJoiners {
-		t.Fatalf("%d joiners pending, %d held off; want %d and %d", len(m.joiners), m.Stats().JoinsHeldOff, maxJoiners, 1000-maxJoiners)
+	if len(m.coord.joiners) != maxJoiners || m.Stats().JoinsHeldOff != 1000-maxJoiners {
+		t.Fatalf("%d joiners pending, %d held off; want %d and %d", len(m.coord.joiners), m.Stats().JoinsHeldOff, maxJoiners, 1000-maxJoiners)
 	}
 	l.run(time.Second) // the admissions fail; the coordinator holds off
 	odd := joinRequest()
@@ -461,10 +461,10 @@ func TestForgedJoinsKeepStateBounded(t *testing.T) {
 			refused, after.JoinsRefused-before.JoinsRefused, after.EventsSuppressed-before.EventsSuppressed, limitBurst, limitBurst, 1000-limitBurst)
 	}
 	for i := range 2000 {
-		m.hold(l.now, uint64(9000+i), 1, time.Second, true)
+		m.coord.offs.hold(l.now, uint64(9000+i), 1, time.Second, true)
 	}
-	if len(m.offs) > maxOffs {
-		t.Fatalf("%d nodes held off, want at most %d", len(m.offs), maxOffs)
+	if len(m.coord.offs.offs) > maxOffs {
+		t.Fatalf("%d nodes held off, want at most %d", len(m.coord.offs.offs), maxOffs)
 	}
 }
 

@@ -117,51 +117,6 @@ const (
 	gone                 // left or refused: does nothing more
 )
 
-// heard is what this node last heard from a node: every datagram carries
-// its sender's view, so the session messages double as merge beacons.
-type heard struct {
-	inc  uint64
-	view wire.ViewID
-	at   time.Time
-	addr netip.AddrPort
-	seq  uint64 // its place in the eviction order (strangers)
-}
-
-// stranger is a place in heard's eviction order.
-type stranger struct{ id, seq uint64 }
-
-// joiner is a pending join request: the incarnation asking, and when it
-// last asked.
-type joiner struct {
-	inc uint64
-	at  time.Time
-}
-
-// holdOff keeps a node out of merges and admissions until a time: one
-// that did not answer a flush that would have taken it in (fails counts
-// those in a row: the hold doubles), left gracefully, or has other
-// settings.
-type holdOff struct {
-	until time.Time
-	inc   uint64 // the incarnation held off; a newer one is not
-	fails uint8
-}
-
-// idConflict is the evidence that another live node uses this node's ID:
-// session messages of one older incarnation from one address.
-type idConflict struct {
-	inc         uint64
-	addr        netip.AddrPort
-	since, last time.Time
-	n           int
-}
-
-// limiter lets through at most limitBurst events per suspect timeout.
-type limiter struct {
-	at time.Time
-	n  int
-}
-
 // Machine is one node's membership layer, with the reliable multicast
 // engine it drives: a deterministic state machine like the engine (no
 // goroutines, sockets or clock of its own). The node's Core (in the node
@@ -192,54 +147,36 @@ type Machine struct {
 	joinAt    time.Time         // next join request
 	maxEpoch  uint64            // highest epoch heard of anywhere (within timeLimit)
 	asked     bool              // joining: a join request went out
-	heard     map[uint64]heard  // at most the view's members and maxStrangers others
-	strangers []stranger        // nodes heard outside the view, oldest first: the order heard evicts in
-	nextSeq   uint64            // of the next stranger
-	restarts  map[uint64]heard  // members heard with a newer incarnation than the view's (restarted, or forged)
+	heard     heardTable        // what this node last heard from each node
 	conflict  idConflict        // an older incarnation of this node's ID heard lately
 	suspects  map[uint64]uint64 // members of the view suspected: id → the incarnation suspected
 	reportAt  time.Time         // next time suspicions are reported to the coordinator
 	leaveAt   time.Time         // leaving: when to resend the request
 	leaveBy   time.Time         // leaving: when to give up waiting
 	settings  uint32            // hash of opt.Settings
+	quietFrom time.Time         // the installed view's start, moved on by this node's pauses: members unheard since are suspected
+	pruneAt   time.Time         // next time stale entries of heard, hold-offs and joiners go
+	outsiders limiter           // events about nodes outside the view (refusals, peers seen and lost)
 
-	// Coordinator's pending changes.
-	joiners  map[uint64]joiner    // id → the join request (at most maxJoiners)
-	leavers  map[uint64]uint64    // id → incarnation leaving gracefully (members only)
-	excluded map[uint64]uint64    // id → incarnation to exclude (suspected; members only)
-	offs     map[uint64]holdOff   // nodes held out of merges and admissions (at most maxOffs)
-	foreign  map[uint64]time.Time // nodes of other views, since when this coordinator has heard them (a subset of heard)
-	changeAt time.Time            // when to start the flush for pending changes; zero = none pending
-
-	// Admissions that failed: a node to admit or merge did not answer.
-	admitFails  int       // in a row
-	admitFailAt time.Time // the last
-	admitHold   time.Time // no node is admitted or merged before then
-
-	// Merges led from outside this node's view (it took part) that ended
-	// without a view: abandoned, or superseded before their commit.
-	mergeFails  int       // in a row
-	mergeFailAt time.Time // the last
-	mergeHold   time.Time // no flush led from outside the view is taken before then
-	changeFails bool      // the view change under way had one
-
-	quietFrom time.Time // the installed view's start, moved on by this node's pauses: members unheard since are suspected
-	pruneAt   time.Time // next time stale entries of heard, offs and joiners go
-	outsiders limiter   // events about nodes outside the view (refusals, peers seen and lost)
-	tickWork  uint64    // entries the coordinator's ticks examined (heard, joiners): tests bound it
-
-	initiation    *initiation    // the flush this node initiates, if any
-	participation *participation // the flush this node takes part in, if any
-	dropped       *flushID       // the last flush this node gave up: it takes no part in it, or older ones, again
-
-	lastCommit *wire.Envelope // resent to members that missed it
-	commitAt   time.Time      // when lastCommit was sent (a participant's flush_ms)
-	changeFrom time.Time      // when the current view change began here
+	// The roles, each a type that owns its state, in a file of its own
+	// with the Machine's side of it: the coordinator (every member keeps
+	// its state, since any may take over), the initiator of the flush
+	// this node runs, and its part in a flush (its own included); the
+	// orderer and the heard table below. They are handed what they need
+	// (the view, the time, the engine behind a one-method interface) and
+	// hand back what they decided or delivered; none calls the Machine,
+	// which routes between them, sends and emits the events.
+	coord       coordinator
+	initiator   *initiator     // the flush this node initiates, if any
+	participant *participant   // the flush this node takes part in, if any
+	dropped     *flushID       // the last flush this node gave up: it takes no part in it, or older ones, again
+	merges      streak         // flushes led from outside this node's view that it took part in and that ended without a view
+	lastCommit  *wire.Envelope // of the last flush this node initiated: resent to members that missed it
+	changeFrom  time.Time      // when the current view change began here
 
 	orderer   orderer         // total and safe delivery in the installed view
-	now       time.Time       // of the last Step or Tick
-	pending   []Delivery      // deliveries of this view held during a flush: the cut decides
 	future    []Delivery      // deliveries of a view not installed yet
+	now       time.Time       // of the last Step or Tick
 	out       []wire.Envelope // membership messages to multicast
 	engineOut []wire.Envelope // the engine's envelopes, taken after each of its steps
 	selfq     []wire.Envelope // membership messages to this node itself
@@ -289,13 +226,12 @@ func New(opt Options, now time.Time) *Machine {
 		opt: opt, self: eo.Self, inc: eo.Inc,
 		engine:    multicast.New(eo, now),
 		startedAt: now, joinAt: now.Add(eo.Heartbeat),
-		heard: map[uint64]heard{}, restarts: map[uint64]heard{}, starts: map[uint64]uint64{}, broken: map[uint64]bool{},
-		suspects: map[uint64]uint64{},
-		joiners:  map[uint64]joiner{}, leavers: map[uint64]uint64{}, excluded: map[uint64]uint64{},
-		offs: map[uint64]holdOff{}, foreign: map[uint64]time.Time{},
+		heard:  newHeardTable(eo.SuspectTimeout),
+		starts: map[uint64]uint64{}, broken: map[uint64]bool{}, suspects: map[uint64]uint64{},
 		settings: hashSettings(opt.Settings),
-		orderer:  newOrderer(),
+		coord:    newCoordinator(eo.Self, eo.SuspectTimeout, opt.Settings),
 	}
+	m.orderer = newOrderer(m.self, m.engine, &m.stats)
 	m.engine.SetMembers([]wire.Member{}) // nobody counts for stability before a view
 	return m
 }
@@ -336,7 +272,7 @@ func (m *Machine) ViewKey() (wire.ViewID, uint64) { return m.view.ID, m.coordInc
 // newer one, restarted or forged, does not count until a view holds it).
 // The lock's quorum mode leases on it.
 func (m *Machine) Heard(id uint64) (wire.ViewID, time.Time) {
-	h := m.heard[id]
+	h := m.heard.get(id)
 	return h.view, h.at
 }
 
@@ -365,7 +301,7 @@ func (m *Machine) multicast(service, payload []byte, order wire.Order, dest uint
 		return 0, ErrLeft
 	case m.state == joining:
 		return 0, ErrNotInView
-	case m.participation != nil:
+	case m.participant != nil:
 		return 0, ErrBlocked
 	}
 	seq, err := m.engine.Multicast(service, payload, order, dest)
@@ -388,12 +324,12 @@ func (m *Machine) multicast(service, payload []byte, order wire.Order, dest uint
 
 // Fits reports whether a message of these sizes can be sent now.
 func (m *Machine) Fits(serviceLen, payloadLen int) bool {
-	return m.state == member && m.participation == nil && m.engine.Fits(serviceLen, payloadLen)
+	return m.state == member && m.participant == nil && m.engine.Fits(serviceLen, payloadLen)
 }
 
 // Sending reports whether Multicast may succeed now (a view is installed
 // and no flush holds sends).
-func (m *Machine) Sending() bool { return m.state == member && m.participation == nil }
+func (m *Machine) Sending() bool { return m.state == member && m.participant == nil }
 
 // Step processes one decoded datagram that arrived at now from src; its
 // group has been checked. env must not be kept after Step returns.
@@ -455,7 +391,8 @@ func (m *Machine) Tick(now time.Time) {
 	m.tickLeave(now)
 	m.tickSuspicions(now)
 	m.tickUnheard(now)
-	m.tickFlush(now)
+	m.tickInitiator(now)
+	m.tickParticipant(now)
 	m.tickStale(now)
 	m.tickPrune(now)
 	m.tickCoordinator(now)
@@ -469,12 +406,41 @@ func (m *Machine) NextDeadline() time.Time {
 		return time.Time{} // silent for good: no deadline
 	}
 	d := m.engine.NextDeadline()
-	for _, t := range []time.Time{m.joinAt, m.leaveAt, m.reportAt, m.changeAt, m.flushDeadline(), m.safeDeadline(), m.recordDeadline()} {
+	for _, t := range []time.Time{m.joinAt, m.leaveAt, m.reportAt, m.coord.changeAt, m.flushDeadline(), m.orderer.safeDeadline(), m.recordDeadline()} {
 		if !t.IsZero() && t.Before(d) {
 			d = t
 		}
 	}
 	return d
+}
+
+// flushDeadline is when the flush this node runs or takes part in needs a
+// tick; zero without one.
+func (m *Machine) flushDeadline() time.Time {
+	var d time.Time
+	if r := m.initiator; r != nil {
+		d = r.deadline(m.flushTimeout())
+	}
+	if p := m.participant; p != nil {
+		d = earliest(d, p.deadline(m.self, m.opt.Engine.SuspectTimeout))
+	}
+	return d
+}
+
+// earliest returns the earlier of a and b that is not zero; zero if both
+// are.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// retry is the interval at which flush messages, join requests and
+// reminders are resent until answered: a fifth of a heartbeat, so that a
+// lost datagram costs a view change a few milliseconds on a LAN.
+func (m *Machine) retry() time.Duration {
+	return max(m.opt.Engine.Heartbeat/5, time.Millisecond)
 }
 
 // Paused tells the machine that the node could not observe the network
@@ -492,6 +458,7 @@ func (m *Machine) Paused(now time.Time, d time.Duration) {
 // Ready); it stays valid until the next call into the Machine.
 func (m *Machine) Ready() Ready {
 	m.takeEngine(m.now)
+	m.events = m.orderer.take(m.events)
 	m.ready.Envelopes = append(append(m.ready.Envelopes[:0], m.out...), m.engineOut...)
 	m.out, m.engineOut = m.out[:0], m.engineOut[:0]
 	m.ready.Events, m.events = m.events, m.ready.Events[:0]
@@ -527,8 +494,10 @@ func (m *Machine) afterStep(now time.Time) {
 			m.progress(now)
 		}
 		if len(m.selfq) == 0 {
-			m.advance(false) // reports may have made a safe message deliverable
-			m.reportSafe(now)
+			m.orderer.advance(false) // reports may have made a safe message deliverable
+			if m.orderer.safeReportDue(now) {
+				m.engine.Report(now)
+			}
 			return
 		}
 		q := m.selfq
@@ -553,6 +522,8 @@ func (m *Machine) takeEngine(now time.Time) {
 	}
 }
 
+// emit hands out ev after what the orderer delivered so far: views and
+// messages reach the caller in the order they happened.
 func (m *Machine) emit(ev Event) {
-	m.events = append(m.events, ev)
+	m.events = append(m.orderer.take(m.events), ev)
 }

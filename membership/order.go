@@ -29,11 +29,30 @@ import (
 // Everything delivered before the view's end (by record) is in one order
 // everywhere, and so is everything delivered by members that install the
 // same next view, which covers a sequencer crash.
+//
+// The orderer takes the view's messages (hand) and records, and the
+// Machine takes what it delivered (take), in the order delivered, between
+// its own events. It asks the engine beneath only how far the members hold
+// a stream (holder), for safe delivery.
 type orderer struct {
-	held     map[uint64][]Delivery // per source: messages waiting, in stream order; the head is ordered
-	runs     []run                 // recorded, not yet delivered; runs[0] is next
-	started  bool                  // runs[0]'s first message was delivered: its Seq is behind us
-	numbered uint64                // messages the records received so far have numbered
+	self      uint64
+	holds     holder
+	stats     *Stats
+	members   []wire.Member         // the installed view's, its sequencer first
+	held      map[uint64][]Delivery // per source: messages waiting, in stream order; the head is ordered
+	out       []Delivery            // delivered, not taken yet
+	viewOrder                       // this view's; cleared when it ends
+	dec       *wire.Decoder
+	enc       *wire.Encoder
+	rec       wire.OrderRecord
+	buf       []byte
+}
+
+// viewOrder is what the orderer knows of one view's order.
+type viewOrder struct {
+	runs     []run  // recorded, not yet delivered; runs[0] is next
+	started  bool   // runs[0]'s first message was delivered: its Seq is behind us
+	numbered uint64 // messages the records received so far have numbered
 
 	// As the sequencer.
 	toOrder  []wire.OrderRun // ordered messages handed to the sequencer, not recorded yet
@@ -42,11 +61,12 @@ type orderer struct {
 
 	safeNews bool      // a safe message of another source arrived: tell the others this node holds it
 	reportAt time.Time // not before then (a session message per step at most, and not too often)
+}
 
-	dec *wire.Decoder
-	enc *wire.Encoder
-	rec wire.OrderRecord
-	buf []byte
+// holder tells how far member id holds the stream of source src
+// (incarnation inc), as its session messages report: the engine.
+type holder interface {
+	Holds(id, src, inc uint64) uint64
 }
 
 // run is a recorded run with the total-order number of its next message.
@@ -70,55 +90,62 @@ const recordGap = 300 * time.Microsecond
 // for safe delivery.
 const safeReportGap = 200 * time.Microsecond
 
-func newOrderer() orderer {
-	return orderer{held: map[uint64][]Delivery{}, dec: wire.NewDecoder(), enc: wire.NewEncoder()}
+// newOrderer returns the orderer of node self, which counts into stats.
+func newOrderer(self uint64, holds holder, stats *Stats) orderer {
+	return orderer{self: self, holds: holds, stats: stats, held: map[uint64][]Delivery{}, dec: wire.NewDecoder(), enc: wire.NewEncoder()}
 }
 
 // ordered reports whether a message waits for the sequencer.
 func ordered(o wire.Order) bool { return o == wire.Total || o == wire.Safe }
 
-// sequencer reports whether this node orders its view's messages.
-func (m *Machine) sequencer() bool {
-	return m.state == member && len(m.view.Members) > 0 && m.view.Members[0].ID == m.self
-}
-
 // hand takes one message of the installed view, in its source's order,
-// and delivers it as its order allows.
-func (m *Machine) hand(d Delivery) {
-	o := &m.orderer
+// and delivers it as its order allows; sequencer says whether this node
+// orders the view's messages.
+func (o *orderer) hand(d Delivery, sequencer bool) {
 	if d.Order == wire.Record {
-		m.onRecord(&d)
+		o.onRecord(&d)
 		return
 	}
 	if ordered(d.Order) {
-		if m.sequencer() {
+		if sequencer {
 			o.assign(d.Source, d.Seq)
 		}
-		if d.Order == wire.Safe && d.Source != m.self {
+		if d.Order == wire.Safe && d.Source != o.self {
 			o.safeNews = true
 		}
 	}
 	q := o.held[d.Source]
 	if len(q) == 0 && !ordered(d.Order) {
-		m.give(d)
+		o.give(d)
 		return
 	}
 	o.held[d.Source] = append(q, cloneDelivery(d))
 	if len(q) == 0 {
-		m.advance(false) // its record may have come first
+		o.advance(false) // its record may have come first
 	}
 }
 
 // give delivers d to the layer above, if it is addressed to everyone or to
 // this node.
-func (m *Machine) give(d Delivery) {
-	if d.Dest != 0 && d.Dest != m.self {
-		if d.Source != m.self { // the engine counts only others' messages as delivered
-			m.stats.ForOthers++
+func (o *orderer) give(d Delivery) {
+	if d.Dest != 0 && d.Dest != o.self {
+		if d.Source != o.self { // the engine counts only others' messages as delivered
+			o.stats.ForOthers++
 		}
 		return
 	}
-	m.events = append(m.events, Event{Kind: Delivered, Delivery: d})
+	o.out = append(o.out, d)
+}
+
+// take appends what the orderer delivered since the last take to events,
+// as Delivered events, in the order delivered.
+func (o *orderer) take(events []Event) []Event {
+	for _, d := range o.out {
+		events = append(events, Event{Kind: Delivered, Delivery: d})
+	}
+	clear(o.out)
+	o.out = o.out[:0]
+	return events
 }
 
 // assign queues (src, seq) for the next record: it extends the last run
@@ -132,22 +159,21 @@ func (o *orderer) assign(src, seq uint64) {
 }
 
 // onRecord takes an order record of the view's sequencer.
-func (m *Machine) onRecord(d *Delivery) {
-	o := &m.orderer
-	if c := m.view.Members[0]; d.Source != c.ID || d.Inc != c.Inc {
-		m.stats.BadRecords++ // only the coordinator orders
+func (o *orderer) onRecord(d *Delivery) {
+	if c := o.members[0]; d.Source != c.ID || d.Inc != c.Inc {
+		o.stats.BadRecords++ // only the coordinator orders
 		return
 	}
 	if err := o.dec.DecodeRecord(d.Payload, &o.rec); err != nil || o.rec.First != o.numbered+1 || len(o.runs)+len(o.rec.Runs) > maxRuns {
-		m.stats.BadRecords++ // records come exactly once, in order: a forgery, or a bug
+		o.stats.BadRecords++ // records come exactly once, in order: a forgery, or a bug
 		return
 	}
-	m.stats.RecordsReceived++
+	o.stats.RecordsReceived++
 	for _, r := range o.rec.Runs {
 		o.runs = append(o.runs, run{r, o.numbered + 1})
 		o.numbered += r.Count
 	}
-	m.advance(false)
+	o.advance(false)
 }
 
 // advance delivers the ordered messages whose turn has come, with the
@@ -155,23 +181,22 @@ func (m *Machine) onRecord(d *Delivery) {
 // message no longer waits for every member (those that install the next
 // view all hold it), and a run whose messages this node does not hold is
 // dropped: they are past the cut, and no member delivers them.
-func (m *Machine) advance(final bool) {
-	o := &m.orderer
+func (o *orderer) advance(final bool) {
 	for len(o.runs) > 0 {
 		r := &o.runs[0]
 		q := o.held[r.Source]
 		if len(q) == 0 || !o.started && q[0].Seq != r.Seq {
 			if final || len(q) > 0 && q[0].Seq > r.Seq {
-				m.stats.Unheld += r.Count
+				o.stats.Unheld += r.Count
 				o.runs, o.started = o.runs[1:], false
 				continue
 			}
 			return
 		}
-		if q[0].Order == wire.Safe && !final && !m.safe(&q[0]) {
+		if q[0].Order == wire.Safe && !final && !o.safe(&q[0]) {
 			return
 		}
-		m.deliverHead(r.Source, r.gseq, final)
+		o.deliverHead(r.Source, r.gseq, final)
 		o.started = true
 		r.gseq++
 		if r.Count--; r.Count == 0 {
@@ -182,17 +207,16 @@ func (m *Machine) advance(final bool) {
 
 // deliverHead delivers src's first waiting message, which is ordered, as
 // number gseq of the view's total order, and the FIFO messages behind it.
-func (m *Machine) deliverHead(src, gseq uint64, final bool) {
-	o := &m.orderer
+func (o *orderer) deliverHead(src, gseq uint64, final bool) {
 	q := o.held[src]
 	q[0].GSeq, q[0].Final = gseq, final
-	m.give(q[0])
-	m.stats.OrderedDelivered++
+	o.give(q[0])
+	o.stats.OrderedDelivered++
 	q[0] = Delivery{}
 	q = q[1:]
 	for len(q) > 0 && !ordered(q[0].Order) {
 		q[0].Final = final
-		m.give(q[0])
+		o.give(q[0])
 		q[0] = Delivery{}
 		q = q[1:]
 	}
@@ -204,21 +228,20 @@ func (m *Machine) deliverHead(src, gseq uint64, final bool) {
 }
 
 // safe reports whether every other member of the view reports holding d.
-func (m *Machine) safe(d *Delivery) bool {
-	for _, x := range m.view.Members {
-		if x.ID != m.self && m.engine.Holds(x.ID, d.Source, d.Inc) < d.End {
+func (o *orderer) safe(d *Delivery) bool {
+	for _, x := range o.members {
+		if x.ID != o.self && o.holds.Holds(x.ID, d.Source, d.Inc) < d.End {
 			return false
 		}
 	}
 	return true
 }
 
-// endOrder delivers what waits when the view ends: the recorded messages
-// in their order, then the rest by (source, seq). It leaves the orderer
-// empty for the next view.
-func (m *Machine) endOrder() {
-	o := &m.orderer
-	m.advance(true)
+// end delivers what waits when the view ends: the recorded messages in
+// their order, then the rest by (source, seq). It leaves the orderer
+// empty for the next view, whose members come with setView.
+func (o *orderer) end() {
+	o.advance(true)
 	srcs := make([]uint64, 0, len(o.held))
 	for src := range o.held {
 		srcs = append(srcs, src)
@@ -226,66 +249,80 @@ func (m *Machine) endOrder() {
 	slices.Sort(srcs)
 	for _, src := range srcs {
 		for len(o.held[src]) > 0 {
-			m.stats.Unrecorded++
+			o.stats.Unrecorded++
 			o.numbered++
-			m.deliverHead(src, o.numbered, true)
+			o.deliverHead(src, o.numbered, true)
 		}
 	}
-	dec, enc, buf := o.dec, o.enc, o.buf
-	*o = orderer{held: o.held, dec: dec, enc: enc, buf: buf[:0]}
+	o.viewOrder, o.rec, o.buf = viewOrder{}, wire.OrderRecord{}, o.buf[:0]
 }
 
-// sendRecords multicasts the order of the messages the sequencer took
-// since its last record, at most a datagram's worth of runs per record.
-// While a flush holds sends, or the window is full, they wait; a view
-// change drops them (the view's end orders them).
-func (m *Machine) sendRecords() {
-	o := &m.orderer
-	if len(o.toOrder) == 0 || !m.sequencer() || m.participation != nil || m.now.Before(o.recordAt) {
-		return
-	}
-	o.recordAt = m.now.Add(recordGap)
-	per := max(1, min(wire.MaxRecordRuns, (m.opt.Engine.DatagramSize-2*wire.MaxHeader)/wire.RecordSize(1)))
-	for len(o.toOrder) > 0 {
-		n := min(len(o.toOrder), per)
-		rec := wire.OrderRecord{First: o.recorded + 1, Runs: o.toOrder[:n]}
-		o.buf = o.enc.AppendRecord(o.buf[:0], &rec)
-		if _, err := m.multicast(nil, o.buf, wire.Record, 0); err != nil {
-			return // the window is full: stability wakes us
-		}
-		m.stats.RecordsSent++
-		for _, r := range rec.Runs {
-			o.recorded += r.Count
-		}
-		o.toOrder = o.toOrder[n:]
-	}
-	o.toOrder = nil
+// setView starts the order of a view of these members, its sequencer first.
+func (o *orderer) setView(members []wire.Member) { o.members = members }
+
+// outstanding reports whether messages wait for their order, or for a
+// record to be sent.
+func (o *orderer) outstanding() bool {
+	return len(o.held) > 0 || len(o.runs) > 0 || len(o.toOrder) > 0
 }
 
-// reportSafe sends a session message early when a safe message of another
-// source arrived, so that its members learn soon that this node holds it.
-func (m *Machine) reportSafe(now time.Time) {
-	o := &m.orderer
-	if o.safeNews && !now.Before(o.reportAt) {
-		o.safeNews = false
-		o.reportAt = now.Add(safeReportGap)
-		m.engine.Report(now)
+// recordDue reports whether the sequencer's next record may go out now,
+// and if so, holds the one after it back for recordGap.
+func (o *orderer) recordDue(now time.Time) bool {
+	if len(o.toOrder) == 0 || now.Before(o.recordAt) {
+		return false
 	}
+	o.recordAt = now.Add(recordGap)
+	return true
+}
+
+// nextRecord encodes the next order record, of at most per runs, into the
+// orderer's buffer (valid until the next call); ok is false when every
+// run is recorded.
+func (o *orderer) nextRecord(per int) (b []byte, runs int, ok bool) {
+	if len(o.toOrder) == 0 {
+		o.toOrder = nil
+		return nil, 0, false
+	}
+	n := min(len(o.toOrder), per)
+	o.buf = o.enc.AppendRecord(o.buf[:0], &wire.OrderRecord{First: o.recorded + 1, Runs: o.toOrder[:n]})
+	return o.buf, n, true
+}
+
+// recordSent notes that the record of the next runs went out.
+func (o *orderer) recordSent(runs int) {
+	for _, r := range o.toOrder[:runs] {
+		o.recorded += r.Count
+	}
+	o.toOrder = o.toOrder[runs:]
 }
 
 // recordDeadline is when the sequencer's next record is due; zero when
 // none waits.
-func (m *Machine) recordDeadline() time.Time {
-	if len(m.orderer.toOrder) == 0 || !m.sequencer() || m.participation != nil {
+func (o *orderer) recordDeadline() time.Time {
+	if len(o.toOrder) == 0 {
 		return time.Time{}
 	}
-	return m.orderer.recordAt
+	return o.recordAt
 }
 
-// safeDeadline is when reportSafe must run; zero when it need not.
-func (m *Machine) safeDeadline() time.Time {
-	if m.orderer.safeNews {
-		return m.orderer.reportAt
+// safeReportDue reports whether a session message should go out now, early,
+// because a safe message of another source arrived, so that its members
+// learn soon that this node holds it.
+func (o *orderer) safeReportDue(now time.Time) bool {
+	if !o.safeNews || now.Before(o.reportAt) {
+		return false
+	}
+	o.safeNews = false
+	o.reportAt = now.Add(safeReportGap)
+	return true
+}
+
+// safeDeadline is when safeReportDue must be asked again; zero when it
+// need not.
+func (o *orderer) safeDeadline() time.Time {
+	if o.safeNews {
+		return o.reportAt
 	}
 	return time.Time{}
 }

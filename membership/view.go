@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,9 +51,12 @@ func (v View) index(id uint64) int {
 }
 
 // IDs returns the members' IDs, oldest first.
-func (v View) IDs() []uint64 {
-	ids := make([]uint64, len(v.Members))
-	for i, m := range v.Members {
+func (v View) IDs() []uint64 { return memberIDs(v.Members) }
+
+// memberIDs returns the IDs of ms, in order.
+func memberIDs(ms []wire.Member) []uint64 {
+	ids := make([]uint64, len(ms))
+	for i, m := range ms {
 		ids[i] = m.ID
 	}
 	return ids
@@ -135,3 +139,14 @@ func incOf(ms []wire.Member, id uint64) uint64 {
 	}
 	return 0
 }
+
+func sortedKeys[V any](mp map[uint64]V) []uint64 {
+	ids := make([]uint64, 0, len(mp))
+	for id := range mp {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, cmp.Compare)
+	return ids
+}
+
+func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
