@@ -443,25 +443,34 @@ func (n *Node) receive(b *rxBatch) {
 	}
 }
 
-// afterTurn takes what the Core produced in a turn of the loop, once:
-// it sends the datagrams, the repair traffic on the control socket (when
-// there is one) and the rest on the group's, then logs the events in the
-// order they happened and hands each to Handle.
+// afterTurn takes what the Core produced in a turn of the loop, once.
+// It logs the events first, in the order they happened, then sends the
+// datagrams (the repair traffic on the control socket when there is one,
+// the rest on the group's), then hands the events to Handle. Logging
+// comes first so that a node killed at any moment has logged every
+// message it sent: a receiver's log never holds a message its sender's
+// log lacks.
 func (n *Node) afterTurn() {
 	rd := n.core.Ready()
+	for i := range rd.Events {
+		n.logEvent(&rd.Events[i])
+	}
 	rt := n.o.Control
 	if rt == nil {
 		rt = n.o.Transport
 	}
 	n.write(rt, rd.Repair)
 	n.write(n.o.Transport, rd.Data)
-	for i := range rd.Events {
-		n.report(&rd.Events[i])
+	if n.o.Handle != nil {
+		for i := range rd.Events {
+			n.o.Handle(&rd.Events[i])
+		}
 	}
 }
 
-// report logs one event the Core reported and hands it to Handle.
-func (n *Node) report(ev *Event) {
+// logEvent logs one event the Core reported and acts on what the node
+// keeps of it (the lock's and the probe's waiters, the histograms).
+func (n *Node) logEvent(ev *Event) {
 	switch ev.Kind {
 	case MembershipEvent:
 		n.logMembership(&ev.Membership)
@@ -479,9 +488,6 @@ func (n *Node) report(ev *Event) {
 		n.logSend(&ev.Sent)
 	case VersionEvent:
 		n.logVersion(ev.Version)
-	}
-	if n.o.Handle != nil {
-		n.o.Handle(ev)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,21 +21,29 @@ import (
 // violation explained with the log lines involved.
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs, parseOut := newFlagSet("huddle check")
-	skew := fs.Duration("skew", 5*time.Millisecond, "the clock `skew` to forgive between logs of different machines (the lock check compares their times)")
+	skew := fs.Duration("skew", 5*time.Millisecond, "the clock `skew` to forgive between logs of different machines (the lock and liveness checks compare their times)")
+	var crashed crashList
+	fs.Var(&crashed, "crashed", "`NODE[:INCARNATION]` a node life that was killed (repeatable, or a comma-separated list): its log may end without node.stopped")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: huddle check [--skew D] LOG|DIR ...
+		fmt.Fprint(fs.Output(), `Usage: huddle check [--skew D] [--crashed NODE[:INC]] LOG|DIR ...
 
 Checks the guarantees of a group from its nodes' JSON logs (one per node;
 a restarted node may append to its log; a DIR stands for its *.json
-files but a lab run's lab.json and sweep.json): virtual synchrony, agreement on views, FIFO and integrity
-(membership), every message sent in a view delivered to every member
-that stayed (liveness), total order and safe delivery (order), one
-leader per election round, a member of its view, with the round's
-messages against the algorithm's formula (election), and the lock:
-never two holders at once, every request granted. The delivery
-checks need the nodes run with --trace-deliveries. Only the lock check
-compares times written by different nodes: for logs from several
-machines, set --skew to their clocks' offset.
+files but a lab run's lab.json and sweep.json): how each log ends
+(logs), virtual synchrony, agreement on views, FIFO without holes and
+integrity (membership), every message sent in a view delivered to every
+member that stayed (liveness), total order without holes and safe
+delivery (order), one leader per election round, the highest member of
+its view, known to every member, with the round's messages against the
+algorithm's formula (election), and the lock: never two holders at once,
+every request granted. Each check says how much it compared; one that
+compared nothing in a run with traffic fails. The delivery
+checks need the nodes run with --trace-deliveries. The lock and liveness
+checks compare times written by different nodes: for logs from several
+machines, set --skew to their clocks' offset. Every life's log must end
+with node.stopped, or at a crash the check knows of: a lab run's kills
+come from its lab.json (read from a DIR given), and --crashed names the
+lives killed on real machines.
 
 Exit code 0 when every check holds, 1 when one does not (or a log cannot
 be read), 2 for a bad command line. See docs/experiments.md.
@@ -62,6 +71,11 @@ Flags:
 		fmt.Fprintln(stderr, "huddle check:", err)
 		return exitFailure
 	}
+	deaths, err := journalDeaths(paths)
+	if err != nil {
+		fmt.Fprintln(stderr, "huddle check:", err)
+		return exitFailure
+	}
 	run, err := logcheck.Load(files...)
 	if err != nil {
 		fmt.Fprintln(stderr, "huddle check:", err)
@@ -79,7 +93,7 @@ Flags:
 	if !ok {
 		fmt.Fprintln(stdout, "FAIL  the logs hold no node's events: are they huddle's JSON logs (--log-file, or huddle run's standard output)?")
 	}
-	for _, v := range run.CheckAll(logcheck.AllOptions{Skew: *skew}) {
+	for _, v := range run.CheckAll(logcheck.AllOptions{Skew: *skew, Deaths: deaths, Crashed: crashed}) {
 		verdict := "ok   "
 		if !v.OK() {
 			verdict, ok = "FAIL ", false
@@ -132,4 +146,56 @@ func logFiles(paths []string) ([]string, error) {
 		files = append(files, m...)
 	}
 	return files, nil
+}
+
+// journalDeaths reads the kills of the lab runs among paths: a directory
+// holding a lab.json (lab.JournalFile).
+func journalDeaths(paths []string) ([]logcheck.Death, error) {
+	var deaths []logcheck.Death
+	for _, p := range paths {
+		f, err := os.Open(filepath.Join(p, lab.JournalFile))
+		if err != nil {
+			continue // not a lab run's directory
+		}
+		ds, err := lab.Deaths(f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		deaths = append(deaths, ds...)
+	}
+	return deaths, nil
+}
+
+// crashList is --crashed: node lives that were killed, NODE or
+// NODE:INCARNATION, repeatable and comma-separated.
+type crashList []logcheck.Crash
+
+func (c *crashList) String() string {
+	parts := make([]string, len(*c))
+	for i, x := range *c {
+		parts[i] = strconv.FormatUint(x.Node, 10)
+		if x.Inc != 0 {
+			parts[i] += ":" + strconv.FormatUint(x.Inc, 10)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func (c *crashList) Set(s string) error {
+	for _, item := range strings.Split(s, ",") {
+		node, inc, hasInc := strings.Cut(strings.TrimSpace(item), ":")
+		var x logcheck.Crash
+		var err error
+		if x.Node, err = strconv.ParseUint(node, 10, 64); err != nil || x.Node == 0 {
+			return fmt.Errorf("%q: want a node ID above 0, with :INCARNATION for one of its lives (3 or 3:1795766261338454)", item)
+		}
+		if hasInc {
+			if x.Inc, err = strconv.ParseUint(inc, 10, 64); err != nil || x.Inc == 0 {
+				return fmt.Errorf("%q: the incarnation %q is not a number above 0 (node.started's incarnation)", item, inc)
+			}
+		}
+		*c = append(*c, x)
+	}
+	return nil
 }
