@@ -142,4 +142,3 @@ func (m *vcheck) missing(view string, sender *Life, rl *lifeViews, next *View, k
 	m.res.add(Violation{Kind: kind, Node: l.Node, Sender: sender.Node, Seq: first, Last: last,
 		Count: uint64(len(run)), File: l.File, Line: line, Detail: why})
 }
-

@@ -34,8 +34,8 @@ type File struct {
 // (a restart appends to the same log). Lines of a node before any
 // node.started form a life with Inc 0.
 type Life struct {
-	Node    uint64
-	Inc     uint64 // incarnation from node.started; 0 if not logged
+	Node uint64
+	Inc  uint64 // incarnation from node.started; 0 if not logged
 	// Schema is the log schema's version node.started names
 	// (logs.SchemaVersion); 1 for a node.started without one, 0 without
 	// a node.started.
@@ -70,9 +70,9 @@ type Life struct {
 
 // Send is a "send" event: the node multicast its message Seq.
 type Send struct {
-	Seq   uint64
-	Len   int64
-	CRC   uint32
+	Seq     uint64
+	Len     int64
+	CRC     uint32
 	View    string // the view it was sent in; "" until sends carry their view
 	Order   string // "fifo", "total" or "safe"; "" before sends carried it
 	To      uint64 // the one member it was sent to (a service's Send); 0 for a multicast

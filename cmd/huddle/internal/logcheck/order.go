@@ -32,9 +32,9 @@ func (r *Run) CheckOrder(o MembershipOptions) *Result {
 		life *Life
 		line int
 	}
-	gseqs := map[string]map[uint64]slot{}    // view key → gseq → first delivery by record
-	seqs := map[*Life]map[string][]ordered{} // life → view key → ordered deliveries
-	safe := map[string]map[msgKey]slot{}     // view key → safe messages delivered by record
+	gseqs := map[string]map[uint64]slot{}     // view key → gseq → first delivery by record
+	seqs := map[*Life]map[string][]ordered{}  // life → view key → ordered deliveries
+	safe := map[string]map[msgKey]slot{}      // view key → safe messages delivered by record
 	recorded := map[*Life]map[string]uint64{} // life → view key → the highest gseq delivered by record
 	for _, l := range r.Lives {
 		if o.SkipViewless && len(l.Views) == 0 {
