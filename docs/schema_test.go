@@ -38,7 +38,7 @@ func schemaFile(v int) string {
 var jsonTypes = map[string]string{
 	"Str": "string", "Stringer": "string", "Err": "string", "Time": "string",
 	"Strs": "[string]",
-	"Int": "number", "Int8": "number", "Int16": "number", "Int32": "number", "Int64": "number",
+	"Int":  "number", "Int8": "number", "Int16": "number", "Int32": "number", "Int64": "number",
 	"Uint": "number", "Uint8": "number", "Uint16": "number", "Uint32": "number", "Uint64": "number",
 	"Float32": "number", "Float64": "number", "Dur": "number",
 	"Ints": "[number]", "Ints64": "[number]", "Uints": "[number]", "Uints64": "[number]", "Floats64": "[number]",

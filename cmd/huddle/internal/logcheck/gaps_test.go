@@ -15,7 +15,7 @@ import (
 // oneView is three nodes in view 1.1 that each send seqs 1..3 and deliver
 // everything, then stop: a run without a view change.
 func oneView() (a, b, c *logw) {
-	mk := func(id uint64) *logw { return newLog(id).started(100 * id).view("1.1", 1, 2, 3).vsend("1.1", 1, 2, 3) }
+	mk := func(id uint64) *logw { return newLog(id).started(100*id).view("1.1", 1, 2, 3).vsend("1.1", 1, 2, 3) }
 	a, b, c = mk(1), mk(2), mk(3)
 	for _, w := range []*logw{a, b, c} {
 		for from := uint64(1); from <= 3; from++ {
