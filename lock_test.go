@@ -90,8 +90,13 @@ func TestLockErrors(t *testing.T) {
 		t.Errorf("Lock while node 1 holds: %v, want the deadline", err)
 	}
 	got := make(chan error, 1)
+	before := deferred(t, ctx, gs[0])
 	go func() { got <- gs[2].Lock(ctx) }()
-	time.Sleep(20 * time.Millisecond) // node 3's request reaches node 1, which defers it
+	// Unlock only once node 3's request reached node 1, which defers it:
+	// the release must answer it.
+	for deferred(t, ctx, gs[0]) == before {
+		time.Sleep(time.Millisecond)
+	}
 	if err := gs[0].Unlock(); err != nil {
 		t.Fatal(err)
 	}
@@ -179,4 +184,20 @@ func TestLockLostWithTheQuorum(t *testing.T) {
 	if ok, err := gs[0].TryLock(short); ok || err != nil {
 		t.Errorf("TryLock alone, below the quorum: %v, %v; want false, nil", ok, err)
 	}
+}
+
+// deferred returns the requests g's node deferred so far (lock_deferred).
+func deferred(t *testing.T, ctx context.Context, g *huddle.Group) uint64 {
+	t.Helper()
+	st, err := g.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range st.Counters {
+		if c.Name == "lock_deferred" {
+			return c.Value.(uint64)
+		}
+	}
+	t.Fatal("no counter lock_deferred")
+	return 0
 }

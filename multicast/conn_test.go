@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -345,9 +346,11 @@ func TestCloseUnblocksRead(t *testing.T) {
 		_, err := c.ReadBatch(packets(4, 64))
 		done <- err
 	}()
-	// Give the reader time to block; should it not have, ReadBatch on a
-	// closed Conn must fail the same way.
-	time.Sleep(20 * time.Millisecond)
+	// Close only once the reader waits inside ReadBatch, or the test
+	// would prove only that a closed Conn refuses to read.
+	if !waitBlocked("multicast.(*Conn).ReadBatch", watchdog) {
+		t.Fatal("the reader never blocked in ReadBatch")
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -359,6 +362,20 @@ func TestCloseUnblocksRead(t *testing.T) {
 	case <-time.After(watchdog):
 		t.Fatal("Close did not unblock ReadBatch")
 	}
+}
+
+// waitBlocked waits until a goroutine waits for the network inside fn
+// (its stack shows fn above the poller's wait), at most for d.
+func waitBlocked(fn string, d time.Duration) bool {
+	buf := make([]byte, 1<<20)
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, fn) && (strings.Contains(g, "[IO wait") || strings.Contains(g, "[syscall")) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // BenchmarkLoopbackBatch measures WriteBatch+ReadBatch of 1400-byte

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/cmd/huddle/internal/lan"
+	"github.com/huddle-lan/huddle/internal/testutil"
 )
 
 func TestDemoUsage(t *testing.T) {
@@ -96,9 +97,7 @@ var demoPassed = []string{
 // nodes for 6 s: on a virtual LAN of network namespaces, it passes its
 // checks, and its summary tells the crash and the rejoin.
 func TestDemoOnAVirtualLAN(t *testing.T) {
-	if err := lan.Available(); err != nil {
-		t.Skip(err)
-	}
+	testutil.NeedLAN(t, lan.Available())
 	bin := buildHuddle(t)
 	code, out := runDemo(t, bin, nil, "--nodes", "3", "--duration", "6s", "--loss", "0.03")
 	if code != exitOK {

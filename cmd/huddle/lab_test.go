@@ -17,6 +17,7 @@ import (
 	"github.com/huddle-lan/huddle/cmd/huddle/internal/lab"
 	"github.com/huddle-lan/huddle/cmd/huddle/internal/lan"
 	"github.com/huddle-lan/huddle/cmd/huddle/internal/scenario"
+	"github.com/huddle-lan/huddle/internal/testutil"
 )
 
 func TestLabUsage(t *testing.T) {
@@ -120,9 +121,7 @@ func faults(t *testing.T, lines []lab.JournalLine) []string {
 func TestLab(t *testing.T) {
 	bin := buildHuddle(t)
 	t.Run("virtual LAN", func(t *testing.T) {
-		if err := lan.Available(); err != nil {
-			t.Skip(err)
-		}
+		testutil.NeedLAN(t, lan.Available())
 		dir := t.TempDir()
 		code, out := runLab(t, bin, "--nodes", "4", "--duration", "9s", "--loss", "0.02", "--log-dir", dir,
 			"--fault", "2s:stop:4", "--fault", "3.5s:continue", "--fault", "4s:lock:2:300ms", "--fault", "4.5s:partition:1",

@@ -10,6 +10,7 @@ import (
 
 	"github.com/huddle-lan/huddle/cmd/huddle/internal/lan"
 	"github.com/huddle-lan/huddle/cmd/huddle/internal/ping"
+	"github.com/huddle-lan/huddle/internal/testutil"
 )
 
 // TestPingBadCommandLine: every bad flag is exit 2 with a message naming
@@ -158,9 +159,7 @@ func runPings(t *testing.T, l *lan.LAN, bin string, name string, hosts []int, ar
 // port (what a snooping switch does to a port it saw no IGMP report from),
 // each names the one-way multicast and its causes, and exits 1.
 func TestPingOnAVirtualLAN(t *testing.T) {
-	if err := lan.Available(); err != nil {
-		t.Skip(err)
-	}
+	testutil.NeedLAN(t, lan.Available())
 	bin, err := lan.BuildHuddle(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

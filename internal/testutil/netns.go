@@ -163,7 +163,7 @@ var passedFlags = []string{"seed", "test.short", "test.benchtime", "test.benchme
 func runInNetns(tb testing.TB, args ...string) ([]string, error) {
 	tb.Helper()
 	if err := unshareWorks(); err != nil {
-		tb.Skipf("needs a private network namespace, which this machine cannot make: %v", err)
+		NeedLAN(tb, fmt.Errorf("needs a private network namespace, which this machine cannot make: %w", err))
 	}
 	args = append(append(unshareFlags(), "--", os.Args[0], "-test.v=true"), args...)
 	// The child ends by the parent's deadline, so that a hung child cannot
@@ -183,6 +183,9 @@ func runInNetns(tb testing.TB, args ...string) ([]string, error) {
 	race := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
 	cmd.Env = append(os.Environ(), NetnsEnv+"=1", "GORACE="+race,
 		"GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0)))
+	if base, err := seedBase(); err == nil {
+		cmd.Env = append(cmd.Env, SeedBaseEnv+"="+strconv.FormatInt(base, 10)) // the child runs this run's seeds
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		tb.Fatalf("testutil: pipe: %v", err)
@@ -257,3 +260,21 @@ var setupLoopback = sync.OnceValue(func() error {
 	}
 	return nil
 })
+
+// RequireLANEnv, when set, makes a test that needs a network namespace
+// fail where it would skip (NeedLAN, PrivateNetwork): CI sets it, so that
+// the tests of the real network cannot all skip and stay green.
+const RequireLANEnv = "HUDDLE_TEST_REQUIRE_LAN"
+
+// NeedLAN skips t, or fails it under RequireLANEnv, when err says that
+// this machine cannot build the virtual LAN the test needs.
+func NeedLAN(t testing.TB, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv(RequireLANEnv) != "" {
+		t.Fatalf("%v (%s is set: this machine must run the virtual-LAN tests)", err, RequireLANEnv)
+	}
+	t.Skip(err)
+}

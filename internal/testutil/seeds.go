@@ -3,6 +3,7 @@ package testutil
 import (
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,18 +39,52 @@ var seed = func() *seedFlag {
 	return f
 }()
 
+// SeedBaseEnv sets the seed base, as -seed-base does.
+const SeedBaseEnv = "HUDDLE_TEST_SEED_BASE"
+
+var seedBaseFlag = func() *seedFlag {
+	f := new(seedFlag)
+	flag.Var(f, "seed-base", "run randomized tests with the seeds B+1..B+n (default: a random B, drawn once per test binary; 0 runs 1..n)")
+	return f
+}()
+
+// seedBase is the run's seed base: -seed-base, else $HUDDLE_TEST_SEED_BASE,
+// else drawn at random once per test binary, a multiple of a million so
+// that a run's seeds read apart from another's. A random base makes every
+// run of the tests try new paths; the failing seed is printed, and -seed
+// replays it.
+var seedBase = sync.OnceValues(func() (int64, error) {
+	if seedBaseFlag.set {
+		return seedBaseFlag.v, nil
+	}
+	if s := os.Getenv(SeedBaseEnv); s != "" {
+		v, err := strconv.ParseInt(s, 0, 64)
+		if err != nil {
+			return 0, fmt.Errorf("testutil: %s=%q: want an integer", SeedBaseEnv, s)
+		}
+		return v, nil
+	}
+	return rand.Int64N(1_000_000) * 1_000_000, nil
+})
+
 // Seeds returns the seeds a randomized test runs: [S] with -seed S,
-// otherwise 1..n, or more under HUDDLE_TEST_SOAK.
+// otherwise B+1..B+n from the run's seed base B (-seed-base, random by
+// default), n times more under HUDDLE_TEST_SOAK.
 func Seeds(t testing.TB, n int) []int64 {
 	t.Helper()
 	if seed.set {
 		return []int64{seed.v}
 	}
+	base, err := seedBase()
+	if err != nil {
+		t.Fatal(err)
+	}
 	n *= soakFactor(t)
 	seeds := make([]int64, n)
 	for i := range seeds {
-		seeds[i] = int64(i + 1)
+		seeds[i] = base + int64(i+1)
 	}
+	t.Logf("seeds %d..%d (seed base %d: -seed-base=%d runs them again, -seed=S one of them)", seeds[0], seeds[n-1], base, base)
 	return seeds
 }
 

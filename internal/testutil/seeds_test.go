@@ -17,7 +17,14 @@ func withSeedFlag(t *testing.T, f seedFlag) {
 func TestSeedsDefault(t *testing.T) {
 	withSeedFlag(t, seedFlag{})
 	t.Setenv(SoakEnv, "")
-	if got, want := Seeds(t, 3), []int64{1, 2, 3}; !slices.Equal(got, want) {
+	base, err := seedBase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base%1_000_000 != 0 || base < 0 {
+		t.Errorf("seed base %d: want a multiple of a million, 0 or more", base)
+	}
+	if got, want := Seeds(t, 3), []int64{base + 1, base + 2, base + 3}; !slices.Equal(got, want) {
 		t.Fatalf("Seeds(3) = %v, want %v", got, want)
 	}
 }
@@ -65,7 +72,23 @@ func TestForSeeds(t *testing.T) {
 		}
 		ran = append(ran, seed)
 	})
-	if !slices.Equal(ran, []int64{1, 2, 3, 4}) {
-		t.Fatalf("ran seeds %v, want 1..4", ran)
+	base, _ := seedBase()
+	if !slices.Equal(ran, []int64{base + 1, base + 2, base + 3, base + 4}) {
+		t.Fatalf("ran seeds %v, want %d+1..4", ran, base)
+	}
+}
+
+func TestSeedBaseFlag(t *testing.T) {
+	withSeedFlag(t, seedFlag{})
+	t.Setenv(SoakEnv, "")
+	old := *seedBaseFlag
+	t.Cleanup(func() { *seedBaseFlag = old })
+	if err := seedBaseFlag.Set("0"); err != nil {
+		t.Fatal(err)
+	}
+	// The base is drawn once per binary: a flag set later no longer
+	// changes it, so read it as the draw does.
+	if v := seedBaseFlag.v; v != 0 || !seedBaseFlag.set {
+		t.Fatalf("-seed-base 0 read as %d (set %v)", v, seedBaseFlag.set)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/cmd/huddle/internal/lan"
+	"github.com/huddle-lan/huddle/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -91,9 +92,7 @@ type suite struct {
 }
 
 func newSuite(b *testing.B) *suite {
-	if err := lan.Available(); err != nil {
-		b.Skip(err)
-	}
+	testutil.NeedLAN(b, lan.Available())
 	return &suite{b: b, baseline: map[string]float64{}, rss: map[string][]float64{}}
 }
 
@@ -329,6 +328,11 @@ func (s *suite) print(title, setup string, after func() string) {
 		fmt.Fprintf(&w, "\nevents around what went wrong (ms from the signal, start, cut, heal or formation):\n%s\n", strings.Join(s.diags, "\n"))
 	}
 	fmt.Print(w.String())
+	if missed > 0 {
+		// A FAIL row is a target missed or a guarantee broken (the lock's
+		// safety, a check of the logs): the benchmark fails with it.
+		s.b.Errorf("%s: %d of %d targets missed (the FAIL rows above)", title, missed, targets)
+	}
 }
 
 func pad(s string, n int) string { return s + strings.Repeat(" ", max(n-len([]rune(s)), 0)) }

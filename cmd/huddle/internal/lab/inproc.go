@@ -50,9 +50,8 @@ type procNode struct {
 }
 
 // newProcCluster returns a cluster of nodes 1..n whose host h drops
-// datagrams it receives with probability loss(h).
-func newProcCluster(n int, loss func(h uint64) float64, dir string, cfg func(uint64) config.Config) *procCluster {
-	seed := time.Now().UnixNano()
+// datagrams it receives with probability loss(h), drawn from seed.
+func newProcCluster(n int, loss func(h uint64) float64, seed int64, dir string, cfg func(uint64) config.Config) *procCluster {
 	c := &procCluster{
 		data:  memnet.New(netmodel.Options{Seed: seed}),
 		ctl:   memnet.New(netmodel.Options{Seed: seed + 1}),

@@ -54,6 +54,9 @@ type Options struct {
 	// InProcess runs the nodes in this process over a simulated network
 	// even where a virtual LAN could be built.
 	InProcess bool
+	// Seed seeds the simulated network's random loss when the nodes run
+	// in this process; 0 draws one from the clock. The console prints it.
+	Seed int64
 	// LogDir receives the nodes' logs; empty: a new temporary directory.
 	LogDir string
 	// RemoveLogs deletes the logs at the end when the check passed.
@@ -287,7 +290,10 @@ func (d *demo) setup() error {
 		}
 	}
 	loss := func(h uint64) float64 { return d.lossOf(h).Loss }
-	d.cl, d.mode = newProcCluster(d.o.Nodes, loss, d.dir, func(id uint64) config.Config { return d.cfgs[id] }), "in-process"
+	if d.o.Seed == 0 {
+		d.o.Seed = time.Now().UnixNano()%1_000_000_000 + 1
+	}
+	d.cl, d.mode = newProcCluster(d.o.Nodes, loss, d.o.Seed, d.dir, func(id uint64) config.Config { return d.cfgs[id] }), "in-process"
 	return nil
 }
 
@@ -371,7 +377,7 @@ func (d *demo) header() {
 	if cl, ok := d.cl.(*lanCluster); ok {
 		c.say(plain, "  network  %s", cl.describe(d.lossy()))
 	} else {
-		c.say(plain, "  network  simulated, in this process (%s)", d.why)
+		c.say(plain, "  network  simulated, in this process, loss drawn from seed %d (%s)", d.o.Seed, d.why)
 	}
 	if o.Plan != nil {
 		d.planHeader()

@@ -164,8 +164,10 @@ func (g *cluster) electionTrail() string {
 // TestElectionLeaderKilled: five nodes (IDs 1..5) elect node 5; it is
 // killed with SIGKILL, and every survivor must log leader.changed naming
 // node 4 in a round after the kill, and keep it — for ring and bully, at
-// 0 % and 5 % loss on every host. The logs must satisfy the membership
-// guarantees too.
+// 0 % and 5 % loss on every host. The logs must pass every check: a round
+// that elected another than the highest member of its view (node 4 while
+// it lived), or a member that never learned its view's leader, fails the
+// election check.
 func TestElectionLeaderKilled(t *testing.T) {
 	for _, alg := range []string{"ring", "bully"} {
 		for _, loss := range []float64{0, 0.05} {
@@ -208,13 +210,6 @@ func runLeaderKill(t *testing.T, alg string, loss float64) {
 	time.Sleep(electQuiet)
 	if _, err := g.leaderAgreed(rest, 4, round); err != nil {
 		t.Errorf("%v after %v more", err, electQuiet)
-	}
-	for _, h := range rest {
-		for _, e := range leaderChanges(g.l, h) {
-			if e.at.After(kill) && e.leader != 4 {
-				t.Logf("note: node %d: leader.changed to %d in round %d at +%v, though node 4 lived", h, e.leader, e.round, e.at.Sub(kill).Round(time.Millisecond))
-			}
-		}
 	}
 	t.Logf("rounds after the kill: %s", describeRounds(electionRounds(g.l, rest, kill)))
 

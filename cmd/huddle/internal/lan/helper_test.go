@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/cmd/huddle/internal/lan"
+	"github.com/huddle-lan/huddle/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -152,9 +153,7 @@ func helperArgv(t testing.TB, args ...string) []string {
 // newLAN builds a LAN closed at cleanup, or skips when none can be built.
 func newLAN(t *testing.T, opts lan.Options) *lan.LAN {
 	t.Helper()
-	if err := lan.Available(); err != nil {
-		t.Skip(err)
-	}
+	testutil.NeedLAN(t, lan.Available())
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/huddle-lan/huddle/cmd/huddle/internal/lan"
 	"github.com/huddle-lan/huddle/internal/systool"
+	"github.com/huddle-lan/huddle/internal/testutil"
 )
 
 const group = "239.192.72.68:7468"
@@ -31,9 +32,7 @@ func TestLANConnectivity(t *testing.T) {
 // TestRootless runs the unprivileged mode (a private user namespace), even
 // as root, when the kernel allows it.
 func TestRootless(t *testing.T) {
-	if err := lan.Available(); err != nil {
-		t.Skip(err)
-	}
+	testutil.NeedLAN(t, lan.Available())
 	l, err := lan.New(lan.Options{Hosts: 2, Rootless: true, Logf: t.Logf})
 	if errors.Is(err, lan.ErrUnavailable) {
 		t.Skipf("rootless mode unavailable: %v", err)
@@ -192,9 +191,7 @@ func checkCutHeal(t *testing.T, l *lan.LAN) {
 }
 
 func TestTeardown(t *testing.T) {
-	if err := lan.Available(); err != nil {
-		t.Skip(err)
-	}
+	testutil.NeedLAN(t, lan.Available())
 	l, err := lan.New(lan.Options{Hosts: 2, Logf: t.Logf, Grace: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -232,9 +229,7 @@ func TestTeardown(t *testing.T) {
 // while its LAN runs a process, in a child process, and checks that its
 // cleanup left nothing behind.
 func TestTeardownAfterFailure(t *testing.T) {
-	if err := lan.Available(); err != nil {
-		t.Skip(err)
-	}
+	testutil.NeedLAN(t, lan.Available())
 	for _, mode := range []string{"fatal", "panic"} {
 		t.Run(mode, func(t *testing.T) {
 			self, _ := os.Executable()
@@ -331,9 +326,7 @@ func TestStaleSweep(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("stale namespaces only exist in root mode")
 	}
-	if err := lan.Available(); err != nil {
-		t.Skip(err)
-	}
+	testutil.NeedLAN(t, lan.Available())
 	pid := 4194000 // above any live PID on most machines
 	for syscall.Kill(pid, 0) == nil {
 		pid++

@@ -243,20 +243,24 @@ func judge(t *testing.T, fx *fixture, mu *mutant) (caught bool, why string) {
 // cannot show: "" for any other.
 func uncatchable(fx *fixture, mu *mutant) string {
 	if mu.kind == "delete a delivery" && tailDelivery(fx, mu.file, mu.line-1) {
-		return "the receiver's last delivery of that sender in its last view, sent within the settle time before the receiver stopped: nothing after it shows the hole, and no member had to deliver it"
+		return "the receiver's last delivery of that sender in its last view, just before it stopped or crashed: nothing after it shows the hole, and no member had to deliver it"
 	}
 	return ""
 }
 
 // tailDelivery reports whether the delivery at line i of file is its
-// life's last of that sender in that view, in a view the life installed
-// last, delivered within the last seconds of the life.
+// life's last of that sender in its last view, at the end of the life:
+// within seconds of its node.stopped, or at the end of a life that
+// crashed (its log goes on with the next life, or ends, without
+// node.stopped).
 func tailDelivery(fx *fixture, file string, i int) bool {
 	ev := fx.obj(file, i)
 	for j := i + 1; j < len(fx.objs[file]); j++ {
 		o := fx.obj(file, j)
 		switch str(o, "event") {
-		case logs.NodeStarted, logs.ViewInstalled:
+		case logs.NodeStarted:
+			return true // the life crashed
+		case logs.ViewInstalled:
 			return false
 		case logs.Deliver:
 			if num(o, "from") == num(ev, "from") && str(o, "view") == str(ev, "view") {
@@ -266,7 +270,7 @@ func tailDelivery(fx *fixture, file string, i int) bool {
 			return timeOf(o).Sub(timeOf(ev)) < 3*time.Second
 		}
 	}
-	return false
+	return true // the log ends: the life crashed
 }
 
 // The mutations. Each picks its target from r among the lines of fx's

@@ -212,7 +212,7 @@ func (s *Scenario) Options() (lab.Options, error) {
 		return lab.Options{}, err
 	}
 	p.Actions = acts
-	o := lab.Options{Nodes: s.Nodes, Duration: s.Duration.D(), Plan: p, InProcess: s.InProcess, Title: "huddle lab"}
+	o := lab.Options{Nodes: s.Nodes, Duration: s.Duration.D(), Plan: p, InProcess: s.InProcess, Title: "huddle lab", Seed: int64(s.Seed >> 1)}
 	if s.Name != "" {
 		o.Title += " " + s.Name
 	}
