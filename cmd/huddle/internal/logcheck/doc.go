@@ -63,13 +63,34 @@
 //     and the view its message was sent in (CrossView);
 //   - FIFO, Duplicate, Unsent, Corrupt and SendOrder, as CheckMulticast.
 //
-// It does not require completeness: CheckLiveness does, per view, for the
-// messages a sender sent in V when it and the receiver both went on to
-// the same V' (Missing). A life's last view, a sender that crashed or left
-// in V and deliveries that name no view escape these checks.
+// And FIFO has no holes (FIFOGap): a life that delivered a sender's
+// message in a view delivered every earlier message the sender sent in
+// it to it; the sender's send events tell its application's messages
+// from the sequence numbers its node's own protocols used.
+//
+// It does not require completeness: CheckLiveness does (Missing,
+// LeaveLoss): for the messages a sender sent in V when it and the
+// receiver both went on to the same V'; for those of a member that left V
+// gracefully, at every member that installed the next view; and in the
+// view two lives installed last and left gracefully, for those sent
+// MembershipOptions.Settle before the receiver's leave began. A sender
+// that crashed in V, and deliveries that name no view, escape these
+// checks.
 //
 // CheckOrder (order.go) checks total order and safe delivery from the
-// deliver events' gseq and order.
+// deliver events' gseq and order, holes included (OrderGap).
+//
+// # How the logs end, and what was compared
+//
+// CheckLives checks that every life's log ends with node.stopped or at a
+// crash the caller names (LivesOptions: the lab's kills, huddle check
+// --crashed); LogEnd otherwise. Every Result counts what it compared
+// (Result.Compared), and CheckAll fails a check that compared nothing in
+// a run that had what it checks (NothingCompared).
+//
+// The checker is tested by mutation (mutation_test.go): the logs of real
+// lab runs (testdata/runs) are corrupted one corruption at a time, and
+// every mutant must fail a check naming its node and line.
 //
 // # The election check
 //
@@ -77,7 +98,9 @@
 // election.done of each life in Life.Elections. Run.CheckElection checks
 // that every node that learned the leader of a round of a view learned
 // the same one (LeaderAgreement), a member of that view as its nodes
-// installed it (LeaderOutsideView), and sums each round's messages (the
+// installed it (LeaderOutsideView) and its highest (LeaderNotHighest),
+// that every member that stayed in a view long enough knew its leader
+// (LeaderUnknown), and sums each round's messages (the
 // election.done events' sent) per view into ElectionResult.Rounds, with
 // the formulas of the literature for one initiator beside them.
 // Run.CheckAll runs every check of the package, the one list that huddle
@@ -98,8 +121,8 @@
 //   - sequence: per life, requested → acquired → released, or requested →
 //     withdrawn, with matching clocks (MutexSequence);
 //   - liveness: no request stays neither granted nor withdrawn while its
-//     node runs on for longer than MutexOptions.MaxPending
-//     (MutexPending).
+//     node runs on for longer than MutexOptions.MaxPending, nor at its
+//     node's exit (MutexPending).
 //
 // MutexResult also carries the figures the tests and benchmarks print:
 // entries per node, waits, holds, messages per entry, lost releases.
