@@ -22,7 +22,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs, parseOut := newFlagSet("huddle check")
 	skew := fs.Duration("skew", 5*time.Millisecond, "the clock `skew` to forgive between logs of different machines (the lock check compares their times)")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: huddle check [--skew D] LOG|DIR ...
+		fmt.Fprint(fs.Output(), `Usage: huddle check [--skew D] LOG|DIR...
 
 Checks the guarantees of a group from its nodes' JSON logs (one per node;
 a restarted node may append to its log; a DIR stands for its *.json
@@ -77,7 +77,7 @@ Flags:
 	fmt.Fprintf(stdout, "%d logs, %d lines, %d node lives\n", len(run.Files), lines, len(run.Lives))
 	ok := len(run.Lives) > 0
 	if !ok {
-		fmt.Fprintln(stdout, "FAIL  the logs hold no node's events: are they huddle's JSON logs (--log-file, or huddle run's standard output)?")
+		fmt.Fprintln(stdout, "FAIL  the logs hold no node's events: are they huddle's JSON logs (--log-file, or huddle run's standard error; from the journal: journalctl -u huddle -o cat > node1.json)?")
 	}
 	for _, v := range run.CheckAll(logcheck.AllOptions{Skew: *skew}) {
 		verdict := "ok   "

@@ -97,7 +97,7 @@ func joinIDs(ids []uint64) string {
 }
 
 func cmdWatch(args []string, stdout, stderr io.Writer) int {
-	f := newControlFlags("huddle watch", "huddle watch [--service NAME]... [flags]",
+	f := newControlFlags("watch",
 		"Streams what the running node sees as it happens: views installed, members\n"+
 			"suspected or refused, leaders, and this node's lock requests, grants and\n"+
 			"releases; with --service, also the messages delivered on that service (\"\" is\n"+
