@@ -483,3 +483,46 @@ func TestREADMEShowsEveryCommand(t *testing.T) {
 		t.Fatalf("read %d commands from huddle's usage; the format changed?", found)
 	}
 }
+
+// TestRefusalSettingsAreListed: the settings a group refuses a joiner
+// over (config.Config.GroupSettings, those sent only when not the default
+// included) are the ones README.md's exit code 3, logs.md's member.refused,
+// configuration.md's "Settings every member must share" and design.md's
+// "Refusal" list.
+func TestRefusalSettingsAreListed(t *testing.T) {
+	cfg := config.LAN()
+	cfg.Election.RingOrder, cfg.Mutex.Algorithm = "join", "central" // not the defaults: every setting is sent
+	var names []string
+	for _, s := range cfg.GroupSettings() {
+		names = append(names, s.Name)
+	}
+	if len(names) < 8 {
+		t.Fatalf("GroupSettings lists %d settings: %v", len(names), names)
+	}
+	readme := read(t, "README.md")
+	logsPage := read(t, "docs/logs.md")
+	for _, place := range []struct{ page, text string }{
+		{"README.md (exit code 3)", row(t, readme, "| 3 |")},
+		{"docs/logs.md (member.refused)", row(t, logsPage, "| `member.refused` |")},
+		{"docs/configuration.md", section(t, "docs/configuration.md", read(t, "docs/configuration.md"), "Settings every member must share")},
+		{"docs/design.md (Refusal)", section(t, "docs/design.md", read(t, "docs/design.md"), "Refusal")},
+	} {
+		for _, name := range names {
+			if !strings.Contains(place.text, "`"+name+"`") {
+				t.Errorf("%s does not list `%s`, a setting the group refuses a joiner over", place.page, name)
+			}
+		}
+	}
+}
+
+// row returns the line of text that starts with prefix.
+func row(t *testing.T, text, prefix string) string {
+	t.Helper()
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	t.Fatalf("no line starts with %q", prefix)
+	return ""
+}
