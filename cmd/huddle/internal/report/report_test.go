@@ -112,6 +112,19 @@ not json
 	}
 }
 
+// syntheticReport writes the report of a synthetic run (node 2 sending 2
+// NACKs) in a new directory.
+func syntheticReport(t *testing.T) (dir string, rep *Report) {
+	t.Helper()
+	dir = t.TempDir()
+	synthetic(t, dir, 2)
+	rep, err := Write(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, rep
+}
+
 // readCSV reads a report's CSV file into rows of named columns.
 func readCSV(t *testing.T, path string) []map[string]string {
 	t.Helper()
@@ -150,12 +163,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
 // figures in its CSV files, its headline and that the page is
 // self-contained.
 func TestRunReport(t *testing.T) {
-	dir := t.TempDir()
-	synthetic(t, dir, 2)
-	rep, err := Write(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, rep := syntheticReport(t)
 	if rep.HTML != filepath.Join(dir, "report.html") {
 		t.Errorf("report at %s", rep.HTML)
 	}
@@ -385,12 +393,7 @@ func TestSweepReport(t *testing.T) {
 // at the same place in each, although the deliveries end at 1.5 s, the
 // lock's entries at 2.3 s and the run at 4.1 s.
 func TestTimePlotsShareOneAxis(t *testing.T) {
-	dir := t.TempDir()
-	synthetic(t, dir, 2)
-	rep, err := Write(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, rep := syntheticReport(t)
 	if rep.Figures.Origin != "the start of the lab (lab.start)" {
 		t.Errorf("origin %q", rep.Figures.Origin)
 	}
