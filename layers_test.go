@@ -19,7 +19,7 @@ var layers = map[string]int{
 	// The ground floor.
 	"internal/wire": 0, "internal/logs": 0, "internal/seal": 0, "internal/netmodel": 0,
 	"internal/sim": 0, "internal/systool": 0, "internal/testutil": 0, "internal/testutil/msgnet": 0,
-	"internal/testutil/script": 0, "internal/idset": 0,
+	"internal/testutil/script": 0, "internal/idset": 0, "internal/suggest": 0,
 	// The product: the protocols, the node and the front door.
 	"multicast":        1,
 	"membership":       2,

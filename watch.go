@@ -44,29 +44,32 @@ func (g *Group) Probe(ctx context.Context) (ProbeResult, error) {
 // mutex.requested, mutex.acquired, mutex.released, mutex.withdrawn, or
 // deliver (a message of a watched service); watch.dropped says that Count
 // events were dropped before this one because the watcher fell behind.
+// Snapshot marks the events that open a watch: the state the node was in
+// when it began, not a change.
 type WatchEvent struct {
-	Time    time.Time `json:"time"`
-	Event   string    `json:"event"`
-	View    string    `json:"view,omitempty"`
-	Members []uint64  `json:"members,omitempty"` // view.installed
-	Joined  []uint64  `json:"joined,omitempty"`
-	Left    []uint64  `json:"left,omitempty"`
-	Crashed []uint64  `json:"crashed,omitempty"`
-	Member  uint64    `json:"member,omitempty"`    // member.suspected, member.refused: who
-	Silent  float64   `json:"silent_ms,omitempty"` // member.suspected: heard last this long ago
-	Setting string    `json:"setting,omitempty"`   // member.refused: the setting that differs
-	Leader  uint64    `json:"leader,omitempty"`    // leader.changed
-	Round   uint64    `json:"round,omitempty"`     // leader.changed
-	Node    uint64    `json:"node,omitempty"`      // mutex.*: this node, which wants, holds or released the lock
-	Lost    bool      `json:"lost,omitempty"`      // mutex.released: taken away
-	WaitMS  float64   `json:"wait_ms,omitempty"`   // mutex.acquired
-	Service string    `json:"service,omitempty"`   // deliver
-	From    uint64    `json:"from,omitempty"`      // deliver
-	Seq     uint64    `json:"seq,omitempty"`
-	Order   string    `json:"order,omitempty"`
-	GSeq    uint64    `json:"gseq,omitempty"`
-	Payload []byte    `json:"payload,omitempty"` // deliver: the message (base64 in JSON)
-	Count   uint64    `json:"count,omitempty"`   // watch.dropped
+	Time     time.Time `json:"time"`
+	Event    string    `json:"event"`
+	Snapshot bool      `json:"snapshot,omitempty"`
+	View     string    `json:"view,omitempty"`
+	Members  []uint64  `json:"members,omitempty"` // view.installed
+	Joined   []uint64  `json:"joined,omitempty"`
+	Left     []uint64  `json:"left,omitempty"`
+	Crashed  []uint64  `json:"crashed,omitempty"`
+	Member   uint64    `json:"member,omitempty"`    // member.suspected, member.refused: who
+	Silent   float64   `json:"silent_ms,omitempty"` // member.suspected: heard last this long ago
+	Setting  string    `json:"setting,omitempty"`   // member.refused: the setting that differs
+	Leader   uint64    `json:"leader,omitempty"`    // leader.changed
+	Round    uint64    `json:"round,omitempty"`     // leader.changed
+	Node     uint64    `json:"node,omitempty"`      // mutex.*: this node, which wants, holds or released the lock
+	Lost     bool      `json:"lost,omitempty"`      // mutex.released: taken away
+	WaitMS   float64   `json:"wait_ms,omitempty"`   // mutex.acquired
+	Service  string    `json:"service,omitempty"`   // deliver
+	From     uint64    `json:"from,omitempty"`      // deliver
+	Seq      uint64    `json:"seq,omitempty"`
+	Order    string    `json:"order,omitempty"`
+	GSeq     uint64    `json:"gseq,omitempty"`
+	Payload  []byte    `json:"payload,omitempty"` // deliver: the message (base64 in JSON)
+	Count    uint64    `json:"count,omitempty"`   // watch.dropped
 }
 
 // WatchBuffer is how many events a Watcher holds for its reader; past
@@ -85,22 +88,65 @@ type Watcher struct {
 
 // Watch returns a watcher of this node's views, suspicions, refusals,
 // leaders and lock events, and of the deliveries of the services named
-// (none: no deliveries). Watching takes nothing from the services' own
+// (none: no deliveries). Its first events, each with Snapshot set, are
+// the node's state as the watch begins: its view (view.installed, when it
+// is in one), the leader it knows (leader.changed, when it knows one) and
+// its part in the lock (mutex.acquired when it holds it, mutex.requested
+// when it wants it, else mutex.released), in that order; every later
+// event is a change. Watching takes nothing from the services' own
 // readers. Close it when done; it is closed when the node stops.
 func (g *Group) Watch(services ...string) *Watcher {
 	w := &Watcher{g: g, services: map[string]bool{}, c: make(chan WatchEvent, WatchBuffer)}
 	for _, s := range services {
 		w.services[s] = true
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		close(w.c)
-		return w
+	// In the loop, between two of its turns: the state read is the one
+	// the next change starts from, so none is missed or told twice.
+	watching := false
+	g.node.Do(context.Background(), func(c *node.Core) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.closed {
+			return
+		}
+		for _, ev := range g.snapshot(c) {
+			w.put(ev)
+		}
+		ws := slices.Clone(g.watchers())
+		g.watching.Store(&watcherList{append(ws, w)})
+		watching = true
+	})
+	if !watching { // the node stopped
+		w.close()
 	}
-	ws := slices.Clone(g.watchers())
-	g.watching.Store(&watcherList{append(ws, w)})
 	return w
+}
+
+// snapshot describes the node's state as watch events; only the loop may
+// call it, with its Core.
+func (g *Group) snapshot(c *node.Core) []WatchEvent {
+	now := time.Now()
+	v := c.View()
+	view := v.ID.String()
+	var out []WatchEvent
+	if len(v.Members) > 0 {
+		out = append(out, WatchEvent{Event: logs.ViewInstalled, View: view, Members: v.IDs()})
+	}
+	if leader, round := c.Leader(); leader != 0 {
+		out = append(out, WatchEvent{Event: logs.LeaderChanged, View: view, Leader: leader, Round: round})
+	}
+	lock := WatchEvent{Event: logs.MutexReleased, View: view, Node: g.self.ID}
+	switch c.LockState() {
+	case mutex.Held:
+		lock.Event = logs.MutexAcquired
+	case mutex.Wanted:
+		lock.Event = logs.MutexRequested
+	}
+	out = append(out, lock)
+	for i := range out {
+		out[i].Time, out[i].Snapshot = now, true
+	}
+	return out
 }
 
 // C is the watcher's channel of events, in the order the node saw them.

@@ -2,6 +2,7 @@ package huddle_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -84,6 +85,9 @@ func TestWatch(t *testing.T) {
 		for {
 			select {
 			case ev := <-w.C():
+				if ev.Snapshot { // TestWatchBeginsWithTheState
+					continue
+				}
 				if ev.Event == event {
 					return ev
 				}
@@ -172,6 +176,61 @@ func TestWatch(t *testing.T) {
 	}
 	if _, ok := <-gs[0].Watch().C(); ok {
 		t.Error("a watcher of a node that left is open")
+	}
+}
+
+// TestWatchBeginsWithTheState: a watcher's first events, marked as a
+// snapshot, are the node's view, its leader and its part in the lock as
+// the watch begins; the changes follow, unmarked, none missed.
+func TestWatchBeginsWithTheState(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gs, _ := joinAll(t, ctx, huddle.NewNetwork(0), 2, "app")
+	for {
+		if leader, _, err := gs[0].Leader(ctx); err != nil || leader == 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := gs[0].Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	view := gs[0].View()
+	next := func(w *huddle.Watcher) huddle.WatchEvent {
+		t.Helper()
+		select {
+		case ev := <-w.C():
+			return ev
+		case <-ctx.Done():
+			t.Fatal("no event")
+		}
+		return huddle.WatchEvent{}
+	}
+	holder, other := gs[0].Watch(), gs[1].Watch()
+	defer holder.Close()
+	defer other.Close()
+	_, round, _ := gs[0].Leader(ctx)
+	for _, want := range []huddle.WatchEvent{
+		{Event: logs.ViewInstalled, View: view.ID.String(), Members: view.IDs()},
+		{Event: logs.LeaderChanged, View: view.ID.String(), Leader: 2, Round: round},
+		{Event: logs.MutexAcquired, View: view.ID.String(), Node: 1},
+	} {
+		ev := next(holder)
+		want.Time, want.Snapshot = ev.Time, true
+		if !reflect.DeepEqual(ev, want) {
+			t.Errorf("watching node 1: %+v, want %+v", ev, want)
+		}
+	}
+	for _, want := range []string{logs.ViewInstalled, logs.LeaderChanged, logs.MutexReleased} {
+		if ev := next(other); ev.Event != want || !ev.Snapshot || (want == logs.MutexReleased && ev.Node != 2) {
+			t.Errorf("watching node 2: %+v, want a snapshot's %s", ev, want)
+		}
+	}
+	if err := gs[0].Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(holder); ev.Event != logs.MutexReleased || ev.Snapshot || ev.Node != 1 {
+		t.Errorf("after the unlock: %+v, want mutex.released, a change", ev)
 	}
 }
 

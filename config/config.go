@@ -39,7 +39,8 @@ type Config struct {
 	// Addr is the IPv4 multicast group and UDP port, "group:port". Default
 	// "239.192.72.68:7468" (239.192.0.0/14 is the organisation-local scope,
 	// RFC 2365, which routers at a site's edge do not forward). The address
-	// must be in 224.0.0.0/4.
+	// must be in 224.0.0.0/4, outside the reserved and well-known groups
+	// (224.0.0.0/24, 224.0.1.0/24, 232.0.0.0/8, SSDP's 239.255.255.250).
 	Addr string `toml:"addr"`
 
 	// Iface is the name of the network interface to join the group on

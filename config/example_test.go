@@ -9,7 +9,7 @@ import (
 
 // Flags win over the environment, which wins over the file and the
 // profile's defaults; every problem names its key and where its value came
-// from. A HUDDLE_ variable that is not a setting is only a warning.
+// from, and every one is reported, not only the first. A HUDDLE_ variable that is not a setting is only a warning.
 func ExampleLoad() {
 	fs := flag.NewFlagSet("huddle", flag.ContinueOnError)
 	flags := config.AddFlags(fs)
@@ -25,4 +25,5 @@ func ExampleLoad() {
 	// local 7 10ms 150ms <nil>
 	// [HUDDLE_HOME is not a setting; ignoring it]
 	// config: HUDDLE_JOIN_TIMEOUT: join_timeout: 200 has no unit; write HUDDLE_JOIN_TIMEOUT=200ms (units: ns, us, ms, s, m, h)
+	// config: HUDDLE_ADDR: addr: 10.0.0.1 is not a multicast address (224.0.0.0/4)
 }

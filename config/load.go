@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/huddle-lan/huddle/internal/suggest"
 )
 
 // An assignment is one value for one setting, from the environment or a
@@ -46,31 +48,53 @@ func Load(fs *flag.FlagSet, f *Flags, environ []string) (c Config, warnings []st
 		path, pathSource = f.path, "--config"
 	}
 	var doc []byte
-	var keys map[string]fileKey
+	var sc fileScan
 	if path != "" {
 		if doc, err = readFile(path, pathSource); err != nil {
 			return Config{}, warnings, err
 		}
-		keys = scanFile(doc)
+		sc = scanFile(doc)
 	}
 
 	sources := make(map[string]string) // key → where its value came from
-	for key, fk := range keys {
+	for key, fk := range sc.keys {
 		sources[key] = fmt.Sprintf("%s:%d", path, fk.line)
 	}
 	for _, a := range slices.Concat(env, flags) {
 		sources[a.key] = a.source
 	}
 
-	c, err = startFrom(chooseProfile(keys, env, flags), sources["profile"])
-	errs := []error{err, decodeFile(&c, path, doc, keys), apply(&c, env), apply(&c, flags)}
-	if err := errors.Join(errs...); err != nil {
-		return Config{}, warnings, err
+	c, err = startFrom(chooseProfile(sc.keys, env, flags), sources["profile"])
+	readErr := errors.Join(err, decodeFile(&c, path, doc, sc), apply(&c, env), apply(&c, flags))
+	// The values that were read are checked too, so that one run reports
+	// every problem; not those that could not be read (they hold a default
+	// now), nor any when the file could not be read at all.
+	var checkErr error
+	if path == "" || sc.keys != nil {
+		checkErr = c.validate(sources, keysOf(readErr))
 	}
-	if err := c.validate(sources); err != nil {
+	if err := errors.Join(readErr, checkErr); err != nil {
 		return Config{}, warnings, err
 	}
 	return c, warnings, nil
+}
+
+// keysOf returns the settings that err, joined or not, reports problems of.
+func keysOf(err error) map[string]bool {
+	keys := map[string]bool{}
+	var walk func(error)
+	walk = func(err error) {
+		if p, ok := err.(*problemError); ok {
+			keys[p.key] = true
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	return keys
 }
 
 // readEnv picks the HUDDLE_* variables out of environ, and warns of those
@@ -94,7 +118,7 @@ func readEnv(environ []string) (path string, sets []assignment, warnings []strin
 			// The name as a key: HUDDLE_SRM_C1 is srm_c1, which the
 			// comparison sees as srm.c1 with its "." as "_".
 			flat := func(k string) string { return strings.ReplaceAll(k, ".", "_") }
-			if k, ok := closest(strings.ToLower(strings.TrimPrefix(name, "HUDDLE_")), keys, flat); ok {
+			if k, ok := suggest.Closest(strings.ToLower(strings.TrimPrefix(name, "HUDDLE_")), keys, flat); ok {
 				w = name + " is not a setting; did you mean " + envName(k) + "?"
 			}
 			warnings = append(warnings, w)
@@ -138,7 +162,7 @@ func apply(c *Config, sets []assignment) error {
 	var errs []error
 	for _, a := range sets {
 		if err := byKey[a.key].set(a.value); err != nil {
-			errs = append(errs, problem(a.key, a.source, "%v", withFix(err, a.assign)))
+			errs = append(errs, problem(a.key, a.source, "%v", c.complete(err, a.key, a.assign)))
 		}
 	}
 	return errors.Join(errs...)

@@ -242,12 +242,12 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "file value of the wrong type",
 			file: "\nid = \"abc\"\n",
-			want: []string{`config: <file>:2: id: "abc" is not a number`},
+			want: []string{`config: <file>:2: id: "abc" is not a number (0 to 2^63-1)`},
 		},
 		{
 			name: "file number in quotes",
 			file: "ttl = \"5\"\n",
-			want: []string{`config: <file>:1: ttl: "5" is a string; write it without quotes`},
+			want: []string{`config: <file>:1: ttl: "5" is a string; write it without quotes: ttl = 5`},
 		},
 		{
 			name: "file duration",
@@ -263,7 +263,7 @@ func TestLoadErrors(t *testing.T) {
 			name: "bad variables",
 			env:  []string{"HUDDLE_ID=abc", "HUDDLE_LOOPBACK=maybe"},
 			want: []string{
-				`config: HUDDLE_ID: id: "abc" is not a number`,
+				`config: HUDDLE_ID: id: "abc" is not a number (0 to 2^63-1)`,
 				`config: HUDDLE_LOOPBACK: loopback: "maybe" is not a boolean (true or false)`,
 			},
 		},
@@ -277,18 +277,67 @@ func TestLoadErrors(t *testing.T) {
 			args: []string{"--id", "abc", "--heartbeat", "fast", "--loopback=maybe", "--ttl=1.5", "--srm-c1=x"},
 			want: []string{
 				`config: --heartbeat: heartbeat: "fast" is not a duration (examples: 400ms, 1.5s)`,
-				`config: --id: id: "abc" is not a number`,
+				`config: --id: id: "abc" is not a number (0 to 2^63-1)`,
 				`config: --loopback: loopback: "maybe" is not a boolean (true or false)`,
-				`config: --srm-c1: srm.c1: "x" is not a number`,
-				`config: --ttl: ttl: "1.5" is not a number`,
+				`config: --srm-c1: srm.c1: "x" is not a number (0 to 100)`,
+				`config: --ttl: ttl: "1.5" is not a whole number (1 to 255)`,
 			},
 		},
 		{
-			name: "numbers out of range",
-			args: []string{"--id=-1", "--send-window=99999999999999999999"},
+			name: "file values of the wrong kind",
+			file: "ttl = 1.5\nloopback = 1\ngroup = true\nsend_order = 5\ndatagram_size = [1]\nrecv_buffer = 1979-05-27\nsrm = 5\n[drop]\nfrom = [3, \"x\"]\nrate = \"0.5\"\n[id]\nx = 1\n",
 			want: []string{
+				`config: <file>:1: ttl: 1.5 is not a whole number (1 to 255)`,
+				`config: <file>:2: loopback: 1 is a number, not true or false`,
+				`config: <file>:3: group: true is a boolean, not text; write group = "true"`,
+				`config: <file>:4: send_order: 5 is a number, not text; write send_order = "5"`,
+				`config: <file>:5: datagram_size: […] is a list, not a number`,
+				`config: <file>:6: recv_buffer: 1979-05-27 is a date or time, not a number`,
+				`config: <file>:7: srm: 5 is a number, not a table of settings (write [srm] above its settings)`,
+				`config: <file>:9: drop.from: "3,x" is not a list of node IDs (e.g. 3,4; each 1 to 2^63-1)`,
+				`config: <file>:10: drop.rate: "0.5" is a string; write it without quotes: rate = 0.5`,
+				`config: <file>:11: id: {…} is a table, not a number`,
+			},
+		},
+		{
+			name: "a key set twice",
+			file: "group = \"a\"\ngroup = \"b\"\n[srm]\nc1 = 1\n[log]\nlevel = \"info\"\n[srm]\nc2 = 1\n",
+			want: []string{
+				`config: <file>:2: group: is set twice, on lines 1 and 2: keep one`,
+				`config: <file>:7: srm: is set twice, on lines 3 and 7: keep one`,
+			},
+		},
+		{
+			name: "every problem of a file and of the other sources, values checked too",
+			file: "ttl = 1.5\nheartbeat = 50\nhaertbeat = \"1s\"\ngroup = \"a\"\ngroup = \"b\"\nsend_window = 3\n[srm]\nc2 = 0.0\n",
+			env:  []string{"HUDDLE_DATAGRAM_SIZE=1.5"},
+			args: []string{"--log-level", "loud"},
+			want: []string{
+				`config: <file>:1: ttl: 1.5 is not a whole number (1 to 255)`,
+				`config: <file>:2: heartbeat: 50 has no unit; write heartbeat = "50ms" (units: ns, us, ms, s, m, h)`,
+				`config: <file>:3: unknown key "haertbeat" (did you mean "heartbeat"?)`,
+				`config: <file>:5: group: is set twice, on lines 4 and 5: keep one`,
+				`config: HUDDLE_DATAGRAM_SIZE: datagram_size: "1.5" is not a whole number (512 to 65000)`,
+				`config: <file>:6: send_window: 3 is out of range (16 to 1048576)`,
+				`config: <file>:8: srm.c2: 0 is out of range (above 0, up to 100)`,
+				`config: --log-level: log.level: "loud" is not a log level (trace, debug, info, warn, error)`,
+			},
+		},
+		{
+			name: "a table a dotted key made, given a header again",
+			file: "srm.c1 = 1\n[srm]\nc2 = 1\n",
+			want: []string{`config: <file>:2: table srm already exists as defined by a dotted key`},
+		},
+		{
+			name: "numbers out of range",
+			env:  []string{"HUDDLE_ID=99999999999999999999"},
+			args: []string{"--id=-1", "--send-window=99999999999999999999", "--drop-seed", "99999999999999999999", "--srm-c1", "1e999"},
+			want: []string{
+				`config: HUDDLE_ID: id: "99999999999999999999" is out of range (0 to 2^63-1)`,
+				`config: --drop-seed: drop.seed: "99999999999999999999" is out of range (0 to 2^63-1)`,
 				`config: --id: id: "-1" is negative (0 to 2^63-1)`,
-				`config: --send-window: send_window: "99999999999999999999" is out of range`,
+				`config: --send-window: send_window: "99999999999999999999" is out of range (16 to 1048576)`,
+				`config: --srm-c1: srm.c1: "1e999" is out of range (0 to 100)`,
 			},
 		},
 		{
@@ -394,40 +443,6 @@ func TestLoadWarnings(t *testing.T) {
 	_, warnings, err = loadWarn(t, nil, []string{"HUDDLE_HEARTBEET=1s", "HUDDLE_TTL=0"})
 	if err == nil || len(warnings) != 1 {
 		t.Errorf("with an error: warnings %q, error %v", warnings, err)
-	}
-}
-
-func TestClosest(t *testing.T) {
-	keys := []string{"heartbeat", "id", "ttl", "srm.c1", "srm.c2", "log.level", "mutex.hold"}
-	same := func(k string) string { return k }
-	for _, tt := range []struct{ name, want string }{
-		{"hearbeat", "heartbeat"},
-		{"heartbaet", "heartbeat"}, // a swap is one edit
-		{"hartbeet", "heartbeat"},
-		{"heartbeatt", "heartbeat"},
-		{"hbeat", ""},
-		{"tll", "ttl"},
-		{"ip", ""}, // too short to tell
-		{"c1", "srm.c1"},
-		{"c3", ""}, // c1 or c2
-		{"srm.c", ""},
-		{"x.level", "log.level"},
-		{"hold", "mutex.hold"},
-		{"home", ""},
-		{strings.Repeat("heartbeat", 1000), ""},
-	} {
-		got, ok := closest(tt.name, keys, same)
-		if got != tt.want || ok != (tt.want != "") {
-			t.Errorf("closest(%.20q) = %q, %v; want %q", tt.name, got, ok, tt.want)
-		}
-	}
-	for _, tt := range []struct {
-		a, b string
-		d    int
-	}{{"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"ab", "ba", 1}, {"abcd", "acbd", 1}, {"ca", "abc", 3}} {
-		if d := distance(tt.a, tt.b); d != tt.d {
-			t.Errorf("distance(%q, %q) = %d, want %d", tt.a, tt.b, d, tt.d)
-		}
 	}
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -58,7 +59,8 @@ func envName(key string) string {
 func (s setting) String() string { return fmt.Sprint(s.v.Interface()) }
 
 // set parses text into the setting. Its errors are the problem alone
-// ("\"abc\" is not a number"); the caller adds the key and the source.
+// ("\"abc\" is not a number"); the caller adds the key, the source and,
+// with complete, what the setting allows.
 func (s setting) set(text string) error {
 	switch p := s.v.Addr().Interface().(type) {
 	case *Duration:
@@ -74,26 +76,30 @@ func (s setting) set(text string) error {
 		}
 		*p = b
 	case *int:
-		n, err := strconv.Atoi(text)
+		n, err := parseWhole(text)
 		if err != nil {
-			return numberError(text, err)
+			return err
 		}
-		*p = n
+		*p = int(n)
 	case *uint64:
 		// Parsed as signed: IDs stop at 2^63-1, and "-1" deserves a
 		// better message than "not a number".
-		n, err := strconv.ParseInt(text, 10, 64)
+		n, err := parseWhole(text)
 		if err != nil {
-			return numberError(text, err)
+			return err
 		}
 		if n < 0 {
-			return fmt.Errorf("%q is negative (0 to 2^63-1)", text)
+			return &numberError{text: strconv.Quote(text), problem: "is negative"}
 		}
 		*p = uint64(n)
 	case *float64:
 		f, err := strconv.ParseFloat(text, 64)
 		if err != nil {
-			return numberError(text, err)
+			problem := "is not a number"
+			if errors.Is(err, strconv.ErrRange) {
+				problem = "is out of range"
+			}
+			return &numberError{text: strconv.Quote(text), problem: problem}
 		}
 		*p = f
 	default:
@@ -103,11 +109,79 @@ func (s setting) set(text string) error {
 	return nil
 }
 
-func numberError(text string, err error) error {
-	if errors.Is(err, strconv.ErrRange) {
-		return fmt.Errorf("%q is out of range", text)
+// parseWhole parses a whole number of 64 bits, telling a number that is
+// not whole (1.5) or too large from one that is no number at all.
+func parseWhole(text string) (int64, error) {
+	n, err := strconv.ParseInt(text, 10, 64)
+	switch {
+	case err == nil:
+		return n, nil
+	case errors.Is(err, strconv.ErrRange):
+		return 0, &numberError{text: strconv.Quote(text), problem: "is out of range"}
 	}
-	return fmt.Errorf("%q is not a number", text)
+	if _, ferr := strconv.ParseFloat(text, 64); ferr == nil {
+		return 0, &numberError{text: strconv.Quote(text), problem: "is not a whole number"}
+	}
+	return 0, &numberError{text: strconv.Quote(text), problem: "is not a number"}
+}
+
+// A numberError is a number a setting cannot take. complete adds what the
+// setting allows, which only the configuration's checks know.
+type numberError struct {
+	text    string // as the message shows it: "\"1.5\"" from a flag, 1.5 from a file
+	problem string // "is not a number", "is not a whole number", "is out of range", "is negative"
+}
+
+func (e *numberError) Error() string { return e.text + " " + e.problem }
+
+// complete finishes an error of set for the setting key of c: a number
+// gets what the setting allows, a duration without a unit its fix, written
+// as write writes a value (--heartbeat 50ms, heartbeat = "50ms").
+func (c *Config) complete(err error, key string, write func(value string) string) error {
+	var n *numberError
+	if errors.As(err, &n) {
+		if a := c.allowed(key); a != "" {
+			return fmt.Errorf("%v (%s)", err, a)
+		}
+		return err
+	}
+	return withFix(err, write)
+}
+
+// allowed returns what the checks of Validate allow of the number setting
+// key, in the words of their message for a value out of range ("1 to
+// 255"), or "" when none bounds it. It asks them with each extreme value,
+// so that the range is written once, in the check.
+func (c *Config) allowed(key string) string {
+	kind := reflect.Invalid
+	for _, extreme := range []float64{math.MaxInt64, math.MinInt64} {
+		probe := *c
+		s, ok := settingsByKey(&probe)[key]
+		if !ok {
+			return ""
+		}
+		switch kind = s.v.Kind(); kind {
+		case reflect.Int:
+			s.v.SetInt(int64(extreme))
+		case reflect.Uint64:
+			s.v.SetUint(math.MaxUint64)
+		case reflect.Float64:
+			s.v.SetFloat(extreme)
+		default:
+			return ""
+		}
+		for _, err := range probe.problems() {
+			if p, ok := err.(*problemError); ok && p.key == key {
+				if _, r, ok := strings.Cut(p.msg, " is out of range ("); ok {
+					return strings.TrimSuffix(r, ")")
+				}
+			}
+		}
+	}
+	if kind == reflect.Uint64 {
+		return "0 to 2^63-1" // what set reads
+	}
+	return ""
 }
 
 // A problemError is one problem with one setting. Its source says where

@@ -19,17 +19,25 @@ import (
 // "config: <key>: <value> <what is wrong> (<what is allowed>)". It does not
 // look at the system: an interface that does not exist is Resolve's to find.
 func (c *Config) Validate() error {
-	return c.validate(nil)
+	return c.validate(nil, nil)
 }
 
 // validate is Validate with each problem saying where its setting's value
 // came from: sources maps a key to "huddle.toml:3", "HUDDLE_TTL", "--ttl".
-func (c *Config) validate(sources map[string]string) error {
-	errs := c.problems()
-	for _, err := range errs {
-		if p, ok := err.(*problemError); ok && p.source == "" {
-			p.source = sources[p.key]
+// The problems of the keys in skip, whose values could not be read, are
+// left out.
+func (c *Config) validate(sources map[string]string, skip map[string]bool) error {
+	var errs []error
+	for _, err := range c.problems() {
+		if p, ok := err.(*problemError); ok {
+			if skip[p.key] {
+				continue
+			}
+			if p.source == "" {
+				p.source = sources[p.key]
+			}
 		}
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -113,9 +121,18 @@ func (c *Config) GroupAddr() netip.AddrPort {
 func inRange[T cmp.Ordered](key string, v, lo, hi T) error {
 	// Written as a negation so that a NaN float fails too.
 	if !(v >= lo && v <= hi) {
-		return problem(key, "", "%v is out of range (%v to %v)", v, lo, hi)
+		return problem(key, "", "%v is out of range (%v to %v)", v, lo, bound(hi))
 	}
 	return nil
+}
+
+// bound writes the largest ID, 2^63-1, as the docs do.
+func bound(v any) any {
+	switch v {
+	case uint64(math.MaxInt64), math.MaxInt:
+		return "2^63-1"
+	}
+	return v
 }
 
 // checkBurst checks a mean burst length of drops at rate (see
@@ -193,6 +210,9 @@ func checkGroup(g string) error {
 
 func checkAddr(addr string) error {
 	const allowed = "an IPv4 multicast group and port, e.g. 239.192.72.68:7468"
+	if t := strings.TrimSpace(addr); t != addr {
+		return problem("addr", "", "%q has spaces around it; write %s", addr, t)
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		if _, perr := netip.ParseAddr(addr); perr == nil {
@@ -207,10 +227,39 @@ func checkAddr(addr string) error {
 	case !ip.IsMulticast():
 		return problem("addr", "", "%s is not a multicast address (224.0.0.0/4)", ip)
 	}
+	if why := reservedGroup(ip); why != "" {
+		return problem("addr", "", "%s is %s; use a group in 239.192.0.0/14, the organisation-local scope, such as 239.192.72.68", ip, why)
+	}
 	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 || p == 65535 {
 		return problem("addr", "", "port %q is out of range (1 to 65534: huddle also uses the next port, for repairs)", port)
 	}
 	return nil
+}
+
+// reservedGroups are the multicast blocks and addresses a group must not
+// use, and why (the IANA registry of IPv4 multicast addresses): other
+// protocols' traffic would reach the group's socket, and switches and
+// kernels treat some of them specially.
+var reservedGroups = []struct {
+	block netip.Prefix
+	why   string
+}{
+	{netip.MustParsePrefix("224.0.0.251/32"), "mDNS's group (multicast DNS, RFC 6762)"},
+	{netip.MustParsePrefix("224.0.0.252/32"), "LLMNR's group (RFC 4795)"},
+	{netip.MustParsePrefix("224.0.0.0/24"), "in 224.0.0.0/24, the link-local control block (routing protocols, IGMP, all-hosts: never forwarded, and flooded to every port by switches, whatever IGMP snooping says)"},
+	{netip.MustParsePrefix("224.0.1.0/24"), "in 224.0.1.0/24, the internetwork control block (NTP, among others)"},
+	{netip.MustParsePrefix("232.0.0.0/8"), "in 232.0.0.0/8, source-specific multicast, which needs a source filter huddle does not set"},
+	{netip.MustParsePrefix("239.255.255.250/32"), "SSDP's group (UPnP discovery)"},
+}
+
+// reservedGroup says why a group address is reserved, or "".
+func reservedGroup(ip netip.Addr) string {
+	for _, r := range reservedGroups {
+		if r.block.Contains(ip) {
+			return r.why
+		}
+	}
+	return ""
 }
 
 func (c *Config) checkSuspectTimeout() error {

@@ -18,7 +18,7 @@ func TestValidate(t *testing.T) {
 		{"everything", func(c *Config) { *c = everything() }, ""},
 		{"profile", func(c *Config) { c.Profile = "wan" }, `config: profile: "wan" is not a profile (lan, local)`},
 		{"id max", func(c *Config) { c.ID = math.MaxInt64 }, ""},
-		{"id", func(c *Config) { c.ID = math.MaxInt64 + 1 }, `config: id: 9223372036854775808 is out of range (0 to 9223372036854775807)`},
+		{"id", func(c *Config) { c.ID = math.MaxInt64 + 1 }, `config: id: 9223372036854775808 is out of range (0 to 2^63-1)`},
 		{"group empty", func(c *Config) { c.Group = "" }, `config: group: "" is 0 bytes long (1 to 64 bytes)`},
 		{"group 64", func(c *Config) { c.Group = strings.Repeat("g", 64) }, ""},
 		{"group 65", func(c *Config) { c.Group = strings.Repeat("g", 65) }, `config: group: "` + strings.Repeat("g", 65) + `" is 65 bytes long (1 to 64 bytes)`},
@@ -28,7 +28,13 @@ func TestValidate(t *testing.T) {
 		{"addr ipv6", func(c *Config) { c.Addr = "[ff02::1]:7468" }, `config: addr: ff02::1 is not an IPv4 address (an IPv4 multicast group and port, e.g. 239.192.72.68:7468)`},
 		{"addr port 0", func(c *Config) { c.Addr = "239.1.1.1:0" }, `config: addr: port "0" is out of range (1 to 65534: huddle also uses the next port, for repairs)`},
 		{"addr port big", func(c *Config) { c.Addr = "239.1.1.1:65536" }, `config: addr: port "65536" is out of range (1 to 65534: huddle also uses the next port, for repairs)`},
-		{"addr edges", func(c *Config) { c.Addr = "224.0.0.0:1" }, ""},
+		{"addr edges", func(c *Config) { c.Addr = "224.0.2.0:1" }, ""},
+		{"addr space", func(c *Config) { c.Addr = "239.1.2.3:7468 " }, `config: addr: "239.1.2.3:7468 " has spaces around it; write 239.1.2.3:7468`},
+		{"addr link-local", func(c *Config) { c.Addr = "224.0.0.5:7468" }, `config: addr: 224.0.0.5 is in 224.0.0.0/24, the link-local control block (routing protocols, IGMP, all-hosts: never forwarded, and flooded to every port by switches, whatever IGMP snooping says); use a group in 239.192.0.0/14, the organisation-local scope, such as 239.192.72.68`},
+		{"addr mdns", func(c *Config) { c.Addr = "224.0.0.251:5353" }, `config: addr: 224.0.0.251 is mDNS's group (multicast DNS, RFC 6762); use a group in 239.192.0.0/14, the organisation-local scope, such as 239.192.72.68`},
+		{"addr ssdp", func(c *Config) { c.Addr = "239.255.255.250:1900" }, `config: addr: 239.255.255.250 is SSDP's group (UPnP discovery); use a group in 239.192.0.0/14, the organisation-local scope, such as 239.192.72.68`},
+		{"addr ntp", func(c *Config) { c.Addr = "224.0.1.1:7468" }, `config: addr: 224.0.1.1 is in 224.0.1.0/24, the internetwork control block (NTP, among others); use a group in 239.192.0.0/14, the organisation-local scope, such as 239.192.72.68`},
+		{"addr ssm", func(c *Config) { c.Addr = "232.1.1.1:7468" }, `config: addr: 232.1.1.1 is in 232.0.0.0/8, source-specific multicast, which needs a source filter huddle does not set; use a group in 239.192.0.0/14, the organisation-local scope, such as 239.192.72.68`},
 		{"addr top", func(c *Config) { c.Addr = "239.255.255.255:65534" }, ""},
 		{"addr last port", func(c *Config) { c.Addr = "239.1.1.1:65535" }, `config: addr: port "65535" is out of range (1 to 65534: huddle also uses the next port, for repairs)`},
 		{"ttl 0", func(c *Config) { c.TTL = 0 }, `config: ttl: 0 is out of range (1 to 255)`},
@@ -113,7 +119,7 @@ func TestValidate(t *testing.T) {
 func TestValidateSources(t *testing.T) {
 	c := LAN()
 	c.TTL, c.Log.Format, c.Heartbeat, c.SRM.C2 = 0, "", ms(200), 0
-	err := c.validate(map[string]string{"ttl": "HUDDLE_TTL", "log.format": "huddle.toml:7", "srm.c2": "--srm-c2", "heartbeat": "--heartbeat"})
+	err := c.validate(map[string]string{"ttl": "HUDDLE_TTL", "log.format": "huddle.toml:7", "srm.c2": "--srm-c2", "heartbeat": "--heartbeat"}, nil)
 	want := "config: HUDDLE_TTL: ttl: 0 is out of range (1 to 255)\n" +
 		"config: suspect_timeout: 400ms is out of range (600ms, 3 heartbeats of 200ms, to 10m0s)\n" +
 		"config: --srm-c2: srm.c2: 0 is out of range (above 0, up to 100)\n" +

@@ -483,3 +483,107 @@ func TestREADMEShowsEveryCommand(t *testing.T) {
 		t.Fatalf("read %d commands from huddle's usage; the format changed?", found)
 	}
 }
+
+// TestRefusalSettingsAreListed: the settings a group refuses a joiner
+// over (config.Config.GroupSettings, those sent only when not the default
+// included) are the ones README.md's exit code 3, logs.md's member.refused,
+// configuration.md's "Settings every member must share" and design.md's
+// "Refusal" list.
+func TestRefusalSettingsAreListed(t *testing.T) {
+	cfg := config.LAN()
+	cfg.Election.RingOrder, cfg.Mutex.Algorithm = "join", "central" // not the defaults: every setting is sent
+	var names []string
+	for _, s := range cfg.GroupSettings() {
+		names = append(names, s.Name)
+	}
+	if len(names) < 8 {
+		t.Fatalf("GroupSettings lists %d settings: %v", len(names), names)
+	}
+	readme := read(t, "README.md")
+	logsPage := read(t, "docs/logs.md")
+	for _, place := range []struct{ page, text string }{
+		{"README.md (exit code 3)", tableRow(t, readme, "| 3 |")},
+		{"docs/logs.md (member.refused)", tableRow(t, logsPage, "| `member.refused` |")},
+		{"docs/configuration.md", section(t, "docs/configuration.md", read(t, "docs/configuration.md"), "Settings every member must share")},
+		{"docs/design.md (Refusal)", section(t, "docs/design.md", read(t, "docs/design.md"), "Refusal")},
+	} {
+		for _, name := range names {
+			if !strings.Contains(place.text, "`"+name+"`") {
+				t.Errorf("%s does not list `%s`, a setting the group refuses a joiner over", place.page, name)
+			}
+		}
+	}
+}
+
+// TestREADMEIsAFrontDoor: README.md serves someone without a clone: how
+// to get the source, a list of contents that names every section, a
+// quick start on three machines, what to do when multicast does not get
+// through, the settings of JGroups and Corosync in huddle's words, the
+// time of the tests and what -short leaves out, and the journal's logs
+// checked.
+func TestREADMEIsAFrontDoor(t *testing.T) {
+	readme := read(t, "README.md")
+	contents := section(t, "README.md", readme, "Contents")
+	for _, l := range strings.Split(readme, "\n") {
+		if title, ok := strings.CutPrefix(l, "## "); ok && title != "Contents" {
+			if !strings.Contains(contents, "["+title+"](#") {
+				t.Errorf("README.md: the contents do not list the section %q", title)
+			}
+		}
+	}
+	for _, c := range []struct{ section, want string }{
+		{"Getting it", "git clone https://github.com/huddle-lan/huddle.git"},
+		{"On three machines", "huddle ping"},
+		{"On three machines", "docs/experiments.md#on-real-machines"},
+		{"When multicast does not get through", "huddle ping"},
+		{"When multicast does not get through", "IGMP snooping"},
+		{"When multicast does not get through", "firewall-cmd"},
+		{"When multicast does not get through", "ufw allow"},
+		{"When multicast does not get through", "nft insert rule"},
+		{"When multicast does not get through", "Container overlays"},
+		{"When multicast does not get through", "Cloud networks"},
+		{"Running a node", "journalctl -u huddle -o cat"},
+		{"Running a node", "huddle check node-*.json"},
+		{"Tests", "-short"},
+		{"Tests", "minutes"},
+	} {
+		if !strings.Contains(section(t, "README.md", readme, c.section), c.want) {
+			t.Errorf("README.md: section %q does not say %q", c.section, c.want)
+		}
+	}
+	// The map from the peers' settings, one row per setting the issue
+	// asked for, each naming huddle's.
+	peers := section(t, "README.md", readme, "Coming from JGroups or Corosync")
+	for peer, ours := range map[string]string{"FD_ALL": "`suspect_timeout`", "totem.token": "`suspect_timeout`", "NAKACK2": "SRM repair",
+		"SEQUENCER": "`--order total`", "MERGE3": "merge"} {
+		if !strings.Contains(tableRow(t, peers, peer), ours) {
+			t.Errorf("README.md: the row of %s does not name %s", peer, ours)
+		}
+	}
+}
+
+// tableRow returns the first table row of text that mentions what.
+func tableRow(t *testing.T, text, what string) string {
+	t.Helper()
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "| ") && strings.Contains(l, what) {
+			return l
+		}
+	}
+	t.Fatalf("no table row mentions %s", what)
+	return ""
+}
+
+// TestREADMELibraryCompiles: the library's example in README.md is
+// example_readme_test.go's, which the tests compile, as printed.
+func TestREADMELibraryCompiles(t *testing.T) {
+	lib := section(t, "README.md", read(t, "README.md"), "The library")
+	_, code, ok := strings.Cut(lib, "```go\n")
+	code, _, ok2 := strings.Cut(code, "```")
+	if !ok || !ok2 || len(code) < 100 {
+		t.Fatal("README.md: \"The library\" has no Go code")
+	}
+	if file := read(t, "example_readme_test.go"); !strings.Contains(file, code) {
+		t.Errorf("README.md's Go code is not example_readme_test.go's, which the tests compile:\n%s", code)
+	}
+}

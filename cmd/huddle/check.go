@@ -25,7 +25,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	var crashed crashList
 	fs.Var(&crashed, "crashed", "`NODE[:INCARNATION]` a node life that was killed (repeatable, or a comma-separated list): its log may end without node.stopped")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: huddle check [--skew D] [--crashed NODE[:INC]] LOG|DIR ...
+		fmt.Fprint(fs.Output(), `Usage: huddle check [--skew D] [--crashed NODE[:INC]] LOG|DIR...
 
 Checks the guarantees of a group from its nodes' JSON logs (one per node;
 a restarted node may append to its log; a DIR stands for its *.json
@@ -91,7 +91,7 @@ Flags:
 	fmt.Fprintf(stdout, "%d logs, %d lines, %d node lives\n", len(run.Files), lines, len(run.Lives))
 	ok := len(run.Lives) > 0
 	if !ok {
-		fmt.Fprintln(stdout, "FAIL  the logs hold no node's events: are they huddle's JSON logs (--log-file, or huddle run's standard output)?")
+		fmt.Fprintln(stdout, "FAIL  the logs hold no node's events: are they huddle's JSON logs (--log-file, or huddle run's standard error; from the journal: journalctl -u huddle -o cat > node1.json)?")
 	}
 	for _, v := range run.CheckAll(logcheck.AllOptions{Skew: *skew, Deaths: deaths, Crashed: crashed}) {
 		verdict := "ok   "

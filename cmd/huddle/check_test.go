@@ -13,9 +13,15 @@ import (
 )
 
 // TestCheckUsage: a bad command line is exit code 2 and says what is
-// wanted; a log that cannot be read is exit code 1 and names it.
+// wanted; a log that cannot be read is exit code 1 and names it, and logs
+// without a node's events say where a node's log is (standard error, the
+// journal).
 func TestCheckUsage(t *testing.T) {
 	empty := t.TempDir()
+	notLogs := filepath.Join(t.TempDir(), "node1.json")
+	if err := os.WriteFile(notLogs, []byte("huddle: starting\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -23,10 +29,12 @@ func TestCheckUsage(t *testing.T) {
 	}{
 		{nil, exitUsage, "want the logs to check"},
 		{[]string{"--skew", "-1s", "x.json"}, exitUsage, "--skew -1s: want a duration of 0 or more"},
-		{[]string{"--bogus", "x.json"}, exitUsage, "flag provided but not defined: -bogus"},
+		{[]string{"--bogus", "x.json"}, exitUsage, "huddle check: unknown flag --bogus (huddle check --help lists the flags)\n"},
 		{[]string{"/nonexistent/node1.json"}, exitFailure, "/nonexistent/node1.json"},
 		{[]string{empty}, exitFailure, "holds no *.json logs"},
 		{[]string{"--help"}, exitOK, "Usage: huddle check"},
+		{[]string{notLogs}, exitFailure, "(--log-file, or huddle run's standard error; from the journal: journalctl -u huddle -o cat > node1.json)"},
+		{[]string{"--skew", "2", "x.json"}, exitUsage, "huddle check: --skew 2: 2 has no unit; write --skew 2ms"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(append([]string{"check"}, tc.args...), &stdout, &stderr)

@@ -39,16 +39,26 @@ var commands = []struct{ name, synopsis, about string }{
 	{"lock", "huddle lock [flags]", "acquire the group's lock on the running node, hold it, release it"},
 	{"drop", "huddle drop [flags]", "make the running node drop received datagrams at random (an experiment)"},
 	{"key", "huddle key [reload] [flags]", "print the running node's key fingerprints, or reload its key file"},
-	{"keygen", "huddle keygen [flags] FILE", "write a new group key to FILE (mode 0600)"},
+	{"keygen", "huddle keygen [--force] FILE", "write a new group key to FILE (mode 0600)"},
 	{"demo", "huddle demo [flags]", "watch a small group on a private virtual LAN"},
-	{"lab", "huddle lab [flags] [SCENARIO]", "run an experiment on a virtual LAN, checked"},
-	{"check", "huddle check [flags] LOG...", "check a group's guarantees from its nodes' JSON logs"},
-	{"report", "huddle report [flags] DIR...", "write an HTML report, with plots and CSV, of a run's directory"},
+	{"lab", "huddle lab [flags] [SCENARIO.toml]", "run an experiment on a virtual LAN, checked"},
+	{"check", "huddle check [--skew D] [--crashed NODE[:INC]] LOG|DIR...", "check a group's guarantees from its nodes' JSON logs"},
+	{"report", "huddle report [--out FILE] DIR", "write an HTML report, with plots and CSV, of a run's directory"},
 	{"ping", "huddle ping [flags]", "tell whether multicast and unicast get through to the other machines"},
-	{"version", "huddle version [flags]", "print the version, the revision, the Go and wire versions"},
+	{"version", "huddle version [--json]", "print the version, the revision, the Go and wire versions"},
 	{"completion", "huddle completion bash|zsh|fish", "print a shell completion script"},
 	{"man", "huddle man", "print this manual page"},
-	{"help", "huddle help", "print the commands"},
+	{"help", "huddle help [COMMAND]", "print the commands, or a command's help"},
+}
+
+// synopsisOf returns the synopsis of the command named name.
+func synopsisOf(name string) string {
+	for _, c := range commands {
+		if c.name == name {
+			return c.synopsis
+		}
+	}
+	return "huddle " + name + " [flags]"
 }
 
 // aFlag is one flag of a command, as completion and the manual show it.
@@ -83,15 +93,17 @@ func flagsOf(name string) []aFlag {
 
 func cmdCompletion(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || (args[0] != "bash" && args[0] != "zsh" && args[0] != "fish") {
-		fmt.Fprintln(stderr, "Usage: huddle completion bash|zsh|fish\n\n"+
+		help := len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help")
+		w, code := stderr, exitUsage
+		if help {
+			w, code = stdout, exitOK // asked for: on stdout, as every command's
+		}
+		fmt.Fprintln(w, "Usage: huddle completion bash|zsh|fish\n\n"+
 			"Prints a completion script for the shell, made from the commands' own flags:\n"+
 			"  bash: source <(huddle completion bash)      (or save it in /etc/bash_completion.d/huddle)\n"+
 			"  zsh:  huddle completion zsh > \"${fpath[1]}/_huddle\"\n"+
 			"  fish: huddle completion fish > ~/.config/fish/completions/huddle.fish")
-		if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			return exitOK
-		}
-		return exitUsage
+		return code
 	}
 	var b strings.Builder
 	switch args[0] {

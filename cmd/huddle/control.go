@@ -35,19 +35,25 @@ type controlFlags struct {
 	out     bytes.Buffer // the flag package's output, held until Parse says whether help was asked for
 }
 
-// shownFlags are the configuration flags a control command's help lists:
-// those that find the node's socket. The others are accepted too.
-var shownFlags = []string{"config", "group", "id", "iface", "control-socket", "timeout", "json", "order", "service", "hold", "rate", "from", "seed", "all", "wait"}
+// socketFlags are the configuration flags a control command's help
+// lists, beside its own: those that find the node's socket. The others
+// are accepted too.
+var socketFlags = []string{"config", "group", "id", "iface", "control-socket"}
 
-func newControlFlags(name, synopsis, about string) *controlFlags {
-	f := &controlFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+// newControlFlags returns the flags of the control command named command
+// ("status"), whose help says about after its synopsis (commands').
+func newControlFlags(command, about string) *controlFlags {
+	f := &controlFlags{fs: flag.NewFlagSet("huddle "+command, flag.ContinueOnError)}
+	synopsis := synopsisOf(command)
 	f.fs.SetOutput(&f.out)
 	f.cfg = config.AddFlags(f.fs)
+	settings := map[string]bool{}
+	f.fs.VisitAll(func(fl *flag.Flag) { settings[fl.Name] = !slices.Contains(socketFlags, fl.Name) })
 	f.timeout = f.fs.Duration("timeout", control.DefaultTimeout, "how long to wait for the node's answer")
 	f.json = f.fs.Bool("json", false, "print the answer as one JSON object")
 	f.fs.Usage = func() {
 		fmt.Fprintf(f.fs.Output(), "Usage: %s\n\n%s\n\nFlags:\n\n", synopsis, about)
-		printFlags(f.fs, shownFlags)
+		printFlags(f.fs, func(name string) bool { return !settings[name] }) // the command's own, and socketFlags
 		fmt.Fprint(f.fs.Output(), `
 The node's socket is found as huddle run places it: --control-socket (or
 control_socket in the --config file, or HUDDLE_CONTROL_SOCKET), else
@@ -60,13 +66,13 @@ this host is used. Every flag of huddle run is accepted.
 	return f
 }
 
-// printFlags prints the help of the flags of fs named in names, as
+// printFlags prints the help of the flags of fs that show, as
 // flag.PrintDefaults does.
-func printFlags(fs *flag.FlagSet, names []string) {
+func printFlags(fs *flag.FlagSet, show func(name string) bool) {
 	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
 	shown.SetOutput(fs.Output())
 	fs.VisitAll(func(fl *flag.Flag) {
-		if slices.Contains(names, fl.Name) {
+		if show(fl.Name) {
 			shown.Var(fl.Value, fl.Name, fl.Usage)
 		}
 	})
@@ -77,29 +83,9 @@ func printFlags(fs *flag.FlagSet, names []string) {
 // --order total); "--" ends the flags. It returns the arguments, or an
 // exit code when parsing ends the command.
 func (f *controlFlags) parse(args []string, stdout, stderr io.Writer) ([]string, int, bool) {
-	if inspected(f.fs) {
-		return nil, exitOK, false
-	}
-	var pos []string
-	for {
-		err := f.fs.Parse(args)
-		if errors.Is(err, flag.ErrHelp) {
-			stdout.Write(f.out.Bytes())
-			return nil, exitOK, false
-		}
-		if err != nil {
-			stderr.Write(f.out.Bytes())
-			return nil, exitUsage, false
-		}
-		rest := f.fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			pos = append(pos, rest...)
-			break
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
+	pos, code, done := parseOperands(f.fs, &f.out, args, stdout, stderr)
+	if done {
+		return nil, code, false
 	}
 	if *f.timeout <= 0 {
 		fmt.Fprintf(stderr, "%s: --timeout must be above 0\n", f.fs.Name())
@@ -267,7 +253,7 @@ func fail(stderr io.Writer, name string, err error, usage bool) int {
 }
 
 func cmdStatus(args []string, stdout, stderr io.Writer) int {
-	f := newControlFlags("huddle status", "huddle status [--group] [flags]",
+	f := newControlFlags("status",
 		"Prints a running node's view (ID, coordinator, members with their incarnations),\n"+
 			"its identity and its counters (those of node.stats). --json prints one JSON object.\n\n"+
 			"With --group (or --all), the node asks every member of its view over the group\n"+
@@ -385,7 +371,7 @@ func cmdSend(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdSendFrom(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	f := newControlFlags("huddle send", "huddle send [flags] TEXT | -",
+	f := newControlFlags("send",
 		"Multicasts TEXT to the group through the running node, and prints the sequence\n"+
 			"number it got (the seq of its deliver events). With - instead of TEXT it sends\n"+
 			"standard input, a message per line (without its newline; empty lines too), or\n"+
@@ -509,7 +495,7 @@ func eachMessage(r io.Reader, raw bool, size int, send func([]byte) error) (int,
 }
 
 func cmdElect(args []string, stdout, stderr io.Writer) int {
-	f := newControlFlags("huddle elect", "huddle elect [flags]",
+	f := newControlFlags("elect",
 		"Starts an election from the running node (the group's algorithm: ring or bully),\n"+
 			"waits until the node knows the round's leader, up to --timeout, and prints it.\n"+
 			"The election's messages are logged as election.* and leader.changed events.")
@@ -568,7 +554,7 @@ func cmdElect(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdLock(args []string, stdout, stderr io.Writer) int {
-	f := newControlFlags("huddle lock", "huddle lock [flags]",
+	f := newControlFlags("lock",
 		"Acquires the group's lock (its mutex.algorithm) on the running node, holds it for\n"+
 			"--hold, releases it, and prints how long it waited and held. --timeout bounds\n"+
 			"the wait for the lock; a request that times out is withdrawn.")
@@ -601,7 +587,7 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdDrop(args []string, stdout, stderr io.Writer) int {
-	f := newControlFlags("huddle drop", "huddle drop [flags]",
+	f := newControlFlags("drop",
 		"Sets the running node's built-in fault injection, for experiments where kernel\n"+
 			"loss (netem, iptables, nft) cannot be had: the node drops each datagram it\n"+
 			"receives with probability --rate, before the protocol sees it, only from the\n"+
@@ -679,7 +665,7 @@ func describeDrop(d huddle.Drop) string {
 }
 
 func cmdKey(args []string, stdout, stderr io.Writer) int {
-	f := newControlFlags("huddle key", "huddle key [reload] [flags]",
+	f := newControlFlags("key",
 		"Prints the fingerprints of the running node's group keys, the sealing one\n"+
 			"first. huddle key reload makes the node read its key file again (as SIGHUP\n"+
 			"does): during a rollover the file holds two keys, the first seals, both open.")

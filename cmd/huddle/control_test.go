@@ -74,10 +74,14 @@ func (f *fakeNode) Probe(context.Context) (huddle.ProbeResult, error) {
 		{ID: 77, Incarnation: 177}}}, nil
 }
 
-// Watch streams two events, and then the node stops.
+// Watch streams the state, as the group's watcher begins, then two
+// events, and then the node stops.
 func (f *fakeNode) Watch(...string) control.Watch {
-	w := &fakeWatch{c: make(chan huddle.WatchEvent, 2)}
+	w := &fakeWatch{c: make(chan huddle.WatchEvent, 5)}
 	at := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	w.c <- huddle.WatchEvent{Time: at, Snapshot: true, Event: logs.ViewInstalled, View: "4.0", Members: []uint64{1}}
+	w.c <- huddle.WatchEvent{Time: at, Snapshot: true, Event: logs.LeaderChanged, View: "4.0", Leader: 1, Round: 3}
+	w.c <- huddle.WatchEvent{Time: at, Snapshot: true, Event: logs.MutexReleased, View: "4.0", Node: 1}
 	w.c <- huddle.WatchEvent{Time: at, Event: logs.ViewInstalled, View: "4.1", Members: []uint64{1, 77}, Joined: []uint64{77}}
 	w.c <- huddle.WatchEvent{Time: at, Event: logs.Deliver, Service: "chat", From: 77, Seq: 5, Order: "fifo", Payload: []byte("hello")}
 	close(w.c) // then the node stops
@@ -196,9 +200,13 @@ func TestControlCommands(t *testing.T) {
 		{name: "status all", args: []string{"status", "--all", "--group", "lab", "--id", "2"}, code: 1, partial: true, stdout: []string{"view 4.2 as node 2 sees it"}},
 		{name: "status group bad wait", args: []string{"status", "--group", "--wait", "0s"}, code: 2, stderr: []string{"huddle status: --wait 0s is out of range"}},
 		{name: "watch", args: []string{"watch", "--id", "1", "--service", "chat"}, code: 1, partial: true, stdout: []string{
-			"view 4.1: members 1, 77; joined 77\n", `deliver chat from 77 seq 5 (fifo): "hello"` + "\n"}, stderr: []string{"huddle watch: the node stopped\n"}},
+			" now view 4.0: members 1\n", " now leader 1 (round 3)\n", " now lock neither held nor wanted by 1\n",
+			" view 4.1: members 1, 77; joined 77\n", `deliver chat from 77 seq 5 (fifo): "hello"` + "\n"}, stderr: []string{"huddle watch: the node stopped\n"}},
 		{name: "watch json", args: []string{"watch", "--id", "1", "--json"}, code: 1, partial: true, stdout: []string{
-			`{"time":"2026-11-24T10:00:00Z","event":"view.installed","view":"4.1","members":[1,77],"joined":[77]}` + "\n"}},
+			`{"time":"2026-11-24T10:00:00Z","event":"view.installed","snapshot":true,"view":"4.0","members":[1]}` + "\n" +
+				`{"time":"2026-11-24T10:00:00Z","event":"leader.changed","snapshot":true,"view":"4.0","leader":1,"round":3}` + "\n" +
+				`{"time":"2026-11-24T10:00:00Z","event":"mutex.released","snapshot":true,"view":"4.0","node":1}` + "\n" +
+				`{"time":"2026-11-24T10:00:00Z","event":"view.installed","view":"4.1","members":[1,77],"joined":[77]}` + "\n"}},
 		{name: "watch too many services", args: []string{"watch", "--service", "1", "--service", "2", "--service", "3", "--service", "4", "--service", "5",
 			"--service", "6", "--service", "7", "--service", "8", "--service", "9", "--service", "10", "--service", "11", "--service", "12",
 			"--service", "13", "--service", "14", "--service", "15", "--service", "16", "--service", "17"}, code: 2, stderr: []string{"17 --service flags (at most 16)"}},
@@ -216,7 +224,7 @@ func TestControlCommands(t *testing.T) {
 		{name: "send two texts", args: []string{"send", "a", "b"}, code: 2, stderr: []string{"want one TEXT argument (quote it), or - for standard input, got 2"}},
 		{name: "send bad order", args: []string{"send", "--order", "random", "a"}, code: 2, stderr: []string{`--order "random" is not fifo, total or safe`}},
 		{name: "send bad timeout", args: []string{"send", "--timeout", "0s", "a"}, code: 2, stderr: []string{"--timeout must be above 0"}},
-		{name: "send unknown flag", args: []string{"send", "a", "--bogus"}, code: 2, stderr: []string{"flag provided but not defined: -bogus"}},
+		{name: "send unknown flag", args: []string{"send", "a", "--bogus"}, code: 2, stderr: []string{"huddle send: unknown flag --bogus (huddle send --help lists the flags)\n"}},
 		{name: "send to no node", args: []string{"send", "--id", "4", "a"}, code: 1, stderr: []string{"huddle send: no node is running at"}},
 
 		{name: "drop report", args: []string{"drop", "--id", "9", "--control-socket", explicit}, stdout: []string{"built-in drop off; 0 datagrams dropped so far\n"}},

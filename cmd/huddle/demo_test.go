@@ -28,7 +28,8 @@ func TestDemoUsage(t *testing.T) {
 		{[]string{"--duration", "1s"}, exitUsage, "--duration 1s"},
 		{[]string{"--color", "purple"}, exitUsage, `--color "purple"`},
 		{[]string{"now"}, exitUsage, `unexpected argument "now"`},
-		{[]string{"--nodes", "x"}, exitUsage, "invalid value"},
+		{[]string{"--nodes", "x"}, exitUsage, "huddle demo: --nodes x: \"x\" is not a number\n  --nodes number: number of nodes, 2 to"},
+		{[]string{"--duration", "30"}, exitUsage, "huddle demo: --duration 30: 30 has no unit; write --duration 30s (units: ns, us, ms, s, m, h)\n"},
 	}
 	for _, tc := range tests {
 		var stdout, stderr bytes.Buffer

@@ -15,7 +15,7 @@
 //	huddle report DIR      write an HTML report, with plots and CSV, of a run's or a sweep's directory
 //	huddle ping [flags]    tell whether multicast and unicast get through to the other machines, and why not
 //	huddle version         print the version, the VCS revision, the Go and wire versions (--json)
-//	huddle help            print the list of commands
+//	huddle help [COMMAND]  print the list of commands, or a command's help
 //
 // huddle run is huddle.Start (the Group API of the root package) with
 // clients of the group it starts: the control socket (cmd/huddle/internal/control)
@@ -43,8 +43,10 @@
 //     answers there, say); the metrics endpoint cannot be opened (its port
 //     is in use). 2 for a bad command line or configuration: an
 //     unknown flag or key, a value out of range, a key file others may
-//     read or that cannot be read, or a log file or --cpu-profile file
-//     that cannot be created. 3 when the group refused the node: another
+//     read or that cannot be read, a log file or --cpu-profile file
+//     that cannot be created, or a control socket path over 107 bytes
+//     (--print-config checks all of these too). 3 when the group refused
+//     the node: another
 //     live node uses its ID, the group seals with another key, one of its
 //     protocol settings differs from the group's, or the group is full.
 //   - huddle demo: 0 when the check of the nodes' logs passed; 1 when it

@@ -30,17 +30,18 @@ Flags:
 		fs.PrintDefaults()
 	}
 	// FILE may come before or after the flag.
-	var path string
-	if err := fs.Parse(args); err == nil && fs.NArg() > 0 {
-		path, args = fs.Arg(0), fs.Args()[1:]
-	}
-	if code, done := parseArgs(fs, parseOut, args, stdout, stderr); done {
+	files, code, done := parseOperands(fs, parseOut, args, stdout, stderr)
+	switch {
+	case done:
 		return code
-	}
-	if path == "" {
+	case len(files) == 0:
 		fmt.Fprintln(stderr, "huddle keygen: want the FILE to write the key to (huddle keygen --help)")
 		return exitUsage
+	case len(files) > 1:
+		fmt.Fprintf(stderr, "huddle keygen: unexpected argument %q: one FILE (huddle keygen --help)\n", files[1])
+		return exitUsage
 	}
+	path := files[0]
 	k, text, err := seal.NewKey()
 	if err != nil {
 		fmt.Fprintln(stderr, "huddle keygen:", err)

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -14,6 +12,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"syscall"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/huddle-lan/huddle/cmd/huddle/internal/workload"
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/logs"
+	"github.com/huddle-lan/huddle/internal/suggest"
 )
 
 // Exit codes. 2 means that retrying will not help until the command line
@@ -61,7 +61,7 @@ Usage:
   huddle version         print the version, the revision, the Go and wire versions (--json)
   huddle completion SH   print a completion script for bash, zsh or fish
   huddle man             print huddle's manual page (roff): man <(huddle man)
-  huddle help            print this help
+  huddle help [COMMAND]  print this help, or a command's (the same as huddle COMMAND --help)
 
 Run one node per machine of a LAN: with no flags, a node joins 239.192.72.68:7468
 on the interface of the default route and takes its ID from that interface's
@@ -127,10 +127,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "man":
 		return cmdMan(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" && !slices.Contains([]string{"help", "-h", "-help", "--help"}, args[1]) {
+			return run([]string{args[1], "--help"}, stdout, stderr) // huddle help run
+		}
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "huddle: unknown command %q\n\n%s", args[0], usage)
+	hint := ""
+	if name, ok := suggest.Closest(args[0], commandNames(), func(k string) string { return k }); ok {
+		hint = "; did you mean " + name + "?"
+	}
+	fmt.Fprintf(stderr, "huddle: unknown command %q%s (huddle help lists the commands)\n", args[0], hint)
 	return exitUsage
 }
 
@@ -151,17 +158,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, warnings, err := config.Load(fs, flags, os.Environ())
 	warn(stderr, warnings)
-	if err == nil && !*printConfig {
-		_, err = cfg.Security.Keys() // a key file that cannot be read, or that others may read
-	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitUsage
 	}
-	// Resolve reads the host's interfaces: one that is missing, down, not
-	// multicast-capable or without an IPv4 address (to derive the ID from)
-	// may be there later, so that is the machine's state, not the
-	// configuration's fault.
+	// --print-config checks what the node would check before it starts,
+	// so that a configuration it prints starts.
+	resolved, code, err := prepare(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return code
+	}
 	if *printConfig {
 		// What Resolve derives (the ID, the interface) is printed as
 		// comments: a copied file must not give another machine this ID.
@@ -173,10 +180,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		stdout.Write(doc)
 		return exitOK
 	}
-	if err := cfg.Resolve(); err != nil {
-		fmt.Fprintln(stderr, err)
-		return exitFailure
-	}
+	cfg = resolved
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
@@ -188,68 +192,45 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	return startNode(cfg, stderr)
 }
 
+// prepare checks, before a node starts with cfg, what config.Load cannot
+// see: the key file (readable, and private), the log file (can be
+// appended to) and the control socket's path (not too long), every
+// problem of them, exit code 2; and it resolves the ID and interface. An
+// interface that is missing, down, not multicast-capable or without an
+// IPv4 address to derive the ID from may be there later: that is the
+// machine's state, not the configuration's fault, exit code 1.
+func prepare(cfg config.Config) (config.Config, int, error) {
+	var problems []error
+	if _, err := cfg.Security.Keys(); err != nil {
+		problems = append(problems, err)
+	}
+	if cfg.Log.File != "" {
+		if err := logx.CheckFile(cfg.Log.File); err != nil {
+			problems = append(problems, fmt.Errorf("config: log.file: cannot append the log to %s: %w", cfg.Log.File, err))
+		}
+	}
+	resolved := cfg
+	resolveErr := resolved.Resolve()
+	// The default socket's path holds the ID, which Resolve may derive.
+	if cfg.ControlSocket != "" || cfg.ID != 0 || resolveErr == nil {
+		if err := control.CheckPath(control.Path(resolved)); err != nil {
+			problems = append(problems, fmt.Errorf("config: control_socket: the control %w", err))
+		}
+	}
+	switch {
+	case len(problems) > 0:
+		return cfg, exitUsage, errors.Join(problems...)
+	case resolveErr != nil:
+		return cfg, exitFailure, resolveErr
+	}
+	return resolved, exitOK, nil
+}
+
 // warn prints config.Load's warnings, one line each.
 func warn(stderr io.Writer, warnings []string) {
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "huddle: warning:", w)
 	}
-}
-
-// newFlagSet returns the flag set of a command. The flag package prints
-// the help (and parse errors) to fs.Output(): the buffer holds them until
-// parseArgs says whether the help was asked for, which goes to stdout
-// (huddle run --help | less), or an error, to stderr.
-func newFlagSet(name string) (*flag.FlagSet, *bytes.Buffer) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	out := new(bytes.Buffer)
-	fs.SetOutput(out)
-	return fs, out
-}
-
-// parseOperands parses a command's flags with its operands (logs,
-// directories, a scenario) before, between or after them, and reports the
-// operands and, as parseArgs does, whether the command ends here. Each
-// flag is parsed once, so that flags given more than once add up.
-func parseOperands(fs *flag.FlagSet, out *bytes.Buffer, args []string, stdout, stderr io.Writer) (operands []string, code int, done bool) {
-	if inspected(fs) {
-		return nil, exitOK, true
-	}
-	for len(args) > 0 {
-		err := fs.Parse(args)
-		if err == nil && fs.NArg() == 0 {
-			args = nil
-		}
-		if err != nil || fs.NArg() == 0 {
-			break
-		}
-		operands, args = append(operands, fs.Arg(0)), fs.Args()[1:]
-	}
-	code, done = parseArgs(fs, out, args, stdout, stderr)
-	return operands, code, done
-}
-
-// parseArgs parses a command's flags, which take no arguments after them,
-// and reports (with the exit code) whether the command ends here: help
-// asked for, or a bad command line.
-func parseArgs(fs *flag.FlagSet, out *bytes.Buffer, args []string, stdout, stderr io.Writer) (code int, done bool) {
-	if inspected(fs) {
-		return exitOK, true
-	}
-	err := fs.Parse(args)
-	fs.SetOutput(stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		stdout.Write(out.Bytes())
-		return exitOK, true
-	}
-	stderr.Write(out.Bytes())
-	switch {
-	case err != nil:
-		return exitUsage, true
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return exitUsage, true
-	}
-	return exitOK, false
 }
 
 func startCPUProfile(path string) (stop func(), err error) {

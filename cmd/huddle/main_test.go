@@ -152,15 +152,38 @@ func TestUsageErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	outOfRange := writeTemp(t, "range.toml", "id = 3\n[srm]\nmin_delay = \"1s\"\n")
+	manyProblems := writeTemp(t, "many.toml", "ttl = 1.5\nttl = 2\nhartbeat = \"1s\"\naddr = \"239.1.2.3:7468 \"\n")
+	noDir := filepath.Join(t.TempDir(), "none", "huddle.json")
+	longSocket := "/tmp/" + strings.Repeat("s", 128) + ".sock"
 	tests := []struct {
 		name string
 		env  []string // NAME=value
 		args []string
 		want []string // each must appear in stderr
 	}{
-		{"unknown command", nil, []string{"runn"}, []string{`huddle: unknown command "runn"`, "Usage:"}},
-		{"unknown flag", nil, []string{"run", "--bogus"}, []string{"flag provided but not defined: -bogus"}},
-		{"flag without value", nil, []string{"run", "--id"}, []string{"flag needs an argument: -id"}},
+		{"unknown command", nil, []string{"runn"}, []string{`huddle: unknown command "runn"; did you mean run? (huddle help lists the commands)` + "\n"}},
+		{"print-config checks what run checks", nil, []string{"run", "--print-config", "--security-key-file", openKey, "--log-file", noDir, "--control-socket", longSocket}, []string{
+			"config: security.key_file: " + openKey + ": has mode 0644; it must be 0600 or 0400 (chmod 600 the file)\n",
+			"config: log.file: cannot append the log to " + noDir + ": no such file or directory\n",
+			"config: control_socket: the control socket path " + longSocket + " is 138 bytes long; a Unix socket's path has at most 107 (set a shorter --control-socket)\n",
+		}},
+		{"control socket path too long", nil, []string{"run", "--id", "7", "--control-socket", longSocket}, []string{
+			"config: control_socket: the control socket path " + longSocket + " is 138 bytes long; a Unix socket's path has at most 107 (set a shorter --control-socket)\n",
+		}},
+		{"default control socket path too long", []string{"XDG_RUNTIME_DIR=/run/" + strings.Repeat("x", 100)}, []string{"run", "--id", "7"}, []string{
+			"config: control_socket: the control socket path /run/" + strings.Repeat("x", 100) + "/huddle/huddle-7.sock is 126 bytes long",
+		}},
+		{"every problem of a file", nil, []string{"run", "--config", manyProblems}, []string{
+			"config: " + manyProblems + ":1: ttl: 1.5 is not a whole number (1 to 255)\n",
+			"config: " + manyProblems + ":2: ttl: is set twice, on lines 1 and 2: keep one\n",
+			"config: " + manyProblems + `:3: unknown key "hartbeat" (did you mean "heartbeat"?)` + "\n",
+			"config: " + manyProblems + ":4: addr: \"239.1.2.3:7468 \" has spaces around it; write 239.1.2.3:7468\n",
+		}},
+		{"id beyond its range", nil, []string{"run", "--id", "99999999999999999999"}, []string{`config: --id: id: "99999999999999999999" is out of range (0 to 2^63-1)`}},
+		{"reserved group", nil, []string{"run", "--addr", "239.255.255.250:1900"}, []string{`config: --addr: addr: 239.255.255.250 is SSDP's group (UPnP discovery); use a group in 239.192.0.0/14`}},
+		{"unknown flag", nil, []string{"run", "--bogus"}, []string{"huddle run: unknown flag --bogus (huddle run --help lists the flags)\n"}},
+		{"misspelled flag", nil, []string{"run", "--hartbeat", "5ms"}, []string{"huddle run: unknown flag --hartbeat; did you mean --heartbeat? (huddle run --help lists the flags)\n"}},
+		{"flag without value", nil, []string{"run", "--id"}, []string{"huddle run: --id needs a value (huddle run --help)\n"}},
 		{"argument", nil, []string{"run", "extra"}, []string{`huddle run: unexpected argument "extra"`}},
 		{"id not a number", nil, []string{"run", "--id", "abc"}, []string{`config: --id: id: "abc" is not a number`}},
 		{"addr not multicast", nil, []string{"run", "--addr", "10.0.0.1:7468"},

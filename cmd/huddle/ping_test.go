@@ -31,7 +31,7 @@ func TestPingBadCommandLine(t *testing.T) {
 		{[]string{"--peer", "239.1.2.3"}, `--peer: "239.1.2.3": not the unicast address of a machine`},
 		{[]string{"--peer", "nowhere"}, `--peer: "nowhere": not an IPv4 address`},
 		{[]string{"--peer", "::1"}, `--peer: "::1": not an IPv4 address`},
-		{[]string{"--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+		{[]string{"--no-such-flag"}, "huddle ping: unknown flag --no-such-flag (huddle ping --help lists the flags)\n"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -325,6 +325,12 @@ func TestProcess(t *testing.T) {
 			t.Errorf("huddle watch after SIGINT: %v\n%s", err, wout.String())
 		}
 		text := wout.String()
+		// It begins with the state: the view of three, then the lock.
+		lines := strings.Split(text, "\n")
+		if !strings.Contains(lines[0], `"event":"view.installed","snapshot":true,`) || !strings.Contains(lines[0], `"members":[`) ||
+			!strings.Contains(text, `"event":"mutex.released","snapshot":true,`) {
+			t.Errorf("the watch did not begin with the node's state:\n%s", text)
+		}
 		for _, want := range []string{`"from":2,"seq":`, `"order":"fifo","payload":"` + base64.StdEncoding.EncodeToString([]byte("hello group")) + `"`, `"event":"deliver","view":"`,
 			`"event":"member.suspected"`, `"event":"view.installed"`} {
 			if !strings.Contains(text, want) {

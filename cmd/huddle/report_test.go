@@ -29,8 +29,8 @@ func TestReportUsage(t *testing.T) {
 	}{
 		{nil, exitUsage, "want the directory of a run or a sweep"},
 		{[]string{"a", "b"}, exitUsage, `2 directories given ("a", "b"…): want one`},
-		{[]string{"--bogus", "a"}, exitUsage, "flag provided but not defined: -bogus"},
-		{[]string{"--out"}, exitUsage, "flag needs an argument: -out"},
+		{[]string{"--bogus", "a"}, exitUsage, "huddle report: unknown flag --bogus (huddle report --help lists the flags)\n"},
+		{[]string{"--out"}, exitUsage, "huddle report: --out needs a value (huddle report --help)\n"},
 		{[]string{empty}, exitFailure, "no node logs (node<ID>.json)"},
 		{[]string{"/nonexistent/run"}, exitFailure, "cannot read the run's directory"},
 		{[]string{"--help"}, exitOK, "Usage: huddle report [--out FILE] DIR"},

@@ -97,12 +97,14 @@ func joinIDs(ids []uint64) string {
 }
 
 func cmdWatch(args []string, stdout, stderr io.Writer) int {
-	f := newControlFlags("huddle watch", "huddle watch [--service NAME]... [flags]",
-		"Streams what the running node sees as it happens: views installed, members\n"+
-			"suspected or refused, leaders, and this node's lock requests, grants and\n"+
-			"releases; with --service, also the messages delivered on that service (\"\" is\n"+
-			"the application's, the one huddle send uses; repeat it for more). One line\n"+
-			"per event, or with --json one JSON object per line, the log's event names.\n"+
+	f := newControlFlags("watch",
+		"Begins with the running node's view, leader and lock as they are (lines marked\n"+
+			"now; with --json, \"snapshot\":true), then streams what the node sees as it\n"+
+			"happens: views installed, members suspected or refused, leaders, and this\n"+
+			"node's lock requests, grants and releases; with --service, also the messages\n"+
+			"delivered on that service (\"\" is the application's, the one huddle send uses;\n"+
+			"repeat it for more). One line per event, or with --json one JSON object per\n"+
+			"line, the log's event names.\n"+
 			"It runs until interrupted (Ctrl-C) or the node stops. A slow reader misses\n"+
 			"events rather than slowing the node: a watch.dropped line counts them.")
 	var services serviceList
@@ -148,9 +150,13 @@ type serviceList []string
 func (s *serviceList) String() string     { return strings.Join(*s, ",") }
 func (s *serviceList) Set(v string) error { *s = append(*s, v); return nil }
 
-// describeEvent writes a watched event as one line for people.
+// describeEvent writes a watched event as one line for people; the lines
+// of the snapshot a watch begins with say "now".
 func describeEvent(e huddle.WatchEvent) string {
 	at := e.Time.Local().Format("15:04:05.000")
+	if e.Snapshot {
+		return at + " now " + describeState(e)
+	}
 	switch e.Event {
 	case logs.ViewInstalled:
 		s := fmt.Sprintf("%s view %s: members %s", at, e.View, joinIDs(e.Members))
@@ -196,6 +202,24 @@ func describeEvent(e huddle.WatchEvent) string {
 		return fmt.Sprintf("%s (%d events dropped: this watch read too slowly)", at, e.Count)
 	}
 	return fmt.Sprintf("%s %s", at, e.Event)
+}
+
+// describeState writes an event of a watch's opening snapshot: the state
+// the node is in rather than a change.
+func describeState(e huddle.WatchEvent) string {
+	switch e.Event {
+	case logs.ViewInstalled:
+		return fmt.Sprintf("view %s: members %s", e.View, joinIDs(e.Members))
+	case logs.LeaderChanged:
+		return fmt.Sprintf("leader %d (round %d)", e.Leader, e.Round)
+	case logs.MutexAcquired:
+		return fmt.Sprintf("lock held by %d", e.Node)
+	case logs.MutexRequested:
+		return fmt.Sprintf("lock wanted by %d", e.Node)
+	case logs.MutexReleased:
+		return fmt.Sprintf("lock neither held nor wanted by %d", e.Node)
+	}
+	return e.Event
 }
 
 // payloadText shows a payload as text when it is printable UTF-8, else

@@ -31,6 +31,16 @@ func Path(cfg config.Config) string {
 	return cfg.ControlSocket
 }
 
+// CheckPath says whether a socket can be bound at path: a Unix socket's
+// path has at most 107 bytes. The node checks it before it starts, as a
+// problem of its configuration.
+func CheckPath(path string) error {
+	if len(path) > maxPath {
+		return fmt.Errorf("socket path %s is %d bytes long; a Unix socket's path has at most %d (set a shorter --control-socket)", path, len(path), maxPath)
+	}
+	return nil
+}
+
 // DefaultPath is the socket of the node with this group and ID when
 // control_socket is empty: DefaultDir()/SocketName(group, id).
 func DefaultPath(group string, id uint64) string {

@@ -63,8 +63,8 @@ func Listen(path string, cmds map[string]Handler, log zerolog.Logger) (*Server, 
 	if path == "" {
 		return nil, errors.New("control: no socket path")
 	}
-	if len(path) > maxPath {
-		return nil, fmt.Errorf("control: socket path %s is %d bytes long; a Unix socket's path has at most %d (set a shorter --control-socket)", path, len(path), maxPath)
+	if err := CheckPath(path); err != nil {
+		return nil, fmt.Errorf("control: %w", err)
 	}
 	if err := makeDir(filepath.Dir(path)); err != nil {
 		return nil, err

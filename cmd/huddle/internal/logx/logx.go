@@ -3,8 +3,10 @@ package logx
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -67,6 +69,30 @@ func New(o Options, stderr io.Writer) (zerolog.Logger, io.Closer, error) {
 		w = Console(w, !isTerminal(w))
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), closer, nil
+}
+
+// CheckFile says whether New can append the log to the file at path,
+// without writing to it: it opens the file as New does, and removes it if
+// it made it. The error names only the cause ("no such file or
+// directory", "permission denied").
+func CheckFile(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	made := err == nil
+	if errors.Is(err, fs.ErrExist) {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return pe.Err
+		}
+		return err
+	}
+	f.Close()
+	if made {
+		os.Remove(path)
+	}
+	return nil
 }
 
 // Console returns a writer turning JSON log lines into lines for people:

@@ -3,6 +3,8 @@ package logx
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -205,5 +207,32 @@ func TestBadOptions(t *testing.T) {
 	}
 	if _, _, err := New(Options{Level: "info", File: "/nonexistent/dir/x.log"}, nil); err == nil {
 		t.Fatal("unwritable log file accepted")
+	}
+}
+
+// TestCheckFile: a log file New could append to passes and is left as it
+// was (a new one is not left behind); one in a missing directory fails,
+// naming the cause alone.
+func TestCheckFile(t *testing.T) {
+	dir := t.TempDir()
+	fresh := filepath.Join(dir, "new.json")
+	if err := CheckFile(fresh); err != nil {
+		t.Fatalf("a new file: %v", err)
+	}
+	if _, err := os.Stat(fresh); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("CheckFile left %s behind: %v", fresh, err)
+	}
+	old := filepath.Join(dir, "old.json")
+	if err := os.WriteFile(old, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckFile(old); err != nil {
+		t.Fatalf("an existing file: %v", err)
+	}
+	if b, _ := os.ReadFile(old); string(b) != "{}\n" {
+		t.Errorf("CheckFile changed %s: %q", old, b)
+	}
+	if err := CheckFile(filepath.Join(dir, "none", "x.json")); err == nil || err.Error() != "no such file or directory" {
+		t.Errorf("a missing directory: %v, want no such file or directory", err)
 	}
 }

@@ -16,6 +16,9 @@ type Figures struct {
 	Nodes      []uint64 // every node that logged, ascending
 	Lives      int
 	Start, End time.Time // the first and last time in the logs (and lab.json)
+	// Origin names Start, from which every plot of time counts: the
+	// lab's start (lab.start), or the first line of the logs.
+	Origin string
 
 	// Deliveries are the deliver events; Throughput is deliveries per
 	// second at the slowest member (SlowestNode): per node, its
@@ -125,7 +128,15 @@ func compute(r *Run) *Figures {
 			f.Algorithm = l.Elections[0].Algorithm
 		}
 	}
+	f.Origin = "the first line of the logs"
 	for _, e := range r.Lab {
+		switch {
+		case e.Time.IsZero():
+		case e.Event == labStart && (f.Start.IsZero() || !e.Time.After(f.Start)):
+			f.Origin = "the start of the lab (lab.start)"
+		case f.Start.IsZero() || e.Time.Before(f.Start):
+			f.Origin = "the first line of lab.json"
+		}
 		f.Start, f.End = earliest(f.Start, e.Time), latest(f.End, e.Time)
 	}
 	slices.Sort(f.Nodes)
@@ -166,6 +177,9 @@ func latest(a, b time.Time) time.Time {
 
 // seconds returns t as seconds since the run's start.
 func (f *Figures) seconds(t time.Time) float64 { return t.Sub(f.Start).Seconds() }
+
+// span is the run's length in seconds, the x axis of every plot of time.
+func (f *Figures) span() float64 { return max(f.seconds(f.End), 1) }
 
 func (f *Figures) deliveries(lr *logcheck.Run) {
 	count, span := map[uint64]int{}, map[uint64]time.Duration{}

@@ -61,6 +61,7 @@ type LabEvent struct {
 
 // Fault event names of lab.json.
 const (
+	labStart  = "lab.start"
 	labFault  = "lab.fault"
 	faultKill = "kill"
 )

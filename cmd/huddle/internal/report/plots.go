@@ -39,6 +39,11 @@ type Chart struct {
 	Empty string // when not "": there is no data, and why
 	SVG   []byte // the standalone SVG document
 	CSV   [][]string
+
+	// A plot against time waits to be drawn (timed) until every plot of
+	// the run's times is known: they are drawn on one x axis (drawTimed).
+	plot   *plot.Plot
+	height vg.Length
 }
 
 // fontFamily is the SVG's font, given fallbacks of the same metrics
@@ -48,10 +53,11 @@ var (
 	svgFontFB = []byte("font-family:'Liberation Sans',Arial,Helvetica,sans-serif;")
 )
 
-// draw renders p as an SVG document of size w×h.
-func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
+// render draws p as an SVG document of size w×h, its left inset by
+// indent.
+func render(p *plot.Plot, w, h, indent vg.Length) ([]byte, error) {
 	c := vgsvg.New(w, h)
-	p.Draw(draw.New(c))
+	p.Draw(draw.Crop(draw.New(c), indent, 0, 0, 0))
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
 		return nil, err
@@ -152,7 +158,7 @@ func u(x uint64) string { return strconv.FormatUint(x, 10) }
 // deliveriesChart plots each node's deliveries per second.
 func deliveriesChart(f *Figures) (*Chart, error) {
 	ch := &Chart{Name: "deliveries", Title: "Deliveries per second",
-		About: "Messages each node delivered (deliver events, its own included) in each second of the run, counted from the first line of the logs. A node that was down delivers nothing then."}
+		About: "Messages each node delivered (deliver events, its own included) in each second of the run, counted from " + f.Origin + ", as the timeline counts: a moment is at the same place in both. A node that was down delivers nothing then."}
 	n := 0
 	for _, b := range f.PerSecond {
 		n = max(n, len(b))
@@ -173,7 +179,7 @@ func deliveriesChart(f *Figures) (*Chart, error) {
 		}
 		ch.CSV = append(ch.CSV, row)
 	}
-	p := newPlot("seconds since the start", "deliveries per second")
+	p := newPlot("", "deliveries per second")
 	for i, node := range f.Nodes {
 		var xys plotter.XYs
 		for s := range n {
@@ -184,7 +190,8 @@ func deliveriesChart(f *Figures) (*Chart, error) {
 		}
 	}
 	fromZero(p)
-	return ch, ch.draw(p, plotHeight)
+	ch.timed(p, f, plotHeight)
+	return ch, nil
 }
 
 func at(b []int, i int) int {
@@ -196,9 +203,56 @@ func at(b []int, i int) int {
 
 // draw renders p into the chart.
 func (ch *Chart) draw(p *plot.Plot, h vg.Length) error {
-	svg, err := render(p, plotWidth, h)
+	svg, err := render(p, plotWidth, h, 0)
 	ch.SVG = svg
 	return err
+}
+
+// timeAxis makes p's x axis the run's time, the same in every plot of
+// time: 0 at f.Start, to the run's end, whatever the plot's data span, so
+// that a moment sits at the same place in each of them.
+func timeAxis(p *plot.Plot, f *Figures) {
+	p.X.Min, p.X.Max = 0, f.span()
+	p.X.Label.Text = "seconds since " + f.Origin
+}
+
+// timed keeps p, a plot of f's time of height h, for drawTimed; it sets
+// p's x axis, once every plotter is added (Add widens the axes to the
+// data).
+func (ch *Chart) timed(p *plot.Plot, f *Figures, h vg.Length) {
+	timeAxis(p, f)
+	ch.plot, ch.height = p, h
+}
+
+// drawTimed draws the plots of time among charts with their data areas
+// aligned: each starts where the widest y axis among them ends, so that
+// on the page, where they stand one above the other at the same width,
+// one moment is at one place in all of them.
+func drawTimed(charts []*Chart) error {
+	var left vg.Length
+	for _, ch := range charts {
+		if ch.plot != nil {
+			left = max(left, dataLeft(ch.plot, ch.height))
+		}
+	}
+	for _, ch := range charts {
+		if ch.plot == nil {
+			continue
+		}
+		svg, err := render(ch.plot, plotWidth, ch.height, left-dataLeft(ch.plot, ch.height))
+		if err != nil {
+			return err
+		}
+		ch.SVG, ch.plot = svg, nil
+	}
+	return nil
+}
+
+// dataLeft is where p's data area begins when p is drawn w×h: past its y
+// axis.
+func dataLeft(p *plot.Plot, h vg.Length) vg.Length {
+	c := draw.New(vgsvg.New(plotWidth, h))
+	return p.DataCanvas(c).Min.X - c.Min.X
 }
 
 // latencyChart plots the distribution of send→deliver times, one curve
@@ -383,15 +437,13 @@ func lockCharts(f *Figures) (wait, msgs *Chart, err error) {
 		msgs.Empty = wait.Empty
 		return wait, msgs, nil
 	}
-	p := newPlot("seconds since the start", "wait (ms)")
+	p := newPlot("", "wait (ms)")
 	if err := addPoints(p, 0, "", w, draw.CircleGlyph{}); err != nil {
 		return nil, nil, err
 	}
 	fromZero(p)
-	if err := wait.draw(p, plotHeight); err != nil {
-		return nil, nil, err
-	}
-	p = newPlot("seconds since the start", "messages")
+	wait.timed(p, f, plotHeight)
+	p = newPlot("", "messages")
 	if len(e) > 0 {
 		if err := addPoints(p, 2, "2(n−1)", e, draw.RingGlyph{}); err != nil {
 			return nil, nil, err
@@ -401,7 +453,8 @@ func lockCharts(f *Figures) (wait, msgs *Chart, err error) {
 		return nil, nil, err
 	}
 	fromZero(p)
-	return wait, msgs, msgs.draw(p, plotHeight)
+	msgs.timed(p, f, plotHeight)
+	return wait, msgs, nil
 }
 
 // palette returns the i-th colour of the palette, lightened by mix

@@ -83,7 +83,7 @@ func runCharts(r *Run) (*Figures, []*Chart, error) {
 		return nil, nil, err
 	}
 	add(w, m)
-	return f, charts, nil
+	return f, charts, drawTimed(charts)
 }
 
 func writeRun(r *Run, o Options) (*Report, error) {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,6 +112,19 @@ not json
 	}
 }
 
+// syntheticReport writes the report of a synthetic run (node 2 sending 2
+// NACKs) in a new directory.
+func syntheticReport(t *testing.T) (dir string, rep *Report) {
+	t.Helper()
+	dir = t.TempDir()
+	synthetic(t, dir, 2)
+	rep, err := Write(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, rep
+}
+
 // readCSV reads a report's CSV file into rows of named columns.
 func readCSV(t *testing.T, path string) []map[string]string {
 	t.Helper()
@@ -149,12 +163,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
 // figures in its CSV files, its headline and that the page is
 // self-contained.
 func TestRunReport(t *testing.T) {
-	dir := t.TempDir()
-	synthetic(t, dir, 2)
-	rep, err := Write(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, rep := syntheticReport(t)
 	if rep.HTML != filepath.Join(dir, "report.html") {
 		t.Errorf("report at %s", rep.HTML)
 	}
@@ -376,4 +385,62 @@ func TestSweepReport(t *testing.T) {
 			t.Errorf("sweep.json %s: %v, want an error naming it", bad, err)
 		}
 	}
+}
+
+// TestTimePlotsShareOneAxis: the plots against time (the timeline,
+// deliveries per second, the lock's waits and messages) count from one
+// origin, the lab's start, and span the run to its end: a second stands
+// at the same place in each, although the deliveries end at 1.5 s, the
+// lock's entries at 2.3 s and the run at 4.1 s.
+func TestTimePlotsShareOneAxis(t *testing.T) {
+	dir, rep := syntheticReport(t)
+	if rep.Figures.Origin != "the start of the lab (lab.start)" {
+		t.Errorf("origin %q", rep.Figures.Origin)
+	}
+	var first map[string]float64
+	for _, name := range []string{"timeline", "deliveries", "lock-wait", "lock-messages"} {
+		svg, err := os.ReadFile(filepath.Join(dir, "report", name+".svg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ticks := xTicks(t, string(svg), "seconds since the start of the lab (lab.start)")
+		if first == nil {
+			first = ticks
+			if len(ticks) < 3 || ticks["4"] == 0 {
+				t.Fatalf("%s: x ticks %v, want 0 to 4 s", name, ticks)
+			}
+			continue
+		}
+		if len(ticks) != len(first) {
+			t.Errorf("%s: x ticks %v, the timeline's %v", name, ticks, first)
+		}
+		for label, x := range first {
+			if math.Abs(ticks[label]-x) > 0.01 {
+				t.Errorf("%s: %s s at x %v, on the timeline at %v", name, label, ticks[label], x)
+			}
+		}
+	}
+}
+
+var svgText = regexp.MustCompile(`(?s)<text x="([-0-9.]+)" y="([-0-9.]+)"[^>]*>([^<]*)</text>`)
+
+// xTicks returns the x axis's tick labels of a plot's SVG and where they
+// stand: the texts after the axis's label, at the height of the first.
+func xTicks(t *testing.T, svg, label string) map[string]float64 {
+	t.Helper()
+	ticks := map[string]float64{}
+	y, after := "", false
+	for _, m := range svgText.FindAllStringSubmatch(svg, -1) {
+		switch {
+		case m[3] == label:
+			after = true
+		case after && (y == "" || m[2] == y):
+			y = m[2]
+			ticks[m[3]] = float(t, m[1])
+		}
+	}
+	if !after {
+		t.Fatalf("no x axis labelled %q", label)
+	}
+	return ticks
 }

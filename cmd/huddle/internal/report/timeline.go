@@ -73,7 +73,6 @@ func timelineChart(r *Run, f *Figures) (*Chart, error) {
 		ch.CSV = append(ch.CSV, []string{u(h.Node), u(h.Life.Inc), "lock", dec(f.seconds(h.Start)), dec(f.seconds(h.End)), h.Ended})
 	}
 	p := plot.New()
-	p.X.Label.Text = "seconds since the start"
 	ticks := make(plot.ConstantTicks, 0, len(f.Nodes))
 	for _, node := range f.Nodes {
 		ticks = append(ticks, plot.Tick{Value: t.rows[node], Label: "node " + u(node)})
@@ -83,8 +82,8 @@ func timelineChart(r *Run, f *Figures) (*Chart, error) {
 	p.Y.Tick.LineStyle.Width = 0
 	p.Y.LineStyle.Width = 0
 	p.Add(t)
-	h := vg.Points(46*float64(len(f.Nodes)) + 100)
-	return ch, ch.draw(p, h)
+	ch.timed(p, f, vg.Points(46*float64(len(f.Nodes))+100))
+	return ch, nil
 }
 
 // dec writes seconds for a CSV, to the microsecond.
@@ -124,7 +123,7 @@ func (t *timeline) eachLeader(l *logcheck.Life, fn func(leader uint64, from, to 
 }
 
 func (t *timeline) DataRange() (xmin, xmax, ymin, ymax float64) {
-	return 0, max(t.f.seconds(t.f.End), 1), -0.5, float64(len(t.f.Nodes)) - 0.5 + t.band()
+	return 0, t.f.span(), -0.5, float64(len(t.f.Nodes)) - 0.5 + t.band()
 }
 
 // band returns the height above the rows.

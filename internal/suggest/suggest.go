@@ -1,22 +1,24 @@
-package config
+// Package suggest finds the name a misspelled one most likely meant, for
+// the "did you mean" of an unknown configuration key, variable or flag.
+package suggest
 
 import "strings"
 
-// closest returns the key among keys that name most likely misspells, for
+// Closest returns the key among keys that name most likely misspells, for
 // a "did you mean" hint: the one nearest by edit distance, comparing both
 // the whole names and their last parts, so that "c1" finds "srm.c1" and
 // "log.heartbeat" finds "heartbeat". flat writes a key the way name is
 // written (env names have "_" where keys have "."). There is no answer
 // when the nearest is too far to be a slip of the keyboard, or when two
 // keys are equally near.
-func closest(name string, keys []string, flat func(string) string) (string, bool) {
+func Closest(name string, keys []string, flat func(string) string) (string, bool) {
 	limit := min(2, len(name)/3)
 	best, bestDist, tie := "", limit+1, false
 	for _, k := range keys {
 		d := limit + 1
 		for _, p := range [][2]string{{name, flat(k)}, {lastPart(name), lastPart(k)}} {
 			if len(p[0]) <= len(p[1])+limit && len(p[1]) <= len(p[0])+limit { // else too far apart
-				d = min(d, distance(p[0], p[1]))
+				d = min(d, Distance(p[0], p[1]))
 			}
 		}
 		switch {
@@ -37,10 +39,10 @@ func lastPart(key string) string {
 	return key[strings.LastIndexByte(key, '.')+1:]
 }
 
-// distance is the optimal string alignment distance between a and b: the
+// Distance is the optimal string alignment distance between a and b: the
 // fewest insertions, deletions, substitutions and swaps of two adjacent
 // bytes that turn a into b.
-func distance(a, b string) int {
+func Distance(a, b string) int {
 	// rows[i%3][j] is the distance between a[:i] and b[:j].
 	var rows [3][]int
 	for i := range rows {
