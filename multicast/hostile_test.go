@@ -1,9 +1,11 @@
 package multicast
 
 import (
+	"fmt"
 	"math"
 	"net/netip"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -247,6 +249,41 @@ func TestForgedRepairIsDropped(t *testing.T) {
 	e.Step(t0, addr2, repairEnv(2, 5, 2, 5, 3, "m3"))
 	if ds := e.TakeDeliveries(); len(ds) != 2 || string(ds[0].Payload) != "m2" || string(ds[1].Payload) != "m3" {
 		t.Fatalf("repairs from a member and from the source delivered %+v", ds)
+	}
+}
+
+// Attack: fragments in a member's name that break its stream (found by
+// FuzzEngine). Before, a fragment continuing a message already delivered
+// was taken as the next piece of it, and the message delivered again with
+// its first sequence number; and a whole message among a message's
+// fragments was delivered, then the message it interrupted, with a
+// sequence number below it. Now a message's fragments end with its last,
+// a whole message among them drops the one it interrupts
+// (bad_fragments), and each sequence number is delivered once, in order.
+func TestForgedFragmentsKeepTheOrder(t *testing.T) {
+	frag := func(seq uint64, index, count uint32, payload string) *wire.Envelope {
+		env := data(2, 5, seq)
+		env.Data.FragIndex, env.Data.FragCount, env.Data.Payload = index, count, []byte(payload)
+		return env
+	}
+	for name, c := range map[string]struct {
+		envs []*wire.Envelope
+		want []string
+	}{
+		"a fragment after its message": {[]*wire.Envelope{frag(1, 0, 2, "a"), frag(2, 1, 2, "b"), frag(3, 2, 3, "c")}, []string{"1..2 ab"}},
+		"a message among fragments":    {[]*wire.Envelope{frag(1, 0, 3, "a"), frag(2, 0, 0, "b"), frag(3, 1, 2, "c")}, []string{"2..2 b"}},
+	} {
+		e := inView(t)
+		for _, env := range c.envs {
+			e.Step(t0, addr2, env)
+		}
+		var got []string
+		for _, d := range e.TakeDeliveries() {
+			got = append(got, fmt.Sprintf("%d..%d %s", d.Seq, d.End, d.Payload))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: delivered %q, want %q", name, got, c.want)
+		}
 	}
 }
 

@@ -271,6 +271,12 @@ func (e *Engine) deliver(st *stream) {
 func (e *Engine) deliverOne(st *stream, en *entry) {
 	d := &en.data
 	if d.FragCount <= 1 {
+		if !st.fragDrop {
+			// A whole message among another's fragments: the source
+			// broke its own stream, and the interrupted message is lost.
+			e.stats.BadFragments++
+			st.fragDrop = true
+		}
 		e.emit(st, d.Seq, en, d.Payload)
 		return
 	}
@@ -294,7 +300,9 @@ func (e *Engine) deliverOne(st *stream, en *entry) {
 		if !st.fragDrop {
 			e.emit(st, st.fragSeq, en, slices.Clone(st.frag))
 		}
-		st.frag = st.frag[:0]
+		// The message is over: a fragment that is not the first of the
+		// next one belongs to none.
+		st.frag, st.fragDrop = st.frag[:0], true
 	}
 }
 

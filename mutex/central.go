@@ -135,8 +135,11 @@ func (c *centralServer) onGrant(now time.Time, from uint64, e entry) {
 		c.granting = entry{}
 	}
 	i := slices.Index(c.queue, e)
-	if from != c.members[0] || i < 0 || len(c.holders) > 0 {
-		c.stats.Stale++ // withdrawn meanwhile, or not the coordinator's
+	if from != c.members[0] || i < 0 || len(c.holders) > 0 || !c.ready() {
+		// Withdrawn meanwhile, or not the coordinator's, or sent before
+		// every STATE was in (a holder's may still come): the coordinator
+		// grants only once they all are, and so later in total order.
+		c.stats.Stale++
 		return
 	}
 	c.queue = slices.Delete(c.queue, i, i+1)

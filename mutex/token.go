@@ -138,8 +138,8 @@ func (t *tokenRing) Receive(now time.Time, from uint64, payload []byte) {
 	case kindTState:
 		t.onState(from, a, b)
 	case kindWant:
-		if slices.ContainsFunc(t.wants, func(e entry) bool { return e.id == from }) {
-			t.stats.Stale++
+		if !slices.Contains(t.known, from) || slices.ContainsFunc(t.wants, func(e entry) bool { return e.id == from }) {
+			t.stats.Stale++ // one wish at a time; its STATE comes first
 			break
 		}
 		t.wants = append(t.wants, entry{from, a})

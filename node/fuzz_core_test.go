@@ -3,7 +3,6 @@ package node
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
@@ -58,14 +58,7 @@ import (
 //
 // `go test ./node` runs the seeds (testdata/fuzz/FuzzCoreInGroup);
 // `go test -run '^$' -fuzz FuzzCoreInGroup ./node` searches further.
-func FuzzCoreInGroup(f *testing.F) {
-	for _, s := range fuzzSeeds() {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		runFuzzScript(t, data)
-	})
-}
+func FuzzCoreInGroup(f *testing.F) { testutil.FuzzScripts(f, fuzzSeeds(), runFuzzScript) }
 
 // fuzzBounds are the memory bounds the fuzz test holds every live Core to,
 // whatever was forged: the engine's peers with state (the group's members
@@ -136,66 +129,10 @@ func (fr *fuzzRun) skip(victim uint64, env *wire.Envelope) string {
 	return ""
 }
 
-// script reads the fuzzer's bytes; past their end it reads zeros.
-type script struct{ b []byte }
-
-func (s *script) byte() byte {
-	if len(s.b) == 0 {
-		return 0
-	}
-	c := s.b[0]
-	s.b = s.b[1:]
-	return c
-}
-
-func (s *script) done() bool { return len(s.b) == 0 }
-
-// bytes reads a length and that many bytes (at most max).
-func (s *script) bytes(max int) []byte {
-	n := min(int(s.byte()), max, len(s.b))
-	out := s.b[:n]
-	s.b = s.b[n:]
-	return out
-}
-
-// u64 reads a number: a selector byte, then what it needs. The context
-// values are the numbers that matter to the victim right now (members,
-// incarnations, its view's epoch, sequence numbers it holds), so that a
-// forgery can hit them.
-func (s *script) u64(ctx []uint64) uint64 {
-	sel := s.byte()
-	switch sel % 10 {
-	case 0:
-		return 0
-	case 1:
-		return 1
-	case 2:
-		return uint64(s.byte())
-	case 3:
-		return uint64(s.byte())<<8 | uint64(s.byte())
-	case 4:
-		return math.MaxUint64 - uint64(s.byte())
-	case 5:
-		return wire.MaxSeq - 2 + uint64(s.byte()%4)
-	case 6:
-		var b [8]byte
-		for i := range b {
-			b[i] = s.byte()
-		}
-		return binary.BigEndian.Uint64(b[:])
-	default:
-		if len(ctx) == 0 {
-			return uint64(sel)
-		}
-		v := ctx[int(s.byte())%len(ctx)]
-		return v + uint64(sel%10-7) // the value, or one or two above it
-	}
-}
-
 // fuzzRun is one run of the script.
 type fuzzRun struct {
 	t       *testing.T
-	s       *script
+	s       *testutil.Script
 	w       *sim.World
 	r       *rand.Rand
 	l       *vsLedger
@@ -226,11 +163,11 @@ func (fr *fuzzRun) member(id uint64) bool { return id >= 1 && id <= uint64(fr.n)
 var fuzzAttacker = netip.MustParseAddrPort("10.66.66.66:7468")
 
 func runFuzzScript(t *testing.T, data []byte) {
-	s := &script{b: data}
-	head := s.byte()
+	s := testutil.NewScript(data)
+	head := s.Byte()
 	fr := &fuzzRun{t: t, s: s, n: 3 + int(head%3), members: head&0x80 != 0, enc: wire.NewEncoder(),
 		group: wire.GroupHash("huddle"), skipped: map[string]int{}}
-	fr.r = rand.New(rand.NewPCG(uint64(head), uint64(s.byte())))
+	fr.r = rand.New(rand.NewPCG(uint64(head), uint64(s.Byte())))
 	fr.w = sim.New(sim.Options{Seed: int64(head), Jitter: 50 * time.Microsecond})
 	if fr.members {
 		fr.local = newLocalLedger()
@@ -251,7 +188,7 @@ func runFuzzScript(t *testing.T, data []byte) {
 	}
 	// The script: at most 64 steps, so that one run stays short.
 	heap := liveHeap()
-	for step := 0; step < 64 && !s.done(); step++ {
+	for step := 0; step < 64 && !s.Done(); step++ {
 		fr.step()
 		if err := fr.w.Err(); err != nil {
 			fr.fail(err)
@@ -279,9 +216,9 @@ func runFuzzScript(t *testing.T, data []byte) {
 // step does one thing of the script.
 func (fr *fuzzRun) step() {
 	s := fr.s
-	switch op := s.byte(); op % 8 {
+	switch op := s.Byte(); op % 8 {
 	case 0, 1: // time passes, with traffic
-		fr.run(time.Duration(1+s.byte()%20) * time.Millisecond)
+		fr.run(time.Duration(1+s.Byte()%20) * time.Millisecond)
 	case 2, 3: // one forged envelope to one member
 		fr.inject(fr.victim(), fr.forge())
 	case 4: // one forged envelope to every member
@@ -291,20 +228,20 @@ func (fr *fuzzRun) step() {
 		}
 	case 5: // a burst: the same envelope from many IDs (the maps that grow per ID)
 		env := fr.forge()
-		victim, count, from := fr.victim(), 1+int(s.byte()), env.From
+		victim, count, from := fr.victim(), 1+int(s.Byte()), env.From
 		for i := range count {
 			env.From = fr.sender(from + uint64(i))
 			fr.inject(victim, env)
 		}
 	case 6: // raw bytes
-		raw := s.bytes(255)
+		raw := s.Bytes(255)
 		fr.w.Do(fr.victim(), func(m sim.Machine) { coreOf(m).Receive(fr.w.Now(), fuzzAttacker, raw) })
 		fr.forged++
 	case 7: // the lock, an election
 		id := fr.victim()
 		fr.w.Do(id, func(m sim.Machine) {
 			c := coreOf(m)
-			switch s.byte() % 3 {
+			switch s.Byte() % 3 {
 			case 0:
 				c.LockRequest(fr.w.Now())
 			case 1:
@@ -316,7 +253,7 @@ func (fr *fuzzRun) step() {
 	}
 }
 
-func (fr *fuzzRun) victim() uint64 { return 1 + uint64(fr.s.byte())%uint64(fr.n) }
+func (fr *fuzzRun) victim() uint64 { return 1 + uint64(fr.s.Byte())%uint64(fr.n) }
 
 // sender makes id an outsider's, unless forgeries may carry members' IDs.
 func (fr *fuzzRun) sender(id uint64) uint64 {
@@ -433,17 +370,17 @@ func (fr *fuzzRun) context() []uint64 {
 // fields, in the group.
 func (fr *fuzzRun) forge() *wire.Envelope {
 	s, ctx := fr.s, fr.context()
-	u := func() uint64 { return s.u64(ctx) }
+	u := func() uint64 { return s.U64(ctx) }
 	env := &wire.Envelope{}
 	env.Group = fr.group
-	if s.byte() == 0xff {
+	if s.Byte() == 0xff {
 		env.Group = uint32(u())
 	}
 	env.From = fr.sender(u())
 	env.Inc = u()
-	env.Kind = wire.Kind(1 + s.byte()%13)
+	env.Kind = wire.Kind(1 + s.Byte()%13)
 	v := core(fr.w, 1).View().ID
-	if sel := s.byte(); sel%4 != 0 {
+	if sel := s.Byte(); sel%4 != 0 {
 		env.View = v
 	} else {
 		env.View = wire.ViewID{Epoch: u(), Coord: u()}
@@ -452,23 +389,23 @@ func (fr *fuzzRun) forge() *wire.Envelope {
 	case wire.KindData:
 		env.Data = fr.data(u)
 	case wire.KindBatch:
-		for k := 1 + s.byte()%4; k > 0; k-- {
+		for k := 1 + s.Byte()%4; k > 0; k-- {
 			env.Batch = append(env.Batch, fr.data(u))
 		}
 	case wire.KindNack:
 		env.Nack = wire.Nack{Source: u(), SourceInc: u(), Attempt: u() % (wire.MaxAttempt + 1)}
-		for k := 1 + s.byte()%4; k > 0; k-- {
+		for k := 1 + s.Byte()%4; k > 0; k-- {
 			first := u()
 			env.Nack.Ranges = append(env.Nack.Ranges, wire.SeqRange{First: first, Last: first + u()%1024})
 		}
 	case wire.KindRepair:
 		env.Repair = wire.Repair{Source: u(), SourceInc: u(), View: v, Data: fr.data(u)}
-		if s.byte()%4 == 0 {
+		if s.Byte()%4 == 0 {
 			env.Repair.View = wire.ViewID{Epoch: u(), Coord: u()}
 		}
 	case wire.KindSession:
 		env.Session = wire.Session{Sent: fr.w.Now().UnixNano(), Seq: u(), Low: u()}
-		for k := s.byte() % 4; k > 0; k-- {
+		for k := s.Byte() % 4; k > 0; k-- {
 			env.Session.Peers = append(env.Session.Peers, wire.PeerState{ID: u(), Inc: u(), Seq: u()})
 		}
 	case wire.KindJoin:
@@ -476,20 +413,20 @@ func (fr *fuzzRun) forge() *wire.Envelope {
 		for _, st := range c.opt.Membership.Settings {
 			env.Join.Settings = append(env.Join.Settings, wire.Setting{Name: []byte(st.Name), Value: []byte(st.Value)})
 		}
-		if s.byte()%4 == 0 && len(env.Join.Settings) > 0 {
-			env.Join.Settings = env.Join.Settings[:s.byte()%uint8(len(env.Join.Settings))]
+		if s.Byte()%4 == 0 && len(env.Join.Settings) > 0 {
+			env.Join.Settings = env.Join.Settings[:s.Byte()%uint8(len(env.Join.Settings))]
 		}
 	case wire.KindLeave:
-		env.Leave = wire.Leave{Member: u(), MemberInc: u(), Reason: s.byte() % 3}
+		env.Leave = wire.Leave{Member: u(), MemberInc: u(), Reason: s.Byte() % 3}
 	case wire.KindFlush:
-		env.Flush = wire.Flush{Epoch: u(), Attempt: u(), Phase: wire.FlushPhase(s.byte() % 2), Members: fr.members_(u)}
+		env.Flush = wire.Flush{Epoch: u(), Attempt: u(), Phase: wire.FlushPhase(s.Byte() % 2), Members: fr.members_(u)}
 		if env.Flush.Phase == wire.FlushCut {
 			env.Flush.Cuts = fr.viewCuts(u, v)
 		}
 	case wire.KindFlushOK:
-		env.FlushOK = wire.FlushOK{Epoch: u(), Attempt: u(), Initiator: u(), Phase: wire.FlushPhase(s.byte() % 2),
+		env.FlushOK = wire.FlushOK{Epoch: u(), Attempt: u(), Initiator: u(), Phase: wire.FlushPhase(s.Byte() % 2),
 			Prior: v, PriorInc: u(), Settings: uint32(u()), Sent: u()}
-		for k := s.byte() % 4; k > 0; k-- {
+		for k := s.Byte() % 4; k > 0; k-- {
 			env.FlushOK.Has = append(env.FlushOK.Has, wire.Cut{ID: u(), Seq: u()})
 		}
 	case wire.KindView:
@@ -497,12 +434,12 @@ func (fr *fuzzRun) forge() *wire.Envelope {
 		for _, m := range fr.members_(u) {
 			env.Commit.Members = append(env.Commit.Members, wire.ViewMember{ID: m.ID, Inc: m.Inc, Next: u()})
 		}
-		for k := s.byte() % 3; k > 0; k-- {
+		for k := s.Byte() % 3; k > 0; k-- {
 			env.Commit.Left = append(env.Commit.Left, u())
 		}
 	case wire.KindRefuse:
-		env.Refuse = wire.Refuse{Target: u(), TargetInc: u(), Setting: []byte([]string{"id", "members", "heartbeat"}[s.byte()%3]),
-			Ours: s.bytes(8), Theirs: s.bytes(8)}
+		env.Refuse = wire.Refuse{Target: u(), TargetInc: u(), Setting: []byte([]string{"id", "members", "heartbeat"}[s.Byte()%3]),
+			Ours: s.Bytes(8), Theirs: s.Bytes(8)}
 	}
 	return env
 }
@@ -512,14 +449,14 @@ func (fr *fuzzRun) forge() *wire.Envelope {
 // often), or another.
 func (fr *fuzzRun) data(u func() uint64) wire.Data {
 	s := fr.s
-	d := wire.Data{Seq: u(), Order: wire.Order(s.byte() % 4), Dest: u()}
-	if s.byte()%2 == 0 {
+	d := wire.Data{Seq: u(), Order: wire.Order(s.Byte() % 4), Dest: u()}
+	if s.Byte()%2 == 0 {
 		d.Dest = 0
 	}
-	if f := s.byte(); f%4 == 3 {
-		d.FragCount, d.FragIndex = uint32(2+f%3), uint32(s.byte()%4)
+	if f := s.Byte(); f%4 == 3 {
+		d.FragCount, d.FragIndex = uint32(2+f%3), uint32(s.Byte()%4)
 	}
-	switch s.byte() % 4 {
+	switch s.Byte() % 4 {
 	case 1:
 		d.Service = []byte(ElectionService)
 		d.Payload = fr.enc.AppendUints(nil, 1+u()%4, u(), u())
@@ -527,12 +464,12 @@ func (fr *fuzzRun) data(u func() uint64) wire.Data {
 		d.Service = []byte(MutexService)
 		d.Payload = fr.enc.AppendUints(nil, 1+u()%2, u())
 	case 3:
-		d.Service = s.bytes(8)
-		d.Payload = s.bytes(fuzzMaxPayload)
+		d.Service = s.Bytes(8)
+		d.Payload = s.Bytes(fuzzMaxPayload)
 	default:
-		d.Payload = s.bytes(fuzzMaxPayload)
+		d.Payload = s.Bytes(fuzzMaxPayload)
 	}
-	if d.Order == wire.Record && s.byte()%2 == 0 {
+	if d.Order == wire.Record && s.Byte()%2 == 0 {
 		d.Payload = fr.enc.AppendRecord(nil, &wire.OrderRecord{First: u(), Runs: []wire.OrderRun{{Source: u(), Seq: u(), Count: 1 + u()%8}}})
 	}
 	return d
@@ -541,13 +478,13 @@ func (fr *fuzzRun) data(u func() uint64) wire.Data {
 // members_ is a forged member list: the group's, some of them, plus others.
 func (fr *fuzzRun) members_(u func() uint64) []wire.Member {
 	var ms []wire.Member
-	keep := fr.s.byte()
+	keep := fr.s.Byte()
 	for i, id := range ids(fr.n) {
 		if keep&(1<<i) == 0 || keep == 0 {
 			ms = append(ms, wire.Member{ID: id, Inc: core(fr.w, id).inc})
 		}
 	}
-	for k := fr.s.byte() % 3; k > 0; k-- {
+	for k := fr.s.Byte() % 3; k > 0; k-- {
 		ms = append(ms, wire.Member{ID: u(), Inc: u()})
 	}
 	return ms
@@ -555,7 +492,7 @@ func (fr *fuzzRun) members_(u func() uint64) []wire.Member {
 
 func (fr *fuzzRun) viewCuts(u func() uint64, v wire.ViewID) []wire.ViewCut {
 	vc := wire.ViewCut{View: v, Inc: core(fr.w, v.Coord%uint64(fr.n)+1).inc}
-	for k := fr.s.byte() % 4; k > 0; k-- {
+	for k := fr.s.Byte() % 4; k > 0; k-- {
 		vc.Cuts = append(vc.Cuts, wire.Cut{ID: u(), Seq: u()})
 	}
 	return []wire.ViewCut{vc}

@@ -50,6 +50,7 @@ type held struct {
 	membership []membership.Event // deliveries and events, in order
 	election   []election.Event
 	lock       []mutex.Event
+	probes     []uint64 // probes finished (ProbeDoneEvent)
 }
 
 // collect returns the events held for c.
@@ -77,6 +78,8 @@ func (c *Core) keep(evs []Event) {
 			h.election = append(h.election, ev.Election)
 		case LockEvent:
 			h.lock = append(h.lock, ev.Lock)
+		case ProbeDoneEvent:
+			h.probes = append(h.probes, ev.ProbeID)
 		}
 	}
 }
@@ -127,6 +130,14 @@ func (c *Core) TakeElectionEvents() []election.Event {
 	h := c.collect()
 	out := h.election
 	h.election = nil
+	return out
+}
+
+// takeProbesDone returns the probes reported finished, not taken yet.
+func (c *Core) takeProbesDone() []uint64 {
+	h := c.collect()
+	out := h.probes
+	h.probes = nil
 	return out
 }
 
