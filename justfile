@@ -28,11 +28,14 @@ soak:
 fuzz time="2m":
     go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime {{time}} ./internal/wire
     go test -run '^$' -fuzz '^FuzzRecord$' -fuzztime {{time}} ./internal/wire
-    go test -run '^$' -fuzz '^FuzzEngine$' -fuzztime {{time}} ./multicast
+    go test -run '^$' -fuzz '^FuzzEngine$' -fuzztime {{time}} -fuzzminimizetime 3s ./multicast
+    go test -run '^$' -fuzz '^FuzzReplicatedReceive$' -fuzztime {{time}} -fuzzminimizetime 3s ./mutex
     go test -run '^$' -fuzz '^FuzzMachine$' -fuzztime {{time}} ./membership
     go test -run '^$' -fuzz '^FuzzReceive$' -fuzztime {{time}} -fuzzminimizetime 3s ./election
     go test -run '^$' -fuzz '^FuzzReceive$' -fuzztime {{time}} -fuzzminimizetime 3s ./mutex
     go test -run '^$' -fuzz '^FuzzCoreInGroup$' -fuzztime {{time}} ./node
+    go test -run '^$' -fuzz '^FuzzChunks$' -fuzztime {{time}} -fuzzminimizetime 3s ./node
+    go test -run '^$' -fuzz '^FuzzProbe$' -fuzztime {{time}} -fuzzminimizetime 3s ./node
     go test -run '^$' -fuzz '^FuzzRequest$' -fuzztime {{time}} ./cmd/huddle/internal/control
     go test -run '^$' -fuzz '^FuzzLoad$' -fuzztime {{time}} ./config
 
