@@ -18,7 +18,7 @@ type Options struct {
 	JoinTimeout time.Duration
 	// Settings are the protocol-relevant settings every member must share
 	// (datagram size, message size, timers, election algorithm, lock
-	// quorum: node.Settings lists them): a joiner
+	// quorum: config.Config.GroupSettings lists them): a joiner
 	// whose settings differ from the coordinator's is refused, naming the
 	// first that differs.
 	Settings []Setting
