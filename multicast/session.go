@@ -279,19 +279,17 @@ func (e *Engine) minReport(st *stream, strict bool) uint64 {
 		if p.id == st.src || !e.receiver(p.id) {
 			continue
 		}
-		r, ok := p.reports[st.src]
-		switch {
-		case ok && r.inc == st.inc:
+		if r, ok := p.reports[st.src]; ok && r.inc == st.inc {
 			m = min(m, r.seq)
-		case strict:
-			return st.stable
-		case p.view != e.view:
-			// A member that has not reported since it installed this
-			// view may not have started this source's stream yet (a
-			// joiner starts it at the view): what the view sent may be
-			// what it misses.
-			return st.stable
+			continue
 		}
+		// A member that reports nothing of this source's incarnation (a
+		// joiner starts the stream at the view; a member that has not
+		// heard a restarted source yet still reports its older one) may
+		// miss all of it: what this node holds may be the only copy left
+		// for it once the source is gone, and a flush would wait for it
+		// for ever.
+		return st.stable
 	}
 	return m
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/binary"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"testing"
@@ -16,14 +17,15 @@ import (
 // addDroppers adds nodes whose built-in drop discards a rate of what they
 // receive, on a network that itself loses nothing.
 func addDroppers(w *sim.World, rate float64, ids ...uint64) {
-	addDropRule(w, Drop{Rate: rate}, ids...)
+	addDropRule(w, Drop{Rate: rate}, testSuspect, ids...)
 }
 
-// addDropRule adds nodes whose built-in drop has rule d.
-func addDropRule(w *sim.World, d Drop, ids ...uint64) {
+// addDropRule adds nodes whose built-in drop has rule d, with the suspect
+// timeout suspect.
+func addDropRule(w *sim.World, d Drop, suspect time.Duration, ids ...uint64) {
 	for _, id := range ids {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Drop: d, Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 256}}}, w.Now()))
+			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Drop: d, Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: suspect, Window: 256}}}, w.Now()))
 		})
 	}
 }
@@ -47,7 +49,16 @@ func checkDropIsLoss(t *testing.T, seeds int, burst float64) {
 		w := sim.New(sim.Options{Seed: seed, Jitter: 100 * time.Microsecond})
 		l := newVSLedger()
 		w.Check("view synchrony", l.check)
-		addDropRule(w, Drop{Rate: rate, Burst: burst}, ids(n)...)
+		// Bursts count datagrams, not time: once the traffic stops, a
+		// node hears only heartbeats (about 150 a second), and a burst of
+		// 22 drops, one in 400 of mean length 4, silences its peers for
+		// the 150 ms suspect timeout. With bursts the test allows 400 ms,
+		// which takes a burst of 60 (one in 30 million).
+		suspect := testSuspect
+		if burst > 1 {
+			suspect = 400 * time.Millisecond
+		}
+		addDropRule(w, Drop{Rate: rate, Burst: burst}, suspect, ids(n)...)
 		settleViews(t, w, 5*time.Second, ids(n))
 		var keys []msgKey
 		sent := 0
@@ -85,16 +96,31 @@ func checkDropIsLoss(t *testing.T, seeds int, burst float64) {
 		}
 		for _, id := range ids(n) {
 			cs, ms := core(w, id).Stats()
-			got := float64(cs.InjectedDrops) / float64(cs.DatagramsIn-cs.OwnEcho)
+			in := float64(cs.DatagramsIn - cs.OwnEcho)
+			got := float64(cs.InjectedDrops) / in
 			t.Logf("node %d: %d of %d datagrams dropped (%.3f), %d NACKs, %d repairs", id, cs.InjectedDrops, cs.DatagramsIn, got, ms.NacksSent, ms.RepairsSent)
-			if got < rate/2 || got > rate*1.5 {
-				t.Errorf("node %d dropped %.3f of its datagrams, want about %.2f", id, got, rate)
+			if tol := 6 * dropSpread(rate, burst, in); math.Abs(got-rate) > tol {
+				t.Errorf("node %d dropped %.3f of its datagrams, want %.2f ± %.3f (six standard deviations)", id, got, rate, tol)
 			}
 			if ms.NacksSent == 0 {
 				t.Errorf("node %d sent no NACK: the drop did not look like loss", id)
 			}
 		}
 	})
+}
+
+// dropSpread is the standard deviation of the share of n datagrams a drop
+// of rate p discards: sqrt(p(1-p)/n) for independent drops; for bursts of
+// mean length b (a two-state Markov chain), that times the variance's
+// inflation by the chain's correlation ρ = 1 - 1/b - p/(b(1-p)),
+// sqrt((1+ρ)/(1-ρ)).
+func dropSpread(p, b, n float64) float64 {
+	s := math.Sqrt(p * (1 - p) / n)
+	if b > 1 {
+		rho := 1 - 1/b - p/(b*(1-p))
+		s *= math.Sqrt((1 + rho) / (1 - rho))
+	}
+	return s
 }
 
 // TestBuiltInDropCutsAndHeals: a rule of rate 1 from the other side's

@@ -169,6 +169,7 @@ func (n *Node) counters() Counters {
 		{"srm_spread", ms.Spread},
 		{"elections_started", es.Started}, {"elections_won", es.Won},
 		{"election_msgs_sent", es.Sent.Total()}, {"election_msgs_recv", es.Received.Total()},
+		{"election_tallies_sent", es.Accounting}, {"election_tallies_recv", es.AccountingRecv},
 		{"election_stale", es.Stale + es.Ignored},
 		{"election_bad", es.Malformed + es.Foreign + es.OutOfBound + es.Exhausted}, {"election_dropped", edropped},
 		{"lock_requests", ls.Requests}, {"lock_entries", ls.Acquired}, {"lock_lost", ls.Lost},

@@ -573,7 +573,7 @@ func (g *electionGroup) count(c electionCase, n int) electionCount {
 // reportCount adds the rows of one case of a messages scenario: the sum
 // of election.done's sent, and for an election started by `huddle elect`
 // in the quiet group the growth of msgs_sent, which counts every message
-// the nodes sent: the two must agree.
+// the nodes sent, the round's accounting among them, beside it.
 func reportCount(sc *scenario, n int, c electionCase, rs []electionCount) {
 	want := c.want(n)
 	var done, grown []int64
@@ -607,6 +607,9 @@ func reportCount(sc *scenario, n int, c electionCase, rs []electionCount) {
 	if slices.Max(more) > 0 {
 		raw += fmt.Sprintf("; more than election.done's sent by %s", joinInts(more))
 	}
-	sc.add("  the same counted by the nodes' msgs_sent (every message sent)", strconv.FormatInt(medianInt(grown), 10), target,
-		verdict(len(probs) == 0 && allEqual(grown, int64(want))), raw)
+	// msgs_sent counts every message the nodes multicast: besides the
+	// election's, the round's accounting (each member's TALLY to the
+	// leader, its RESULT) and whatever else the quiet group sends, so it
+	// is shown beside the target, not held to it.
+	sc.add("  the nodes' msgs_sent growth (every message, accounting included)", strconv.FormatInt(medianInt(grown), 10), "-", "info", raw)
 }

@@ -599,7 +599,8 @@ func (o *orderRun) engineDone(n *member, pick func(*member) *stats) (got, want u
 	for _, m := range o.nodes {
 		if m != n {
 			s := pick(m)
-			want += s.get("msgs_sent") - min(s.get("election_msgs_sent"), s.get("msgs_sent"))
+			proto := s.get("election_msgs_sent") + s.get("election_tallies_sent")
+			want += s.get("msgs_sent") - min(proto, s.get("msgs_sent"))
 		}
 	}
 	s := pick(n)
@@ -619,7 +620,8 @@ func (o *orderRun) readAll(sc *scenario) {
 		if c.sends {
 			work = uint64(o.spec.count)
 		}
-		sent := c.final.get("msgs_sent") - min(c.final.get("election_msgs_sent"), c.final.get("msgs_sent"))
+		proto := c.final.get("election_msgs_sent") + c.final.get("election_tallies_sent")
+		sent := c.final.get("msgs_sent") - min(proto, c.final.get("msgs_sent"))
 		o.records = sent - min(work, sent)
 	}
 	run, err := o.g.readLives(o.all())

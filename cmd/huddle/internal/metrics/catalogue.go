@@ -127,6 +127,8 @@ var catalogue = map[string]spec{
 	"elections_won":           counter("huddle_elections_won", "Election rounds this node won."),
 	"election_msgs_sent":      counter("huddle_election_messages_sent", "Election messages sent."),
 	"election_msgs_recv":      counter("huddle_election_messages_received", "Election messages received."),
+	"election_tallies_sent":   counter("huddle_election_tallies_sent", "The rounds' accounting messages sent: TALLY to the leader, and the leader's RESULT."),
+	"election_tallies_recv":   counter("huddle_election_tallies_received", "The rounds' accounting messages received."),
 	"election_stale":          counter("huddle_election_messages_stale", "Election messages of an old round or that did not fit this node's state."),
 	"election_bad":            counter("huddle_election_messages_bad", "Election messages malformed, from outside the view, or out of bounds."),
 	"election_dropped":        counter("huddle_election_messages_dropped", "Election messages the node could not send."),
