@@ -393,7 +393,9 @@ func (c *Core) route(now time.Time) {
 		switch ev.Kind {
 		case membership.Delivered:
 			if c.protocolMessage(now, &ev.Delivery) {
-				c.stats.ProtocolMsgs++
+				if ev.Delivery.Source != c.self {
+					c.stats.ProtocolMsgs++ // of the engine's deliveries (msgs_delivered), which own messages are not
+				}
 				continue
 			}
 			if ev.Delivery.Source != c.self {
