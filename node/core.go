@@ -525,7 +525,10 @@ func (c *Core) Ready() Ready {
 // it fails with multicast.ErrWindowFull while the send window is full, and
 // with membership.ErrBlocked or ErrNotInView while there is no view to send in.
 func (c *Core) Multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
-	view := c.membership.View().ID
+	var view wire.ViewID
+	if c.opt.TraceSends {
+		view = c.membership.View().ID // View copies the members: only when logged
+	}
 	seq, err := c.membership.Multicast(service, payload, order, dest)
 	if err == nil && c.opt.TraceSends {
 		c.events = append(c.events, Event{Kind: SentEvent, Sent: SentMessage{View: view, Seq: seq, Order: order,
