@@ -266,7 +266,7 @@ func (d *demo) report(s *Summary) {
 	d.nodeRow("all", all)
 	c.say(plain, "  (fifo, total, safe: delivered in each order; NACKs and repairs: sent; recovered: lost messages received later; locks: entries)")
 	c.say(plain, "  %s", d.viewStory(s))
-	c.say(plain, "  checks of the logs (internal/logcheck):")
+	c.say(plain, "  checks of the logs (as huddle check runs them):")
 	for _, ch := range s.Checks {
 		switch {
 		case ch.Skipped != "":
