@@ -28,6 +28,8 @@ type Options struct {
 	// (Engine.DatagramSize). The node carries larger ones in pieces
 	// (wire.KindChunk).
 	MessageSize int
+	// Quorum decides which views are primary (off: all of them).
+	Quorum Quorum
 }
 
 // Setting is one protocol-relevant setting, by its configuration key.
@@ -35,11 +37,12 @@ type Setting struct{ Name, Value string }
 
 // Errors of Multicast and of a refused node.
 var (
-	ErrNotInView = errors.New("membership: not in a view")
-	ErrBlocked   = errors.New("membership: sending is blocked while the view changes")
-	ErrLeft      = errors.New("membership: left the group")
-	ErrRefused   = errors.New("membership: refused by the group")
-	ErrOrder     = errors.New("membership: the order must be FIFO, Total or Safe, and FIFO for an addressed message")
+	ErrNotInView  = errors.New("membership: not in a view")
+	ErrBlocked    = errors.New("membership: sending is blocked while the view changes")
+	ErrLeft       = errors.New("membership: left the group")
+	ErrRefused    = errors.New("membership: refused by the group")
+	ErrOrder      = errors.New("membership: the order must be FIFO, Total or Safe, and FIFO for an addressed message")
+	ErrNotPrimary = errors.New("membership: the view is not the primary component")
 )
 
 // EventKind says what happened.
@@ -66,6 +69,7 @@ type Event struct {
 	Left      []uint64
 	Crashed   []uint64
 	Flush     time.Duration // ViewInstalled: from the start of the view change to the install
+	Primary   uint64        // ViewInstalled: the view's generation as the primary component, 0 when it is not primary
 	Epoch     uint64        // FlushStarted
 	Attempt   uint64        // FlushStarted
 	Proposed  []uint64      // FlushStarted
@@ -157,6 +161,8 @@ type Machine struct {
 	quietFrom time.Time         // the installed view's start, moved on by this node's pauses: members unheard since are suspected
 	pruneAt   time.Time         // next time stale entries of heard, hold-offs and joiners go
 	outsiders limiter           // events about nodes outside the view (refusals, peers seen and lost)
+	primary   uint64            // the installed view's generation as the primary component, 0: not primary
+	known     known             // what this node knows of the primary component
 
 	// The roles, each a type that owns its state, in a file of its own
 	// with the Machine's side of it: the coordinator (every member keeps
@@ -275,6 +281,11 @@ func (m *Machine) Heard(id uint64) (wire.ViewID, time.Time) {
 	h := m.heard.get(id)
 	return h.view, h.at
 }
+
+// Primary returns the installed view's generation as the primary
+// component (docs/design.md, "Primary views"), 0 when it is not primary.
+// Without a quorum policy every view is primary.
+func (m *Machine) Primary() uint64 { return m.primary }
 
 // Left reports whether the node is done: it left, or was refused.
 func (m *Machine) Left() bool { return m.state == gone }

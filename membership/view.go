@@ -11,9 +11,13 @@ import (
 
 // View is an installed view: its ID and its members, oldest first. The
 // first member coordinates the view (and, with total order, sequences it).
+// Primary marks the primary component (docs/design.md, "Primary views"):
+// every member that installs the view marks it alike; without a quorum
+// policy every view is primary.
 type View struct {
 	ID      wire.ViewID
 	Members []wire.Member
+	Primary bool
 }
 
 // Coordinator returns the view's coordinator, 0 for no view.
@@ -78,7 +82,7 @@ func (v View) String() string {
 }
 
 // clone returns a copy that shares nothing with v.
-func (v View) clone() View { return View{ID: v.ID, Members: slices.Clone(v.Members)} }
+func (v View) clone() View { return View{ID: v.ID, Members: slices.Clone(v.Members), Primary: v.Primary} }
 
 // flushID orders flushes: a participant follows the highest it has seen.
 // The initiator breaks ties between flushes of the same epoch and attempt.

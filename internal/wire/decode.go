@@ -350,7 +350,11 @@ func (d *Decoder) flush(m *Flush) (err error) {
 	if err = d.members(&m.Members); err != nil {
 		return err
 	}
-	return d.viewCuts(&m.Cuts)
+	if err = d.viewCuts(&m.Cuts); err != nil {
+		return err
+	}
+	m.Primary, err = d.seq()
+	return err
 }
 
 func (d *Decoder) flushOK(m *FlushOK) (err error) {
@@ -380,7 +384,50 @@ func (d *Decoder) flushOK(m *FlushOK) (err error) {
 	if m.Sent, err = d.seq(); err != nil {
 		return err
 	}
-	return d.cuts(&m.Has)
+	if err = d.cuts(&m.Has); err != nil {
+		return err
+	}
+	return d.known(&m.Known)
+}
+
+func (d *Decoder) known(k *Known) error {
+	if _, err := d.arrayLen(2); err != nil {
+		return err
+	}
+	if err := d.primaryView(&k.Last); err != nil {
+		return err
+	}
+	n, err := d.countOf(minPrimaryBytes)
+	if err != nil {
+		return err
+	}
+	if n > MaxPrimaryAttempts {
+		return d.fail("%d primary attempts, at most %d", n, MaxPrimaryAttempts)
+	}
+	k.Attempts = grow(k.Attempts, n)
+	for i := range k.Attempts {
+		if err := d.primaryView(&k.Attempts[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// primaryView reuses p's Members from an earlier decode.
+func (d *Decoder) primaryView(p *PrimaryView) (err error) {
+	if _, err = d.arrayLen(primaryViewFields); err != nil {
+		return err
+	}
+	if p.Gen, err = d.seq(); err != nil {
+		return err
+	}
+	if err = d.view(&p.View); err != nil {
+		return err
+	}
+	if p.Inc, err = d.uint(); err != nil {
+		return err
+	}
+	return d.left(&p.Members)
 }
 
 func (d *Decoder) commit(m *ViewCommit) (err error) {
@@ -396,7 +443,11 @@ func (d *Decoder) commit(m *ViewCommit) (err error) {
 	if err = d.left(&m.Left); err != nil {
 		return err
 	}
-	return d.viewCuts(&m.Cuts)
+	if err = d.viewCuts(&m.Cuts); err != nil {
+		return err
+	}
+	m.Primary, err = d.seq()
+	return err
 }
 
 func (d *Decoder) refuse(m *Refuse) (err error) {
