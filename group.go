@@ -51,6 +51,11 @@ var (
 	// ErrNotInView: the node has no view (it has not joined yet, or it
 	// left).
 	ErrNotInView = membership.ErrNotInView
+	// ErrNotPrimary: a total or safe message sent in a view that is not
+	// the primary component (config quorum; View.Primary). The message is
+	// not sent; FIFO messages still go. Send again once a primary view is
+	// installed (a ViewChanged event with View.Primary).
+	ErrNotPrimary = membership.ErrNotPrimary
 	// ErrTooLarge: the payload exceeds max_message_size.
 	ErrTooLarge = errors.New("huddle: payload too large")
 	// ErrClosed: the group was left, or the node stopped (refused by the
@@ -373,7 +378,9 @@ func (s *Service) Events() <-chan Event {
 // included, delivered in the given order. It returns the message's
 // sequence number once the node has sent it. While the send window is
 // full, or a view change holds sends, it waits, until ctx ends. It fails
-// with ErrTooLarge, ErrNotInView or ErrClosed. The payload is copied.
+// with ErrTooLarge, ErrNotInView or ErrClosed, and a total or safe message
+// with ErrNotPrimary in a view that is not the primary component. The
+// payload is copied.
 func (s *Service) Multicast(ctx context.Context, payload []byte, order Order) (uint64, error) {
 	return s.send(ctx, payload, order, 0)
 }
@@ -462,7 +469,7 @@ func (s *Service) nameBytes() []byte {
 func (g *Group) View() View {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return View{ID: g.view.ID, Members: append([]Member(nil), g.view.Members...)}
+	return View{ID: g.view.ID, Members: append([]Member(nil), g.view.Members...), Primary: g.view.Primary}
 }
 
 // Leader returns the leader the group's election chose, as this node

@@ -90,7 +90,7 @@ func (r *initiator) fixCut(now time.Time, q Quorum) {
 	for _, x := range r.members {
 		reports = append(reports, r.states[x.ID].Known)
 	}
-	r.primary = q.decide(memberIDs(r.members), reports, r.left)
+	r.primary = q.decide(r.members, reports, r.left)
 	r.phase, r.phaseAt = wire.FlushCut, now
 }
 

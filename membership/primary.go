@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -30,10 +31,11 @@ type Quorum struct {
 	// Expected is the number of nodes of the group. QuorumStatic: a view
 	// is primary with more than Expected/2 members. QuorumMajority: a view
 	// of Expected members is primary whatever came before (no other view
-	// can exist then), and so is, at first start (no member knows of a
-	// primary view), a view of Expected members, or of more than half of
-	// them without WaitForAll. Required by both; never more than Expected
-	// nodes may run, or two views could both count.
+	// can exist then), and it takes one to begin: at first start (no
+	// member knows of a primary view), or once restarts took more than
+	// half of the last primary view (a restarted node knows nothing).
+	// Required by both; never more than Expected nodes may run, or two
+	// views could both count.
 	Expected int
 	// TieBreaker decides an even split: a view of exactly half of the
 	// reference (Expected for QuorumStatic; the last primary view, less
@@ -41,7 +43,8 @@ type Quorum struct {
 	// this node ID. 0: the reference's lowest ID (QuorumMajority), no
 	// half wins (QuorumStatic).
 	TieBreaker uint64
-	// WaitForAll makes the first primary view wait for all Expected nodes.
+	// WaitForAll makes the first primary view of QuorumStatic wait for
+	// all Expected nodes (QuorumMajority always does).
 	WaitForAll bool
 }
 
@@ -88,7 +91,7 @@ func (k *known) attempt(gen uint64, v wire.ViewID, inc uint64, members []wire.Me
 		k.full = true
 		return
 	}
-	k.attempts = append(k.attempts, wire.PrimaryView{Gen: gen, View: v, Inc: inc, Members: memberIDs(members)})
+	k.attempts = append(k.attempts, wire.PrimaryView{Gen: gen, View: v, Inc: inc, Members: slices.Clone(members)})
 }
 
 // installed records the view installed now: a primary one ends every
@@ -97,7 +100,7 @@ func (k *known) installed(gen uint64, v View) {
 	if gen == 0 {
 		return
 	}
-	k.last = wire.PrimaryView{Gen: gen, View: v.ID, Inc: v.Members[0].Inc, Members: v.IDs()}
+	k.last = wire.PrimaryView{Gen: gen, View: v.ID, Inc: v.Members[0].Inc, Members: slices.Clone(v.Members)}
 	k.attempts, k.full = nil, false
 }
 
@@ -106,12 +109,19 @@ func (k *known) installed(gen uint64, v View) {
 // knows (reports; a full list of attempts counts as unknown) and the
 // members that left gracefully in this change.
 //
+// Members count by incarnation: a node that restarted lost what it knew,
+// and counts in no view of its earlier life (else, with what it forgot
+// missing, two sides could each hold a majority of a different last
+// view). It counts again from the first primary view it is in; a group
+// whose last primary view lost a majority to restarts waits for every
+// expected node.
+//
 // The references a view must hold a quorum of: the newest primary view
 // any member installed (every one of that generation, should two members
 // report two), and every attempt at that generation or above. Older
 // attempts were settled by a newer primary view, which held a quorum of
 // them or of a view that did.
-func (q Quorum) decide(members []uint64, reports []wire.Known, left []uint64) uint64 {
+func (q Quorum) decide(members []wire.Member, reports []wire.Known, left []uint64) uint64 {
 	var last, top uint64 // the newest primary view installed, and the highest generation known
 	full := false
 	for _, k := range reports {
@@ -127,9 +137,13 @@ func (q Quorum) decide(members []uint64, reports []wire.Known, left []uint64) ui
 		return top + 1 // every node is here: no other view can be
 	case full:
 		return 0
-	case top == 0 && q.WaitForAll:
-		return 0 // first start: wait for every node
-	case q.Policy == QuorumStatic || top == 0:
+	case top == 0 && (q.WaitForAll || q.Policy == QuorumMajority):
+		// First start: wait for every node. A majority policy must: a
+		// node that restarted knows nothing, and the last primary view
+		// may have shrunk to fewer than half of the nodes, so that more
+		// than half of them, all fresh, could not tell it exists.
+		return 0
+	case q.Policy == QuorumStatic:
 		if !quorate(members, q.Expected, nil, q.TieBreaker) {
 			return 0
 		}
@@ -148,39 +162,47 @@ func (q Quorum) decide(members []uint64, reports []wire.Known, left []uint64) ui
 	return top + 1
 }
 
-// without returns ids less those in left, as a new slice.
-func without(ids, left []uint64) []uint64 {
-	out := make([]uint64, 0, len(ids))
-	for _, id := range ids {
-		if !slices.Contains(left, id) {
-			out = append(out, id)
+// without returns ms less the IDs in left, as a new slice.
+func without(ms []wire.Member, left []uint64) []wire.Member {
+	out := make([]wire.Member, 0, len(ms))
+	for _, x := range ms {
+		if !slices.Contains(left, x.ID) {
+			out = append(out, x)
 		}
 	}
 	return out
 }
 
 // quorate reports whether members hold a majority of the reference: of
-// ref's IDs when ref is not nil (an empty ref, everyone having left
-// gracefully, is held by anyone), else of n nodes. Exactly half
-// wins when it holds tie, or with tie 0 and a ref, the ref's lowest ID.
-func quorate(members []uint64, n int, ref []uint64, tie uint64) bool {
+// ref's members, by incarnation, when ref is not nil (an empty ref,
+// everyone having left gracefully, is held by anyone), else of n nodes.
+// Exactly half wins when it holds the node tie (of ref's incarnation), or
+// with tie 0 and a ref, the ref's lowest ID.
+func quorate(members []wire.Member, n int, ref []wire.Member, tie uint64) bool {
 	have := len(members)
+	in := func(id uint64) bool {
+		return slices.ContainsFunc(members, func(x wire.Member) bool { return x.ID == id })
+	}
 	if ref != nil {
 		n, have = len(ref), 0
-		for _, id := range ref {
-			if slices.Contains(members, id) {
+		for _, x := range ref {
+			if slices.Contains(members, x) {
 				have++
 			}
 		}
 		if tie == 0 && n > 0 {
-			tie = slices.Min(ref)
+			tie = slices.MinFunc(ref, func(a, b wire.Member) int { return cmp.Compare(a.ID, b.ID) }).ID
+		}
+		in = func(id uint64) bool {
+			i := slices.IndexFunc(ref, func(x wire.Member) bool { return x.ID == id })
+			return i >= 0 && slices.Contains(members, ref[i])
 		}
 	}
 	switch {
 	case n == 0 || 2*have > n:
 		return true
 	case 2*have == n && tie != 0:
-		return slices.Contains(members, tie) && (ref == nil || slices.Contains(ref, tie))
+		return in(tie)
 	}
 	return false
 }

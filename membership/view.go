@@ -82,7 +82,9 @@ func (v View) String() string {
 }
 
 // clone returns a copy that shares nothing with v.
-func (v View) clone() View { return View{ID: v.ID, Members: slices.Clone(v.Members), Primary: v.Primary} }
+func (v View) clone() View {
+	return View{ID: v.ID, Members: slices.Clone(v.Members), Primary: v.Primary}
+}
 
 // flushID orders flushes: a participant follows the highest it has seen.
 // The initiator breaks ties between flushes of the same epoch and attempt.

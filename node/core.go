@@ -66,7 +66,7 @@ type CoreOptions struct {
 // each machine's from config (Config.Membership, Election.Options,
 // Mutex.Options), and this start's incarnation and seed.
 func CoreOptionsFrom(c config.Config, inc, seed uint64) CoreOptions {
-	o := CoreOptions{Group: c.Group, Membership: c.Membership(), Election: c.Election.Options(), Lock: c.Mutex.Options(), Seed: seed,
+	o := CoreOptions{Group: c.Group, Membership: c.Membership(), Election: c.Election.Options(), Lock: c.LockOptions(), Seed: seed,
 		Drop: Drop{Rate: c.Drop.Rate, From: c.Drop.From, Seed: c.Drop.Seed, Burst: c.Drop.Burst}, TraceSends: c.TraceDeliveries}
 	o.Membership.Engine.Self, o.Membership.Engine.Inc = c.ID, inc
 	return o
@@ -446,14 +446,14 @@ func (c *Core) viewChanged(now time.Time, v membership.View) {
 	c.view = k
 	ids := v.IDs()
 	c.election.setView(now, v.ID, ids)
-	c.lock.setView(now, v.ID, ids, c.membership)
+	c.lock.setView(now, v.ID, ids, v.Primary, c.membership)
 	c.probe.out.clear()
 }
 
 // heard tells the lock, in quorum mode, that a datagram of node id was
 // taken just now (the lease counts on it).
 func (c *Core) heard(id uint64) {
-	if c.lock.quorum > 0 {
+	if c.lock.leased {
 		c.lock.heard(id, c.membership)
 	}
 }
@@ -524,7 +524,12 @@ func (c *Core) Ready() Ready {
 // Multicast sends a message to the view (see membership.Machine.Multicast):
 // it fails with multicast.ErrWindowFull while the send window is full, and
 // with membership.ErrBlocked or ErrNotInView while there is no view to send in.
+// Total and safe messages need the primary component: in a view that is
+// not primary they fail with membership.ErrNotPrimary.
 func (c *Core) Multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
+	if order != wire.FIFO && c.membership.Sending() && c.membership.Primary() == 0 {
+		return 0, membership.ErrNotPrimary
+	}
 	var view wire.ViewID
 	if c.opt.TraceSends {
 		view = c.membership.View().ID // View copies the members: only when logged

@@ -64,6 +64,15 @@ func (n *Node) logVersion(v VersionSeen) {
 			v.From, v.Addr.Addr(), v.Version, wire.Version)
 }
 
+// notPrimary is what view.installed's message adds for a view that is
+// not the primary component.
+func notPrimary(gen uint64) string {
+	if gen > 0 {
+		return ""
+	}
+	return " (not primary: total and safe sends and the lock wait for a primary view)"
+}
+
 func (n *Node) logMembership(ev *membership.Event) {
 	switch ev.Kind {
 	case membership.Delivered:
@@ -76,7 +85,8 @@ func (n *Node) logMembership(ev *membership.Event) {
 			Uints64(logs.MembersKey, ev.View.IDs()).Uints64(logs.JoinedKey, orEmpty(ev.Joined)).
 			Uints64(logs.LeftKey, orEmpty(ev.Left)).Uints64(logs.CrashedKey, orEmpty(ev.Crashed)).
 			Int64(logs.FlushMsKey, ev.Flush.Milliseconds()).Str(logs.PriorKey, ev.Prior.String()).
-			Msgf("view %s installed", ev.View)
+			Bool(logs.PrimaryKey, ev.Primary > 0).Uint64(logs.GenerationKey, ev.Primary).
+			Msgf("view %s installed%s", ev.View, notPrimary(ev.Primary))
 		if ev.Flush > 0 {
 			n.hist.Flush.Add(ev.Flush)
 		}

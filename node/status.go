@@ -25,7 +25,11 @@ type Status struct {
 	State       string   `json:"state"` // see State
 	View        string   `json:"view"`  // "epoch.coordinator"; "0.0" before the first view
 	Coordinator uint64   `json:"coordinator"`
-	Members     []Member `json:"members"`      // oldest first; the first coordinates
+	Members     []Member `json:"members"` // oldest first; the first coordinates
+	// Primary marks a view of the primary component (always, with quorum
+	// off); Quorum is the policy: off, majority or static.
+	Primary     bool     `json:"primary"`
+	Quorum      string   `json:"quorum"`
 	Peers       []uint64 `json:"peers"`        // live peers heard, members or not
 	Leader      uint64   `json:"leader"`       // the elected leader this node knows; 0 = none yet
 	LeaderRound uint64   `json:"leader_round"` // the election round that chose it
@@ -84,7 +88,7 @@ func (n *Node) status() Status {
 	s := Status{
 		ID: c.ID, Incarnation: n.o.Inc, Group: c.Group, Addr: c.Addr, Iface: c.Iface,
 		Src: n.o.Transport.LocalAddr().String(), State: n.core.State(), View: v.ID.String(),
-		Coordinator: v.Coordinator(), Members: make([]Member, len(v.Members)),
+		Coordinator: v.Coordinator(), Members: make([]Member, len(v.Members)), Primary: v.Primary, Quorum: c.QuorumPolicy(),
 		Peers: orEmpty(n.core.Peers()), Counters: n.counters(),
 	}
 	h := n.hist

@@ -86,6 +86,8 @@ const (
 	CrashedKey                = "crashed"
 	FlushMsKey                = "flush_ms"
 	PriorKey                  = "prior"
+	PrimaryKey                = "primary"    // view.installed: the view is the primary component
+	GenerationKey             = "generation" // view.installed: its generation as the primary component (0: not primary)
 	EpochKey                  = "epoch"
 	AttemptKey                = "attempt"
 	ProposedKey               = "proposed"

@@ -427,7 +427,7 @@ func (d *Decoder) primaryView(p *PrimaryView) (err error) {
 	if p.Inc, err = d.uint(); err != nil {
 		return err
 	}
-	return d.left(&p.Members)
+	return d.members(&p.Members)
 }
 
 func (d *Decoder) commit(m *ViewCommit) (err error) {

@@ -198,8 +198,7 @@ func (e *Encoder) known(k *Known) {
 func (e *Encoder) primaryView(p *PrimaryView) {
 	e.array(primaryViewFields)
 	e.uints(p.Gen, p.View.Epoch, p.View.Coord, p.Inc)
-	e.array(len(p.Members))
-	e.uints(p.Members...)
+	e.members(p.Members)
 }
 
 func (e *Encoder) viewCuts(vs []ViewCut) {

@@ -101,14 +101,14 @@ type FlushOK struct {
 }
 
 // PrimaryView is a primary view, or an attempt at one: [generation, epoch,
-// coordinator, coordinator incarnation, [member id, ...]]. Generations
+// coordinator, coordinator incarnation, [member, ...]]. Generations
 // count the primary views: each is one more than the last primary its
 // members knew. A zero Gen is none.
 type PrimaryView struct {
 	Gen     uint64
 	View    ViewID
 	Inc     uint64
-	Members []uint64
+	Members []Member
 }
 
 const primaryViewFields = 5

@@ -35,7 +35,7 @@ func normalizeMembership(e *Envelope, out *Envelope) {
 	case KindFlushOK:
 		out.FlushOK = e.FlushOK
 		out.FlushOK.Has = append([]Cut{}, e.FlushOK.Has...)
-		pv := func(p PrimaryView) PrimaryView { p.Members = append([]uint64{}, p.Members...); return p }
+		pv := func(p PrimaryView) PrimaryView { p.Members = append([]Member{}, p.Members...); return p }
 		out.FlushOK.Known.Last = pv(e.FlushOK.Known.Last)
 		out.FlushOK.Known.Attempts = []PrimaryView{}
 		for _, a := range e.FlushOK.Known.Attempts {

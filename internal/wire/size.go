@@ -179,7 +179,7 @@ func knownSize(k *Known) int {
 }
 
 func primaryViewSize(p *PrimaryView) int {
-	return arraySize(primaryViewFields) + uintsSize(p.Gen, p.View.Epoch, p.View.Coord, p.Inc) + arraySize(len(p.Members)) + uintsSize(p.Members...)
+	return arraySize(primaryViewFields) + uintsSize(p.Gen, p.View.Epoch, p.View.Coord, p.Inc) + membersSize(p.Members)
 }
 
 func settingsSize(ss []Setting) int {
