@@ -141,7 +141,7 @@ func (s *schedule) fault() {
 		s.w.Do(id, func(m sim.Machine) { coreOf(m).Leave(s.w.Now()) })
 		s.gone[id] = true
 		s.note("leave %d", id)
-	case k == 5 && s.maxID < 10 && !s.quorum.On():
+	case k == 5 && s.maxID < 10 && s.quorum.Policy == "":
 		s.note("join %d", s.add())
 	case k == 6:
 		id := pick()

@@ -157,7 +157,7 @@ func (n *Node) counters() Counters {
 		{"stale_incarnation", ms.StaleInc}, {"unhandled", ms.Unhandled}, {"peers", ms.Peers},
 		{"strangers", ms.Strangers}, {"strangers_evicted", ms.PeersEvicted}, {"strangers_unannounced", ms.PeersUnannounced},
 		{"foreign_data", ms.ForeignData}, {"nacks_refused", ms.NackRefused}, {"repairs_over_budget", ms.RepairBudget},
-		{"future_incarnation", ms.FutureInc},
+		{"future_incarnation", ms.FutureInc}, {"data_unplaced", ms.Unplaced},
 		{"msgs_sent", ms.MsgsSent}, {"bytes_sent", ms.BytesSent}, {"data_datagrams", ms.DataDatagrams},
 		{"msgs_delivered", ms.MsgsDelivered}, {"bytes_delivered", ms.BytesDelivered}, {"protocol_msgs", cs.ProtocolMsgs}, {"app_delivered", cs.AppDelivered}, {"for_others", gs.ForOthers},
 		{"duplicates", ms.Duplicates}, {"gaps_detected", ms.GapsDetected}, {"gaps_recovered", ms.GapsRecovered},

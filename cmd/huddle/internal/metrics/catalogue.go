@@ -88,6 +88,7 @@ var catalogue = map[string]spec{
 	"nacks_refused":         counter("huddle_nacks_refused", "NACKs from outside the view, not answered."),
 	"repairs_over_budget":   counter("huddle_repairs_over_budget", "Repairs not sent: over the NACK's share or the requester's byte budget."),
 	"future_incarnation":    counter("huddle_datagrams_future_incarnation", "Datagrams whose incarnation lies more than 10 minutes ahead, dropped."),
+	"data_unplaced":         counter("huddle_data_unplaced", "Data of a node proposed by a flush, taken before the view placed its stream: held until it does."),
 	"msgs_sent":             counter("huddle_messages_sent", "Messages this node multicast."),
 	"bytes_sent":            counter("huddle_messages_sent_bytes", "Payload bytes of the messages this node multicast."),
 	"data_datagrams":        counter("huddle_data_datagrams_sent", "Datagrams that carried this node's messages."),
