@@ -84,15 +84,17 @@ func allAlive(w *sim.World, v membership.View) bool {
 // restarts, graceful leaves, stalls, loss up to 20 %, and crashes in the
 // middle of flushes. After every step the primary views form one chain;
 // at the end a view of every node is primary, and its members deliver in
-// it. HUDDLE_TEST_SOAK=1 runs ten times as many (1,000 seeds per policy in
-// go test).
+// it. 300 seeds per policy; HUDDLE_TEST_SOAK=1 runs ten times as many.
+// The two policies run in parallel (the simulator is one goroutine).
 func TestPrimaryViewsUnderFaults(t *testing.T) {
-	seeds := 500
+	t.Parallel()
+	seeds := 300
 	if testing.Short() {
 		seeds = 30
 	}
 	for _, policy := range []string{membership.QuorumMajority, membership.QuorumStatic} {
 		t.Run(policy, func(t *testing.T) {
+			t.Parallel()
 			runs, compared := 0, 0
 			testutil.ForSeeds(t, seeds, func(t *testing.T, seed int64) {
 				s := newScheduleQ(t, seed, policy)
