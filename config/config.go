@@ -117,6 +117,12 @@ type Config struct {
 	// quorum_expected nodes (Corosync's wait_for_all).
 	QuorumWaitForAll bool `toml:"quorum_wait_for_all"`
 
+	// StateMaxSize bounds a replicated service's snapshot, and the
+	// messages a member behind holds back while it waits for one, in
+	// bytes: 4096 to 1 TiB, default 1 GiB (state transfer, the Group
+	// API's Replicated).
+	StateMaxSize int `toml:"state_max_size"`
+
 	// StatsInterval is the interval between node.stats log events. LAN
 	// default 10s, local 2s. 0 logs stats only at exit.
 	StatsInterval Duration `toml:"stats_interval"`
@@ -519,6 +525,7 @@ func LAN() Config {
 		SuspectTimeout: Duration(400 * time.Millisecond),
 		JoinTimeout:    Duration(500 * time.Millisecond),
 		Quorum:         "off",
+		StateMaxSize:   1 << 30,
 		StatsInterval:  Duration(10 * time.Second),
 		SendWindow:     multicast.DefaultWindow,
 		MaxMessageSize: multicast.DefaultMaxMessage,

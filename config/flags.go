@@ -51,6 +51,7 @@ var usage = map[string]string{
 	"quorum_expected":              "the group's number of `nodes`, 1 to 1024, for quorum majority and static; never run more",
 	"quorum_tie_breaker":           "node `ID` whose half wins an even split; 0: the last primary view's lowest ID (majority), none (static)",
 	"quorum_wait_for_all":          "the first primary view waits for all quorum_expected nodes",
+	"state_max_size":               "largest snapshot of a replicated service, and what a member waiting for one holds back, in `bytes`, 4096 to 1 TiB",
 	"stats_interval":               "`interval` between node.stats events; 0 logs them only at exit",
 	"send_window":                  "most unstable own `messages` before sending blocks, 16 to 1048576",
 	"max_message_size":             "largest message in `bytes`, sent in fragments when over one datagram, 1 to 16 MiB",

@@ -472,6 +472,7 @@ func everything() Config {
 		QuorumExpected:   5,
 		QuorumTieBreaker: 3,
 		QuorumWaitForAll: true,
+		StateMaxSize:     1 << 20,
 		StatsInterval:    0,
 		SendWindow:       128,
 		MaxMessageSize:   65536,

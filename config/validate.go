@@ -81,6 +81,7 @@ func (c *Config) problems() []error {
 		checkBullyTimeouts(c),
 		oneOf("quorum", "a quorum policy", c.Quorum, "off", "majority", "static"),
 		checkQuorum(*c),
+		inRange("state_max_size", c.StateMaxSize, 4096, 1<<40),
 		inRange("mutex.quorum", c.Mutex.Quorum, 0, 1024),
 		oneOf("mutex.algorithm", "a lock algorithm", c.Mutex.Algorithm, "ra", "central", "token"),
 		quorumWithRA(c.Mutex),

@@ -26,6 +26,7 @@ type initiator struct {
 	resendAt time.Time
 	cutFails map[uint64]int // attempts in which a member did not confirm the cut
 	primary  uint64         // the proposal's generation as the primary component, fixed with the cut (0: not primary)
+	behind   []uint64       // the members whose replicated state is not the group's, fixed with the cut
 }
 
 func newInitiator(id flushID, members []wire.Member, left []uint64) *initiator {
@@ -91,6 +92,7 @@ func (r *initiator) fixCut(now time.Time, q Quorum) {
 		reports = append(reports, r.states[x.ID].Known)
 	}
 	r.primary = q.decide(r.members, reports, r.left)
+	r.behind = behindOf(r.members, r.states)
 	r.phase, r.phaseAt = wire.FlushCut, now
 }
 
@@ -151,7 +153,7 @@ func sortedCuts(byView map[priorView]map[uint64]uint64) []wire.ViewCut {
 // commit is the view commit, once every participant holds the cut: each
 // member's stream begins after the last it reported sending.
 func (r *initiator) commit() wire.ViewCommit {
-	c := wire.ViewCommit{Epoch: r.id.Epoch, Attempt: r.id.Attempt, Cuts: r.cuts, Primary: r.primary}
+	c := wire.ViewCommit{Epoch: r.id.Epoch, Attempt: r.id.Attempt, Cuts: r.cuts, Primary: r.primary, Behind: r.behind}
 	for _, x := range r.members {
 		c.Members = append(c.Members, wire.ViewMember{ID: x.ID, Inc: x.Inc, Next: r.states[x.ID].Sent + 1})
 	}

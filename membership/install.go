@@ -26,6 +26,8 @@ func (m *Machine) install(now time.Time, c *wire.ViewCommit, coord uint64) {
 	}
 	ev := m.changes(now, prior, next, c.Left)
 	m.setPrimary(c.Primary, &next, &ev)
+	next.Behind, ev.View.Behind = slices.Clone(c.Behind), slices.Clone(c.Behind)
+	m.behind = m.opt.Replicated && (m.behind || slices.Contains(c.Behind, m.self))
 	m.setView(now, next, c.Members, prior)
 	m.coord.installed(coord == m.self && len(ev.Joined) > 0)
 	if !m.changeFrom.IsZero() {
@@ -121,7 +123,10 @@ func (m *Machine) setEngineView(now time.Time, v View, starts []wire.ViewMember,
 func (m *Machine) installAlone(now time.Time, ev Event) {
 	prior := m.view
 	v := View{ID: wire.ViewID{Epoch: m.nextEpoch(), Coord: m.self}, Members: []wire.Member{{ID: m.self, Inc: m.inc}}}
-	m.setPrimary(m.opt.Quorum.decide([]wire.Member{{ID: m.self, Inc: m.inc}}, []wire.Known{m.known.wire()}, nil), &v, &ev)
+	m.setPrimary(m.opt.Quorum.decide([]wire.Member{{ID: m.self, Inc: m.inc}}, []wire.Known{m.known.wire(m.behind)}, nil), &v, &ev)
+	if m.behind { // alone: its state becomes the group's (View.Provider)
+		v.Behind, ev.View.Behind = []uint64{m.self}, []uint64{m.self}
+	}
 	ev.Kind, ev.View = ViewInstalled, v.clone()
 	m.setView(now, v, []wire.ViewMember{{ID: m.self, Inc: m.inc, Next: m.engine.Received(m.self, m.inc) + 1}}, prior)
 	m.emit(ev)

@@ -30,6 +30,10 @@ type Options struct {
 	MessageSize int
 	// Quorum decides which views are primary (off: all of them).
 	Quorum Quorum
+	// Replicated says the node keeps replicated state (state transfer,
+	// docs/design.md "State transfer"): it starts behind the group, until
+	// SetCurrent.
+	Replicated bool
 }
 
 // Setting is one protocol-relevant setting, by its configuration key.
@@ -163,6 +167,7 @@ type Machine struct {
 	outsiders limiter           // events about nodes outside the view (refusals, peers seen and lost)
 	primary   uint64            // the installed view's generation as the primary component, 0: not primary
 	known     known             // what this node knows of the primary component
+	behind    bool              // its replicated state is not the group's yet (Options.Replicated)
 
 	// The roles, each a type that owns its state, in a file of its own
 	// with the Machine's side of it: the coordinator (every member keeps
@@ -234,8 +239,8 @@ func New(opt Options, now time.Time) *Machine {
 		startedAt: now, joinAt: now.Add(eo.Heartbeat),
 		heard:  newHeardTable(eo.SuspectTimeout),
 		starts: map[uint64]uint64{}, broken: map[uint64]bool{}, suspects: map[uint64]uint64{},
-		settings: hashSettings(opt.Settings),
-		coord:    newCoordinator(eo.Self, eo.SuspectTimeout, opt.Settings),
+		settings: hashSettings(opt.Settings), behind: opt.Replicated,
+		coord: newCoordinator(eo.Self, eo.SuspectTimeout, opt.Settings),
 	}
 	m.orderer = newOrderer(m.self, m.engine, &m.stats)
 	m.engine.SetMembers([]wire.Member{}) // nobody counts for stability before a view
@@ -286,6 +291,14 @@ func (m *Machine) Heard(id uint64) (wire.ViewID, time.Time) {
 // component (docs/design.md, "Primary views"), 0 when it is not primary.
 // Without a quorum policy every view is primary.
 func (m *Machine) Primary() uint64 { return m.primary }
+
+// SetCurrent tells the machine that the node's replicated state is the
+// group's: a state transfer finished (or this node's state was declared
+// the group's). Its next flush reports say so.
+func (m *Machine) SetCurrent() { m.behind = false }
+
+// Behind reports whether the node's replicated state is not the group's.
+func (m *Machine) Behind() bool { return m.behind }
 
 // Left reports whether the node is done: it left, or was refused.
 func (m *Machine) Left() bool { return m.state == gone }

@@ -108,7 +108,7 @@ func (p *participant) confirmation(now time.Time, retry time.Duration, settings 
 // accept keeps its own copy of the flush's commit.
 func (p *participant) accept(c *wire.ViewCommit) {
 	p.commit = &wire.ViewCommit{Epoch: c.Epoch, Attempt: c.Attempt,
-		Members: slices.Clone(c.Members), Left: slices.Clone(c.Left), Cuts: cloneCuts(c.Cuts), Primary: c.Primary}
+		Members: slices.Clone(c.Members), Left: slices.Clone(c.Left), Cuts: cloneCuts(c.Cuts), Primary: c.Primary, Behind: slices.Clone(c.Behind)}
 }
 
 // expired reports whether this node gives the flush up at now: its
@@ -138,7 +138,7 @@ func (p *participant) deadline(self uint64, st time.Duration) time.Time {
 
 // cloneKnown returns a copy of k that shares nothing with it.
 func cloneKnown(k wire.Known) wire.Known {
-	c := wire.Known{Last: k.Last, Attempts: make([]wire.PrimaryView, len(k.Attempts))}
+	c := wire.Known{Last: k.Last, Attempts: make([]wire.PrimaryView, len(k.Attempts)), Behind: k.Behind}
 	c.Last.Members = slices.Clone(k.Last.Members)
 	for i, a := range k.Attempts {
 		c.Attempts[i] = a
@@ -271,7 +271,7 @@ func (m *Machine) sendReport() {
 	for _, x := range m.view.Members {
 		has = append(has, wire.Cut{ID: x.ID, Seq: m.engine.Received(x.ID, x.Inc)})
 	}
-	ok := m.participant.makeReport(m.settings, m.engine.Received(m.self, m.inc), has, m.known.wire())
+	ok := m.participant.makeReport(m.settings, m.engine.Received(m.self, m.inc), has, m.known.wire(m.behind))
 	m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindFlushOK}, FlushOK: ok})
 }
 

@@ -79,7 +79,60 @@ type known struct {
 	full     bool // an attempt did not fit: views with this node are primary only with every expected node
 }
 
-func (k *known) wire() wire.Known { return wire.Known{Last: k.last, Attempts: k.attempts} }
+func (k *known) wire(behind bool) wire.Known {
+	return wire.Known{Last: k.last, Attempts: k.attempts, Behind: behind}
+}
+
+// behindOf lists the members whose replicated state is not the group's,
+// from their reports (states[members[i]]). The group's state is that of
+// the first member that is not behind and whose last primary view is the
+// newest any of them installed; it is shared by the members that say the
+// same and come from the same view (virtual synchrony: those that went
+// from one view to the next delivered the same messages in it). The
+// others are behind: a node that restarted, the other side of a merge,
+// and a member that took part in the newest primary view but left it for
+// another view than the provider did (the end of a view may differ
+// between the sides of a partition).
+func behindOf(members []wire.Member, states map[uint64]wire.FlushOK) []uint64 {
+	var newest wire.PrimaryView
+	for _, x := range members {
+		if k := states[x.ID].Known; newer(k.Last, newest) {
+			newest = k.Last
+		}
+	}
+	var from *wire.FlushOK
+	for _, x := range members {
+		if s := states[x.ID]; !s.Known.Behind && sameView(s.Known.Last, newest) {
+			from = &s
+			break
+		}
+	}
+	var out []uint64
+	for _, x := range members {
+		s := states[x.ID]
+		if from == nil || s.Known.Behind || !sameView(s.Known.Last, newest) || s.Prior != from.Prior || s.PriorInc != from.PriorInc {
+			out = append(out, x.ID)
+		}
+	}
+	return out
+}
+
+// newer orders primary views by generation, then by view and its
+// coordinator's incarnation (two sides that each went on without a quorum
+// policy can both reach a generation).
+func newer(a, b wire.PrimaryView) bool {
+	switch {
+	case a.Gen != b.Gen:
+		return a.Gen > b.Gen
+	case a.View != b.View:
+		return b.View.Less(a.View)
+	}
+	return a.Inc > b.Inc
+}
+
+func sameView(a, b wire.PrimaryView) bool {
+	return a.Gen == b.Gen && a.View == b.View && a.Inc == b.Inc
+}
 
 // attempt records that this node confirms the cut of a proposal that will
 // be primary view gen.

@@ -481,3 +481,37 @@ func TestProposedNodesHeldDataAreDelivered(t *testing.T) {
 		t.Fatalf("delivered %v at the view, want %d and %d", got, base, base+1)
 	}
 }
+
+// A stream not placed yet is not reported in session messages: what it
+// holds may begin after the messages the view will hold it to, and a
+// report of them would let their source count them held everywhere and
+// drop them before this node could ask (TestStateUnderFaults found it: a
+// merged node's first state piece was lost for good).
+func TestUnplacedStreamsAreNotReported(t *testing.T) {
+	const base = 1 << 20
+	e := inView(t)
+	e.Expect(t0, []wire.Member{{ID: 1, Inc: 1}, {ID: 2, Inc: 5}, {ID: 3, Inc: 1}, {ID: 4, Inc: 9}})
+	e.Step(t0, addr2, data(4, 9, base+361))
+	reported := func(at time.Time) bool {
+		e.Tick(at)
+		for _, env := range e.TakeOutput() {
+			if env.Kind != wire.KindSession {
+				continue
+			}
+			for _, p := range env.Session.Peers {
+				if p.ID == 4 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if reported(t0.Add(hb)) {
+		t.Fatal("a session message reports the unplaced stream of node 4")
+	}
+	e.SetMembers([]wire.Member{{ID: 2, Inc: 5}, {ID: 3, Inc: 1}, {ID: 4, Inc: 9}})
+	e.Start(t0.Add(hb), 4, 9, base+359)
+	if !reported(t0.Add(3 * hb)) {
+		t.Fatal("once placed, node 4's stream is not reported")
+	}
+}

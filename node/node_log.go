@@ -64,6 +64,29 @@ func (n *Node) logVersion(v VersionSeen) {
 			v.From, v.Addr.Addr(), v.Version, wire.Version)
 }
 
+// logState logs a state transfer's event; StateWanted is the runtime's
+// to act on, not a log line.
+func (n *Node) logState(e *StateEvent) {
+	switch e.Kind {
+	case StateSent:
+		n.log.Info().Str(logs.EventKey, logs.StateSent).Str(logs.ServiceKey, e.Service).Str(logs.ViewKey, e.View.String()).
+			Uints64(logs.MembersKey, e.To).Int64(logs.BytesKey, e.Bytes).Str(logs.HashKey, e.HashHex()).
+			Int64(logs.DurationMsKey, e.Took.Milliseconds()).Msgf("state of %s sent to %v: %d bytes", e.Service, e.To, e.Bytes)
+	case StateInstalled:
+		n.log.Info().Str(logs.EventKey, logs.StateInstalled).Str(logs.ServiceKey, e.Service).Str(logs.ViewKey, e.View.String()).
+			Uint64(logs.FromKey, e.From).Int64(logs.BytesKey, e.Bytes).Str(logs.HashKey, e.HashHex()).
+			Int64(logs.DurationMsKey, e.Took.Milliseconds()).Int(logs.HeldKey, e.Held).
+			Msgf("state of %s installed from node %d: %d bytes, then %d messages held back", e.Service, e.From, e.Bytes, e.Held)
+	case StateCurrent:
+		n.log.Info().Str(logs.EventKey, logs.StateCurrent).Str(logs.ServiceKey, e.Service).Str(logs.ViewKey, e.View.String()).
+			Msgf("no member of view %s had the group's state of %s: this node's is", e.View, e.Service)
+	case StateFailed:
+		n.log.Warn().Str(logs.EventKey, logs.StateFailed).Str(logs.ServiceKey, e.Service).Str(logs.ViewKey, e.View.String()).
+			Uint64(logs.FromKey, e.From).Str(logs.ReasonKey, e.Reason).
+			Msgf("state transfer of %s failed: %s", e.Service, e.Reason)
+	}
+}
+
 // notPrimary is what view.installed's message adds for a view that is
 // not the primary component.
 func notPrimary(gen uint64) string {

@@ -132,6 +132,7 @@ func (n *Node) counters() Counters {
 	ss := n.core.SealStats()
 	gs := n.core.MembershipStats()
 	es, edropped := n.core.ElectionStats()
+	st := n.core.StateStats()
 	ls, ldropped := n.core.MutexStats()
 	return Counters{
 		{"views_installed", gs.ViewsInstalled},
@@ -182,6 +183,8 @@ func (n *Node) counters() Counters {
 		{"lock_stale", ls.Stale}, {"lock_bad", ls.Malformed + ls.Foreign + ls.OutOfBound + ls.Exhausted}, {"lock_dropped", ldropped},
 		{"lock_tokens_regenerated", ls.Regenerated}, {"lock_tokens_retired", ls.Retired},
 		{"probes_answered", n.core.probe.answered}, {"probe_bad", n.core.probe.bad}, {"probe_dropped", n.core.probe.out.dropped},
+		{"state_sent", st.Sent}, {"state_installed", st.Installed}, {"state_failed", st.Failed},
+		{"state_bytes_sent", st.BytesSent}, {"state_bytes_recv", st.BytesRecv}, {"state_bad", st.Bad}, {"state_discarded", st.Discarded},
 	}
 }
 

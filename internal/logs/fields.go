@@ -123,6 +123,11 @@ const (
 	SentKey       = "sent"
 	LateKey       = "late"
 
+	// state.*
+	BytesKey = "bytes"
+	HashKey  = "hash" // the first 16 bytes of the snapshot's SHA-256, in hex
+	HeldKey  = "held" // state.installed: the deliveries held back, handed out after it
+
 	// mutex.*
 	ClockKey     = "clock"
 	WaitMsKey    = "wait_ms"

@@ -391,7 +391,7 @@ func (d *Decoder) flushOK(m *FlushOK) (err error) {
 }
 
 func (d *Decoder) known(k *Known) error {
-	if _, err := d.arrayLen(2); err != nil {
+	if _, err := d.arrayLen(3); err != nil {
 		return err
 	}
 	if err := d.primaryView(&k.Last); err != nil {
@@ -410,7 +410,8 @@ func (d *Decoder) known(k *Known) error {
 			return err
 		}
 	}
-	return nil
+	k.Behind, err = d.bool()
+	return err
 }
 
 // primaryView reuses p's Members from an earlier decode.
@@ -446,8 +447,10 @@ func (d *Decoder) commit(m *ViewCommit) (err error) {
 	if err = d.viewCuts(&m.Cuts); err != nil {
 		return err
 	}
-	m.Primary, err = d.seq()
-	return err
+	if m.Primary, err = d.seq(); err != nil {
+		return err
+	}
+	return d.left(&m.Behind)
 }
 
 func (d *Decoder) refuse(m *Refuse) (err error) {
@@ -620,6 +623,19 @@ func (d *Decoder) uint() (uint64, error) {
 		return 0, d.fail("code %#x where an unsigned int belongs", c)
 	}
 	v, err := d.dec.DecodeUint64()
+	return v, d.wrap(err)
+}
+
+// bool reads a msgpack boolean, nothing else.
+func (d *Decoder) bool() (bool, error) {
+	c, err := d.dec.PeekCode()
+	if err != nil {
+		return false, d.wrap(err)
+	}
+	if c != 0xc2 && c != 0xc3 {
+		return false, d.fail("code %#x where a boolean belongs", c)
+	}
+	v, err := d.dec.DecodeBool()
 	return v, d.wrap(err)
 }
 

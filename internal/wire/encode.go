@@ -84,8 +84,10 @@ func bodyFields(env *Envelope) (int, error) {
 		return 3, nil
 	case KindRefuse:
 		return 5, nil
-	case KindFlush, KindView:
+	case KindFlush:
 		return 6, nil
+	case KindView:
+		return 7, nil
 	case KindChunk:
 		return 4, nil
 	case KindFlushOK:
@@ -184,15 +186,18 @@ func (e *Encoder) commit(c *ViewCommit) {
 	e.uints(c.Left...)
 	e.viewCuts(c.Cuts)
 	e.uints(c.Primary)
+	e.array(len(c.Behind))
+	e.uints(c.Behind...)
 }
 
 func (e *Encoder) known(k *Known) {
-	e.array(2)
+	e.array(3)
 	e.primaryView(&k.Last)
 	e.array(len(k.Attempts))
 	for i := range k.Attempts {
 		e.primaryView(&k.Attempts[i])
 	}
+	e.enc.EncodeBool(k.Behind)
 }
 
 func (e *Encoder) primaryView(p *PrimaryView) {

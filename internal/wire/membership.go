@@ -114,11 +114,14 @@ type PrimaryView struct {
 const primaryViewFields = 5
 
 // Known is what a member knows of the primary component: [last primary,
-// [attempt, ...]]. Attempts are the primary views it confirmed the cut of
-// since Last without seeing them installed: some member may have.
+// [attempt, ...], behind]. Attempts are the primary views it confirmed the
+// cut of since Last without seeing them installed: some member may have.
+// Behind says its replicated state is not yet the group's (a state
+// transfer to it has not finished).
 type Known struct {
 	Last     PrimaryView
 	Attempts []PrimaryView
+	Behind   bool
 }
 
 // MaxPrimaryAttempts bounds a Known's attempts.
@@ -126,7 +129,7 @@ const MaxPrimaryAttempts = 8
 
 // ViewCommit (KindView) installs the view (Epoch, the header's From):
 // [epoch, attempt, [viewmember, ...], [left id, ...], [viewcut, ...],
-// primary].
+// primary, [behind id, ...]].
 // Left lists the members that left gracefully; the others missing from the
 // new view crashed or were excluded.
 type ViewCommit struct {
@@ -136,6 +139,9 @@ type ViewCommit struct {
 	Left    []uint64
 	Cuts    []ViewCut
 	Primary uint64 // the view's generation as the primary component, 0: not primary
+	// Behind lists the members whose replicated state is not the group's:
+	// they take it by state transfer from the view's first other member.
+	Behind []uint64
 }
 
 // Refuse (KindRefuse) is the coordinator's answer to a joiner it will not

@@ -45,6 +45,7 @@ func normalizeMembership(e *Envelope, out *Envelope) {
 		out.Commit = e.Commit
 		out.Commit.Members = append([]ViewMember{}, e.Commit.Members...)
 		out.Commit.Left = append([]uint64{}, e.Commit.Left...)
+		out.Commit.Behind = append([]uint64{}, e.Commit.Behind...)
 		out.Commit.Cuts = vcs(e.Commit.Cuts)
 	case KindRefuse:
 		r := e.Refuse
@@ -168,11 +169,12 @@ func TestMembershipBounds(t *testing.T) {
 	b := raw(KindFlushOK, 11, func(e *Encoder) {
 		e.uints(8, 2, 3, 0, 7, 5, 1, 1<<32, 1)
 		e.array(0)
-		e.array(2)
+		e.array(3)
 		e.array(5)
 		e.uints(0, 0, 0, 0)
 		e.array(0)
 		e.array(0)
+		e.enc.EncodeBool(false)
 	})
 	if err := dec.Decode(b, NewEnvelope(1400)); !errors.Is(err, ErrMalformed) {
 		t.Errorf("33-bit settings hash: Decode = %v, want ErrMalformed", err)
@@ -218,7 +220,14 @@ func TestMembershipShapes(t *testing.T) {
 		}
 	}
 	view := func(members, left func(e *Encoder)) []byte {
-		return raw(KindView, 6, func(e *Encoder) { e.uints(8, 2); members(e); left(e); e.array(0); e.uints(0) })
+		return raw(KindView, 7, func(e *Encoder) {
+			e.uints(8, 2)
+			members(e)
+			left(e)
+			e.array(0)
+			e.uints(0)
+			e.array(0)
+		})
 	}
 	viewMember := func(fields int) func(e *Encoder) {
 		return func(e *Encoder) { e.array(1); e.array(fields); e.uints(make([]uint64, fields)...) }
@@ -228,16 +237,34 @@ func TestMembershipShapes(t *testing.T) {
 		return raw(KindJoin, 1, func(e *Encoder) { e.array(1); e.array(fields); e.uints(make([]uint64, fields)...); e.uints(0) })
 	}
 	bad := map[string][]byte{
-		"flush of 4 fields":         raw(KindFlush, 4, func(e *Encoder) { e.uints(8, 2, 1); e.array(0) }),
-		"flush of 5 fields":         raw(KindFlush, 5, func(e *Encoder) { e.uints(8, 2, 1); e.array(0); e.array(0) }),
-		"flush of 7 fields":         raw(KindFlush, 7, func(e *Encoder) { e.uints(8, 2, 1); e.array(0); e.array(0); e.uints(0, 0) }),
-		"view of 5 fields":          raw(KindView, 5, func(e *Encoder) { e.uints(8, 2); e.array(0); e.array(0); e.array(0) }),
-		"primary gen beyond MaxSeq": raw(KindView, 6, func(e *Encoder) { e.uints(8, 2); e.array(0); e.array(0); e.array(0); e.uints(MaxSeq) }),
-		"flush-ok of 10 fields":     raw(KindFlushOK, 10, func(e *Encoder) { e.uints(8, 2, 3, 0, 7, 5, 1, 1, 1); e.array(0) }),
+		"flush of 4 fields": raw(KindFlush, 4, func(e *Encoder) { e.uints(8, 2, 1); e.array(0) }),
+		"flush of 5 fields": raw(KindFlush, 5, func(e *Encoder) { e.uints(8, 2, 1); e.array(0); e.array(0) }),
+		"flush of 7 fields": raw(KindFlush, 7, func(e *Encoder) { e.uints(8, 2, 1); e.array(0); e.array(0); e.uints(0, 0) }),
+		"view of 5 fields":  raw(KindView, 5, func(e *Encoder) { e.uints(8, 2); e.array(0); e.array(0); e.array(0) }),
+		"primary gen beyond MaxSeq": raw(KindView, 7, func(e *Encoder) {
+			e.uints(8, 2)
+			e.array(0)
+			e.array(0)
+			e.array(0)
+			e.uints(MaxSeq)
+			e.array(0)
+		}),
+		"behind not a list": raw(KindView, 7, func(e *Encoder) { e.uints(8, 2); e.array(0); e.array(0); e.array(0); e.uints(1, 4) }),
+		"known's behind not a bool": raw(KindFlushOK, 11, func(e *Encoder) {
+			e.uints(8, 2, 3, 0, 7, 5, 1, 1, 1)
+			e.array(0)
+			e.array(3)
+			e.array(5)
+			e.uints(0, 0, 0, 0)
+			e.array(0)
+			e.array(0)
+			e.uints(1)
+		}),
+		"flush-ok of 10 fields": raw(KindFlushOK, 10, func(e *Encoder) { e.uints(8, 2, 3, 0, 7, 5, 1, 1, 1); e.array(0) }),
 		"primary attempts beyond the bound": raw(KindFlushOK, 11, func(e *Encoder) {
 			e.uints(8, 2, 3, 0, 7, 5, 1, 1, 1)
 			e.array(0)
-			e.array(2)
+			e.array(3)
 			e.array(5)
 			e.uints(0, 0, 0, 0)
 			e.array(0)
@@ -247,15 +274,17 @@ func TestMembershipShapes(t *testing.T) {
 				e.uints(1, 1, 1, 1)
 				e.array(0)
 			}
+			e.enc.EncodeBool(false)
 		}),
 		"primary view of 4 fields": raw(KindFlushOK, 11, func(e *Encoder) {
 			e.uints(8, 2, 3, 0, 7, 5, 1, 1, 1)
 			e.array(0)
-			e.array(2)
+			e.array(3)
 			e.array(4)
 			e.uints(0, 0, 0)
 			e.array(0)
 			e.array(0)
+			e.enc.EncodeBool(false)
 		}),
 		"leave of 2 fields":        raw(KindLeave, 2, func(e *Encoder) { e.uints(4, 77) }),
 		"member of 1 field":        flush(member(1), none),

@@ -159,7 +159,7 @@ func membershipSize(env *Envelope) int {
 	case KindView:
 		c := &env.Commit
 		return uintsSize(c.Epoch, c.Attempt) + viewMembersSize(c.Members) +
-			arraySize(len(c.Left)) + uintsSize(c.Left...) + viewCutsSize(c.Cuts) + uintSize(c.Primary)
+			arraySize(len(c.Left)) + uintsSize(c.Left...) + viewCutsSize(c.Cuts) + uintSize(c.Primary) + arraySize(len(c.Behind)) + uintsSize(c.Behind...)
 	case KindRefuse:
 		r := &env.Refuse
 		return uintsSize(r.Target, r.TargetInc) + nameSize(len(r.Setting)) + binSize(len(r.Ours)) + binSize(len(r.Theirs))
@@ -171,7 +171,7 @@ func membershipSize(env *Envelope) int {
 }
 
 func knownSize(k *Known) int {
-	n := arraySize(2) + primaryViewSize(&k.Last) + arraySize(len(k.Attempts))
+	n := arraySize(3) + primaryViewSize(&k.Last) + arraySize(len(k.Attempts)) + 1 // the bool
 	for i := range k.Attempts {
 		n += primaryViewSize(&k.Attempts[i])
 	}
