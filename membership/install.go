@@ -121,7 +121,7 @@ func (m *Machine) setEngineView(now time.Time, v View, starts []wire.ViewMember,
 func (m *Machine) installAlone(now time.Time, ev Event) {
 	prior := m.view
 	v := View{ID: wire.ViewID{Epoch: m.nextEpoch(), Coord: m.self}, Members: []wire.Member{{ID: m.self, Inc: m.inc}}}
-	m.setPrimary(m.opt.Quorum.decide([]wire.Member{{ID: m.self, Inc: m.inc}}, []wire.Known{m.known.wire()}, nil), &v, &ev)
+	m.setPrimary(m.opt.Quorum.decide([]wire.Member{{ID: m.self, Inc: m.inc}}, []wire.Known{m.known.wire(m.opt.Quorum)}, nil), &v, &ev)
 	ev.Kind, ev.View = ViewInstalled, v.clone()
 	m.setView(now, v, []wire.ViewMember{{ID: m.self, Inc: m.inc, Next: m.engine.Received(m.self, m.inc) + 1}}, prior)
 	m.emit(ev)

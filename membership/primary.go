@@ -79,7 +79,19 @@ type known struct {
 	full     bool // an attempt did not fit: views with this node are primary only with every expected node
 }
 
-func (k *known) wire() wire.Known { return wire.Known{Last: k.last, Attempts: k.attempts} }
+// wire is what a flush report carries of k. Only the majority policy
+// counts the members of the last primary view and of the attempts; the
+// others need the last view's identity alone, and a report stays within a
+// datagram (a view of 128 members by incarnation is 2 KiB, its attempts
+// up to eight times that: every member's report in pieces, every flush).
+func (k *known) wire(q Quorum) wire.Known {
+	if q.Policy == QuorumMajority {
+		return wire.Known{Last: k.last, Attempts: k.attempts}
+	}
+	last := k.last
+	last.Members = nil
+	return wire.Known{Last: last}
+}
 
 // attempt records that this node confirms the cut of a proposal that will
 // be primary view gen.
