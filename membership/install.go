@@ -123,7 +123,7 @@ func (m *Machine) setEngineView(now time.Time, v View, starts []wire.ViewMember,
 func (m *Machine) installAlone(now time.Time, ev Event) {
 	prior := m.view
 	v := View{ID: wire.ViewID{Epoch: m.nextEpoch(), Coord: m.self}, Members: []wire.Member{{ID: m.self, Inc: m.inc}}}
-	m.setPrimary(m.opt.Quorum.decide([]wire.Member{{ID: m.self, Inc: m.inc}}, []wire.Known{m.known.wire(m.behind)}, nil), &v, &ev)
+	m.setPrimary(m.opt.Quorum.decide([]wire.Member{{ID: m.self, Inc: m.inc}}, []wire.Known{m.known.wire(m.opt.Quorum, m.behind)}, nil), &v, &ev)
 	if m.behind { // alone: its state becomes the group's (View.Provider)
 		v.Behind, ev.View.Behind = []uint64{m.self}, []uint64{m.self}
 	}

@@ -271,7 +271,7 @@ func (m *Machine) sendReport() {
 	for _, x := range m.view.Members {
 		has = append(has, wire.Cut{ID: x.ID, Seq: m.engine.Received(x.ID, x.Inc)})
 	}
-	ok := m.participant.makeReport(m.settings, m.engine.Received(m.self, m.inc), has, m.known.wire(m.behind))
+	ok := m.participant.makeReport(m.settings, m.engine.Received(m.self, m.inc), has, m.known.wire(m.opt.Quorum, m.behind))
 	m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindFlushOK}, FlushOK: ok})
 }
 

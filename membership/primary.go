@@ -79,8 +79,18 @@ type known struct {
 	full     bool // an attempt did not fit: views with this node are primary only with every expected node
 }
 
-func (k *known) wire(behind bool) wire.Known {
-	return wire.Known{Last: k.last, Attempts: k.attempts, Behind: behind}
+// wire is what a flush report carries of k. Only the majority policy
+// counts the members of the last primary view and of the attempts; the
+// others need the last view's identity alone, and a report stays within a
+// datagram (a view of 128 members by incarnation is 2 KiB, its attempts
+// up to eight times that: every member's report in pieces, every flush).
+func (k *known) wire(q Quorum, behind bool) wire.Known {
+	if q.Policy == QuorumMajority {
+		return wire.Known{Last: k.last, Attempts: k.attempts, Behind: behind}
+	}
+	last := k.last
+	last.Members = nil
+	return wire.Known{Last: last, Behind: behind}
 }
 
 // behindOf lists the members whose replicated state is not the group's,
