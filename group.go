@@ -62,7 +62,8 @@ var (
 	// group, or its socket failed: see Group.Err).
 	ErrClosed = errors.New("huddle: group closed")
 	// ErrReserved: Multicast or Send on the service of the node's own
-	// election ("election"), lock ("mutex") or probe ("probe").
+	// election ("election"), lock ("mutex"), probe ("probe") or state
+	// transfer ("huddle.state").
 	ErrReserved = errors.New("huddle: the election's, the lock's and the probe's services are the node's own")
 	// ErrNotMember: Send to a node that is not a member of the view.
 	ErrNotMember = errors.New("huddle: not a member of the view")
