@@ -51,13 +51,19 @@ var (
 	// ErrNotInView: the node has no view (it has not joined yet, or it
 	// left).
 	ErrNotInView = membership.ErrNotInView
+	// ErrNotPrimary: a total or safe message sent in a view that is not
+	// the primary component (config quorum; View.Primary). The message is
+	// not sent; FIFO messages still go. Send again once a primary view is
+	// installed (a ViewChanged event with View.Primary).
+	ErrNotPrimary = membership.ErrNotPrimary
 	// ErrTooLarge: the payload exceeds max_message_size.
 	ErrTooLarge = errors.New("huddle: payload too large")
 	// ErrClosed: the group was left, or the node stopped (refused by the
 	// group, or its socket failed: see Group.Err).
 	ErrClosed = errors.New("huddle: group closed")
 	// ErrReserved: Multicast or Send on the service of the node's own
-	// election ("election"), lock ("mutex") or probe ("probe").
+	// election ("election"), lock ("mutex"), probe ("probe") or state
+	// transfer ("huddle.state").
 	ErrReserved = errors.New("huddle: the election's, the lock's and the probe's services are the node's own")
 	// ErrNotMember: Send to a node that is not a member of the view.
 	ErrNotMember = errors.New("huddle: not a member of the view")
@@ -99,6 +105,7 @@ type Event struct {
 	Kind    EventKind
 	View    View    // ViewChanged: the new view
 	Message Message // Delivered
+	state   *node.StateEvent
 }
 
 // Message is a delivered message.
@@ -143,6 +150,7 @@ type Group struct {
 	view     View
 	services map[string]*Service // every service asked for, by name
 	readers  map[string]*Service // those whose Events were asked for: they get views and messages
+	replicas map[string]*Replica // the replicated services (Replicated)
 	closed   bool                // the node stopped: the readers' channels are closed
 
 	undeliverable atomic.Uint64
@@ -167,8 +175,10 @@ var errLeft = errors.New("left the group")
 // alone: members that join together, and groups that find each other,
 // merge into one view a moment later (a ViewChanged event). The node logs
 // to log as `huddle run` does. It stops when ctx ends or on Leave.
-func Join(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, error) {
-	g, err := Start(ctx, cfg, log)
+//
+// Options: Replicated makes a service's state replicated.
+func Join(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Option) (*Group, error) {
+	g, err := Start(ctx, cfg, log, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +195,7 @@ func Join(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, e
 // interface that is missing, down or without multicast or an IPv4
 // address; exit code 1 in huddle run), and the sockets'. With a key
 // (security.key or security.key_file) every datagram is sealed.
-func Start(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, error) {
+func Start(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Option) (*Group, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -201,14 +211,14 @@ func Start(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, 
 	if err != nil {
 		return nil, err
 	}
-	return start(ctx, cfg, log, node.Options{Transport: data, Control: ctl, PreciseTimer: true, Keys: keys}), nil
+	return start(ctx, cfg, log, node.Options{Transport: data, Control: ctl, PreciseTimer: true, Keys: keys}, opts), nil
 }
 
 // StartOn is Start over transports of the caller's (an in-memory network,
 // a test's) instead of the group's sockets: data carries the group's
 // traffic, repair (nil: data too) the NACKs and repairs. cfg's address
 // and interface are not used, and cfg.ID must be set.
-func StartOn(ctx context.Context, cfg config.Config, log zerolog.Logger, data, repair Transport) (*Group, error) {
+func StartOn(ctx context.Context, cfg config.Config, log zerolog.Logger, data, repair Transport, opts ...Option) (*Group, error) {
 	if cfg.ID == 0 {
 		return nil, errors.New("huddle: a node on its own transport needs an ID (cfg.ID)")
 	}
@@ -219,7 +229,7 @@ func StartOn(ctx context.Context, cfg config.Config, log zerolog.Logger, data, r
 	if err != nil {
 		return nil, err
 	}
-	return start(ctx, cfg, log.With().Uint64(logs.NodeKey, cfg.ID).Logger(), node.Options{Transport: data, Control: repair, Keys: keys}), nil
+	return start(ctx, cfg, log.With().Uint64(logs.NodeKey, cfg.ID).Logger(), node.Options{Transport: data, Control: repair, Keys: keys}, opts), nil
 }
 
 // ReloadKeys reads the group keys again from the configuration
@@ -237,12 +247,20 @@ func (g *Group) ReloadKeys(ctx context.Context) error {
 	return closedErr(g.node.SetKeys(ctx, keys))
 }
 
-func start(ctx context.Context, cfg config.Config, log zerolog.Logger, o node.Options) *Group {
+func start(ctx context.Context, cfg config.Config, log zerolog.Logger, o node.Options, opts []Option) *Group {
 	inc := node.NewIncarnation()
 	g := &Group{cfg: cfg, self: Member{ID: cfg.ID, Inc: inc}, stop: make(chan struct{}), done: make(chan struct{}), first: make(chan struct{}),
-		services: map[string]*Service{}, readers: map[string]*Service{}}
+		services: map[string]*Service{}, readers: map[string]*Service{}, replicas: map[string]*Replica{}}
+	var op options
+	for _, f := range opts {
+		f(&op)
+	}
+	for _, r := range op.replicas {
+		o.Replicated = append(o.Replicated, r.service)
+	}
 	o.Config, o.Log, o.Inc, o.Handle = cfg, log, inc, g.handle
 	g.node = node.New(o)
+	g.startReplicas(op.replicas)
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	g.cancel = func(cause error) {
 		g.once.Do(func() { close(g.stop) })
@@ -282,6 +300,10 @@ func (g *Group) Joined() <-chan struct{} { return g.first }
 // order: it hands views and messages to the services.
 func (g *Group) handle(ev *node.Event) {
 	g.watch(ev)
+	if ev.Kind == node.StateTransferEvent {
+		g.stateEvent(&ev.State)
+		return
+	}
 	if ev.Kind != node.MembershipEvent {
 		return
 	}
@@ -373,7 +395,9 @@ func (s *Service) Events() <-chan Event {
 // included, delivered in the given order. It returns the message's
 // sequence number once the node has sent it. While the send window is
 // full, or a view change holds sends, it waits, until ctx ends. It fails
-// with ErrTooLarge, ErrNotInView or ErrClosed. The payload is copied.
+// with ErrTooLarge, ErrNotInView or ErrClosed, and a total or safe message
+// with ErrNotPrimary in a view that is not the primary component. The
+// payload is copied.
 func (s *Service) Multicast(ctx context.Context, payload []byte, order Order) (uint64, error) {
 	return s.send(ctx, payload, order, 0)
 }
@@ -462,7 +486,7 @@ func (s *Service) nameBytes() []byte {
 func (g *Group) View() View {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return View{ID: g.view.ID, Members: append([]Member(nil), g.view.Members...)}
+	return View{ID: g.view.ID, Members: append([]Member(nil), g.view.Members...), Primary: g.view.Primary}
 }
 
 // Leader returns the leader the group's election chose, as this node
@@ -666,10 +690,10 @@ func NewNetwork(loss float64) *Network {
 
 // Join is huddle.Join on the in-process network: cfg's address and
 // interface are not used, and cfg.ID must be set.
-func (n *Network) Join(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Group, error) {
+func (n *Network) Join(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Option) (*Group, error) {
 	h := n.hosts.Add(1) // a host of its own, as another machine would be
 	a := netmodel.Addr(uint64(h))
-	g, err := StartOn(ctx, cfg, log, n.data.Endpoint(a), n.ctl.Endpoint(a))
+	g, err := StartOn(ctx, cfg, log, n.data.Endpoint(a), n.ctl.Endpoint(a), opts...)
 	if err != nil {
 		return nil, err
 	}

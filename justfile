@@ -36,6 +36,7 @@ fuzz time="2m":
     go test -run '^$' -fuzz '^FuzzCoreInGroup$' -fuzztime {{time}} ./node
     go test -run '^$' -fuzz '^FuzzChunks$' -fuzztime {{time}} -fuzzminimizetime 3s ./node
     go test -run '^$' -fuzz '^FuzzProbe$' -fuzztime {{time}} -fuzzminimizetime 3s ./node
+    go test -run '^$' -fuzz '^FuzzStatePiece$' -fuzztime {{time}} ./node
     go test -run '^$' -fuzz '^FuzzRequest$' -fuzztime {{time}} ./cmd/huddle/internal/control
     go test -run '^$' -fuzz '^FuzzLoad$' -fuzztime {{time}} ./config
 

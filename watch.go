@@ -55,6 +55,7 @@ type WatchEvent struct {
 	Joined   []uint64  `json:"joined,omitempty"`
 	Left     []uint64  `json:"left,omitempty"`
 	Crashed  []uint64  `json:"crashed,omitempty"`
+	Primary  *bool     `json:"primary,omitempty"`   // view.installed: the view is the primary component
 	Member   uint64    `json:"member,omitempty"`    // member.suspected, member.refused: who
 	Silent   float64   `json:"silent_ms,omitempty"` // member.suspected: heard last this long ago
 	Setting  string    `json:"setting,omitempty"`   // member.refused: the setting that differs
@@ -130,7 +131,7 @@ func (g *Group) snapshot(c *node.Core) []WatchEvent {
 	view := v.ID.String()
 	var out []WatchEvent
 	if len(v.Members) > 0 {
-		out = append(out, WatchEvent{Event: logs.ViewInstalled, View: view, Members: v.IDs()})
+		out = append(out, WatchEvent{Event: logs.ViewInstalled, View: view, Members: v.IDs(), Primary: &v.Primary})
 	}
 	if leader, round := c.Leader(); leader != 0 {
 		out = append(out, WatchEvent{Event: logs.LeaderChanged, View: view, Leader: leader, Round: round})
@@ -211,8 +212,9 @@ func (g *Group) watch(ev *node.Event) {
 		m := &ev.Membership
 		switch m.Kind {
 		case membership.ViewInstalled:
+			primary := m.View.Primary
 			we = WatchEvent{Event: logs.ViewInstalled, View: m.View.ID.String(), Members: m.View.IDs(),
-				Joined: m.Joined, Left: m.Left, Crashed: m.Crashed}
+				Joined: m.Joined, Left: m.Left, Crashed: m.Crashed, Primary: &primary}
 		case membership.Suspected:
 			we = WatchEvent{Event: logs.MemberSuspected, Member: m.Member, Silent: float64(m.Silent.Microseconds()) / 1000}
 		case membership.Refused:

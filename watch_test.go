@@ -210,8 +210,9 @@ func TestWatchBeginsWithTheState(t *testing.T) {
 	defer holder.Close()
 	defer other.Close()
 	_, round, _ := gs[0].Leader(ctx)
+	primary := true
 	for _, want := range []huddle.WatchEvent{
-		{Event: logs.ViewInstalled, View: view.ID.String(), Members: view.IDs()},
+		{Event: logs.ViewInstalled, View: view.ID.String(), Members: view.IDs(), Primary: &primary},
 		{Event: logs.LeaderChanged, View: view.ID.String(), Leader: 2, Round: round},
 		{Event: logs.MutexAcquired, View: view.ID.String(), Node: 1},
 	} {

@@ -93,6 +93,36 @@ type Config struct {
 	// that is merely slow to answer (merge heals that later).
 	JoinTimeout Duration `toml:"join_timeout"`
 
+	// Quorum is the primary-component policy (docs/design.md, "Primary
+	// views"): "off" (the default: every view is primary, as in a group
+	// that does not know its size), "majority" (a view is primary when it
+	// holds a majority of the last primary view, less the members that
+	// left it gracefully: the group can shrink one failure at a time down
+	// to a single node) or "static" (a majority of quorum_expected nodes).
+	// In a view that is not primary, total and safe sends fail
+	// (huddle.ErrNotPrimary) and the lock is not granted. The same on
+	// every member.
+	Quorum string `toml:"quorum"`
+	// QuorumExpected is the number of nodes of the group, 1 to 1024,
+	// required by "majority" and "static": a view of all of them is
+	// always primary, and at first start (no member knew a primary view)
+	// a view needs more than half of them, or all with
+	// quorum_wait_for_all. Never run more nodes than this.
+	QuorumExpected int `toml:"quorum_expected"`
+	// QuorumTieBreaker is the node ID whose half wins an even split; 0:
+	// with "majority" the lowest ID of the last primary view, with
+	// "static" no half.
+	QuorumTieBreaker uint64 `toml:"quorum_tie_breaker"`
+	// QuorumWaitForAll makes the first primary view wait for all
+	// quorum_expected nodes (Corosync's wait_for_all).
+	QuorumWaitForAll bool `toml:"quorum_wait_for_all"`
+
+	// StateMaxSize bounds a replicated service's snapshot, and the
+	// messages a member behind holds back while it waits for one, in
+	// bytes: 4096 to 1 TiB, default 1 GiB (state transfer, the Group
+	// API's Replicated).
+	StateMaxSize int `toml:"state_max_size"`
+
 	// StatsInterval is the interval between node.stats log events. LAN
 	// default 10s, local 2s. 0 logs stats only at exit.
 	StatsInterval Duration `toml:"stats_interval"`
@@ -494,6 +524,8 @@ func LAN() Config {
 		Heartbeat:      Duration(50 * time.Millisecond),
 		SuspectTimeout: Duration(400 * time.Millisecond),
 		JoinTimeout:    Duration(500 * time.Millisecond),
+		Quorum:         "off",
+		StateMaxSize:   1 << 30,
 		StatsInterval:  Duration(10 * time.Second),
 		SendWindow:     multicast.DefaultWindow,
 		MaxMessageSize: multicast.DefaultMaxMessage,

@@ -26,7 +26,26 @@ func (c Config) Membership() membership.Options {
 		},
 		JoinTimeout: c.JoinTimeout.D(),
 		Settings:    c.GroupSettings(),
+		Quorum:      c.QuorumOptions(),
 	}
+}
+
+// QuorumOptions returns the primary-component policy in force. With quorum
+// off, mutex.quorum = N (the lock's older spelling of it) is the static
+// policy of N nodes.
+func (c Config) QuorumOptions() membership.Quorum {
+	if (c.Quorum == "" || c.Quorum == membership.QuorumOff) && c.Mutex.Quorum > 0 {
+		return membership.Quorum{Policy: membership.QuorumStatic, Expected: c.Mutex.Quorum, TieBreaker: c.QuorumTieBreaker, WaitForAll: c.QuorumWaitForAll}
+	}
+	return membership.Quorum{Policy: c.Quorum, Expected: c.QuorumExpected, TieBreaker: c.QuorumTieBreaker, WaitForAll: c.QuorumWaitForAll}
+}
+
+// QuorumPolicy names the policy in force: off, majority or static.
+func (c Config) QuorumPolicy() string {
+	if q := c.QuorumOptions(); q.On() {
+		return q.Policy
+	}
+	return membership.QuorumOff
 }
 
 // Options returns the election's options. Bully timeouts left at 0 stay
@@ -37,10 +56,23 @@ func (e Election) Options() election.Options {
 		HopDelay: e.HopDelay.D(), AnswerTimeout: e.AnswerTimeout.D(), CoordinatorTimeout: e.CoordinatorTimeout.D()}
 }
 
-// Options returns the lock's options. The node leases a quorum's lock on
-// its suspect timeout (Lease).
-func (m Mutex) Options() mutex.Options {
-	return mutex.Options{Quorum: m.Quorum, Algorithm: mutex.Algorithm(m.Algorithm)}
+// LockOptions returns the lock's options. The lock is granted in the
+// primary component only (QuorumOptions); with a quorum policy,
+// Ricart–Agrawala's lock is also leased, on a majority of the expected
+// nodes (static) or of the view (majority), so that a holder cut off from
+// the primary component loses it before another is granted there. The
+// node leases on its suspect timeout (Lease).
+func (c Config) LockOptions() mutex.Options {
+	o := mutex.Options{Algorithm: mutex.Algorithm(c.Mutex.Algorithm)}
+	if q := c.QuorumOptions(); q.On() && (o.Algorithm == "" || o.Algorithm == mutex.RicartAgrawala) {
+		switch q.Policy {
+		case membership.QuorumStatic:
+			o.Quorum = q.Expected
+		case membership.QuorumMajority:
+			o.ViewLease = true
+		}
+	}
+	return o
 }
 
 // GroupSettings lists the settings every member of a group must share,
@@ -56,6 +88,9 @@ func (c Config) GroupSettings() []membership.Setting {
 		{Name: "suspect_timeout", Value: c.SuspectTimeout.D().String()},
 		{Name: "election.algorithm", Value: c.Election.Algorithm},
 		{Name: "mutex.quorum", Value: strconv.Itoa(c.Mutex.Quorum)},
+	}
+	if q := c.QuorumOptions(); q.On() && c.Mutex.Quorum == 0 {
+		ss = append(ss, membership.Setting{Name: "quorum", Value: q.Policy + "/" + strconv.Itoa(q.Expected) + "/" + strconv.FormatUint(q.TieBreaker, 10) + "/" + strconv.FormatBool(q.WaitForAll)})
 	}
 	// Settings added later go in only when they differ from what nodes
 	// did before them, so that a node of an earlier release, which sends

@@ -79,6 +79,9 @@ func (c *Config) problems() []error {
 		zeroOrIn("election.answer_timeout", c.Election.AnswerTimeout, ms, Duration(time.Minute)),
 		zeroOrIn("election.coordinator_timeout", c.Election.CoordinatorTimeout, ms, Duration(10*time.Minute)),
 		checkBullyTimeouts(c),
+		oneOf("quorum", "a quorum policy", c.Quorum, "off", "majority", "static"),
+		checkQuorum(*c),
+		inRange("state_max_size", c.StateMaxSize, 4096, 1<<40),
 		inRange("mutex.quorum", c.Mutex.Quorum, 0, 1024),
 		oneOf("mutex.algorithm", "a lock algorithm", c.Mutex.Algorithm, "ra", "central", "token"),
 		quorumWithRA(c.Mutex),
@@ -148,6 +151,21 @@ func checkBurst(key string, burst, rate float64) error {
 func zeroOrIn(key string, v, lo, hi Duration) error {
 	if v != 0 && (v < lo || v > hi) {
 		return problem(key, "", "%v is out of range (0 for the default, or %v to %v)", v, lo, hi)
+	}
+	return nil
+}
+
+// checkQuorum: a quorum policy needs the group's size; mutex.quorum,
+// the lock's older form of the static policy, must agree with it.
+func checkQuorum(c Config) error {
+	q := c.QuorumOptions()
+	switch {
+	case c.Quorum != "off" && c.Quorum != "" && (c.QuorumExpected < 1 || c.QuorumExpected > 1024):
+		return problem("quorum_expected", strconv.Itoa(c.QuorumExpected), "%d is out of range: quorum %q needs the group's number of nodes, 1 to 1024", c.QuorumExpected, c.Quorum)
+	case c.Mutex.Quorum > 0 && c.Quorum != "off" && c.Quorum != "" && c.Mutex.Quorum != c.QuorumExpected:
+		return problem("mutex.quorum", strconv.Itoa(c.Mutex.Quorum), "%d differs from quorum_expected %d: mutex.quorum is the static quorum's older spelling; leave it 0 with quorum %q", c.Mutex.Quorum, c.QuorumExpected, c.Quorum)
+	case q.TieBreaker > 0 && !q.On():
+		return problem("quorum_tie_breaker", strconv.FormatUint(q.TieBreaker, 10), "%d needs quorum majority or static (it is off)", q.TieBreaker)
 	}
 	return nil
 }

@@ -25,6 +25,8 @@ type initiator struct {
 	phaseAt  time.Time
 	resendAt time.Time
 	cutFails map[uint64]int // attempts in which a member did not confirm the cut
+	primary  uint64         // the proposal's generation as the primary component, fixed with the cut (0: not primary)
+	behind   []uint64       // the members whose replicated state is not the group's, fixed with the cut
 }
 
 func newInitiator(id flushID, members []wire.Member, left []uint64) *initiator {
@@ -43,7 +45,7 @@ func (r *initiator) begin(now time.Time) {
 func (r *initiator) flush(now time.Time, retry time.Duration) wire.Flush {
 	f := wire.Flush{Epoch: r.id.Epoch, Attempt: r.id.Attempt, Phase: r.phase, Members: r.members}
 	if r.phase == wire.FlushCut {
-		f.Cuts = r.cuts
+		f.Cuts, f.Primary = r.cuts, r.primary
 	}
 	r.resendAt = now.Add(retry)
 	return f
@@ -60,6 +62,7 @@ func (r *initiator) answer(from, inc uint64, ok *wire.FlushOK) bool {
 	if ok.Phase == wire.FlushState {
 		c := *ok
 		c.Has = slices.Clone(ok.Has)
+		c.Known = cloneKnown(ok.Known)
 		r.states[from] = c
 		return len(r.states) == len(r.members)
 	}
@@ -80,10 +83,16 @@ func (r *initiator) odd(settings uint32) []uint64 {
 	return ids
 }
 
-// fixCut fixes the cuts from every participant's report and enters phase
-// 2 at now.
-func (r *initiator) fixCut(now time.Time) {
+// fixCut fixes the cuts from every participant's report, and whether the
+// proposal will be primary from what they know, and enters phase 2 at now.
+func (r *initiator) fixCut(now time.Time, q Quorum) {
 	r.cuts = sortedCuts(gatherCuts(r.states))
+	reports := make([]wire.Known, 0, len(r.states))
+	for _, x := range r.members {
+		reports = append(reports, r.states[x.ID].Known)
+	}
+	r.primary = q.decide(r.members, reports, r.left)
+	r.behind = behindOf(r.members, r.states)
 	r.phase, r.phaseAt = wire.FlushCut, now
 }
 
@@ -144,7 +153,7 @@ func sortedCuts(byView map[priorView]map[uint64]uint64) []wire.ViewCut {
 // commit is the view commit, once every participant holds the cut: each
 // member's stream begins after the last it reported sending.
 func (r *initiator) commit() wire.ViewCommit {
-	c := wire.ViewCommit{Epoch: r.id.Epoch, Attempt: r.id.Attempt, Cuts: r.cuts}
+	c := wire.ViewCommit{Epoch: r.id.Epoch, Attempt: r.id.Attempt, Cuts: r.cuts, Primary: r.primary, Behind: r.behind}
 	for _, x := range r.members {
 		c.Members = append(c.Members, wire.ViewMember{ID: x.ID, Inc: x.Inc, Next: r.states[x.ID].Sent + 1})
 	}
@@ -340,7 +349,7 @@ func (m *Machine) fixCut(now time.Time) {
 		m.restart(now, odd)
 		return
 	}
-	r.fixCut(now)
+	r.fixCut(now, m.opt.Quorum)
 	m.sendFlush(now)
 }
 

@@ -25,6 +25,9 @@ func (m *Machine) install(now time.Time, c *wire.ViewCommit, coord uint64) {
 		next.Members = append(next.Members, wire.Member{ID: x.ID, Inc: x.Inc})
 	}
 	ev := m.changes(now, prior, next, c.Left)
+	m.setPrimary(c.Primary, &next, &ev)
+	next.Behind, ev.View.Behind = slices.Clone(c.Behind), slices.Clone(c.Behind)
+	m.behind = m.opt.Replicated && (m.behind || slices.Contains(c.Behind, m.self))
 	m.setView(now, next, c.Members, prior)
 	m.coord.installed(coord == m.self && len(ev.Joined) > 0)
 	if !m.changeFrom.IsZero() {
@@ -85,6 +88,14 @@ func (m *Machine) setView(now time.Time, v View, starts []wire.ViewMember, prior
 	m.coord.settle(v)
 }
 
+// setPrimary marks v, the view about to be installed, primary (gen, its
+// generation) or not (gen 0), in ev too.
+func (m *Machine) setPrimary(gen uint64, v *View, ev *Event) {
+	v.Primary = gen > 0
+	m.primary, ev.Primary, ev.View.Primary = gen, gen, gen > 0
+	m.known.installed(gen, *v)
+}
+
 // setEngineView tells the engine: the view it stamps on what it sends, the
 // members stability counts, the streams of members that left (forgotten),
 // and where each member's stream begins.
@@ -112,6 +123,10 @@ func (m *Machine) setEngineView(now time.Time, v View, starts []wire.ViewMember,
 func (m *Machine) installAlone(now time.Time, ev Event) {
 	prior := m.view
 	v := View{ID: wire.ViewID{Epoch: m.nextEpoch(), Coord: m.self}, Members: []wire.Member{{ID: m.self, Inc: m.inc}}}
+	m.setPrimary(m.opt.Quorum.decide([]wire.Member{{ID: m.self, Inc: m.inc}}, []wire.Known{m.known.wire(m.opt.Quorum, m.behind)}, nil), &v, &ev)
+	if m.behind { // alone: its state becomes the group's (View.Provider)
+		v.Behind, ev.View.Behind = []uint64{m.self}, []uint64{m.self}
+	}
 	ev.Kind, ev.View = ViewInstalled, v.clone()
 	m.setView(now, v, []wire.ViewMember{{ID: m.self, Inc: m.inc, Next: m.engine.Received(m.self, m.inc) + 1}}, prior)
 	m.emit(ev)

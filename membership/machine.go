@@ -28,6 +28,12 @@ type Options struct {
 	// (Engine.DatagramSize). The node carries larger ones in pieces
 	// (wire.KindChunk).
 	MessageSize int
+	// Quorum decides which views are primary (off: all of them).
+	Quorum Quorum
+	// Replicated says the node keeps replicated state (state transfer,
+	// docs/design.md "State transfer"): it starts behind the group, until
+	// SetCurrent.
+	Replicated bool
 }
 
 // Setting is one protocol-relevant setting, by its configuration key.
@@ -35,11 +41,12 @@ type Setting struct{ Name, Value string }
 
 // Errors of Multicast and of a refused node.
 var (
-	ErrNotInView = errors.New("membership: not in a view")
-	ErrBlocked   = errors.New("membership: sending is blocked while the view changes")
-	ErrLeft      = errors.New("membership: left the group")
-	ErrRefused   = errors.New("membership: refused by the group")
-	ErrOrder     = errors.New("membership: the order must be FIFO, Total or Safe, and FIFO for an addressed message")
+	ErrNotInView  = errors.New("membership: not in a view")
+	ErrBlocked    = errors.New("membership: sending is blocked while the view changes")
+	ErrLeft       = errors.New("membership: left the group")
+	ErrRefused    = errors.New("membership: refused by the group")
+	ErrOrder      = errors.New("membership: the order must be FIFO, Total or Safe, and FIFO for an addressed message")
+	ErrNotPrimary = errors.New("membership: the view is not the primary component")
 )
 
 // EventKind says what happened.
@@ -66,6 +73,7 @@ type Event struct {
 	Left      []uint64
 	Crashed   []uint64
 	Flush     time.Duration // ViewInstalled: from the start of the view change to the install
+	Primary   uint64        // ViewInstalled: the view's generation as the primary component, 0 when it is not primary
 	Epoch     uint64        // FlushStarted
 	Attempt   uint64        // FlushStarted
 	Proposed  []uint64      // FlushStarted
@@ -157,6 +165,9 @@ type Machine struct {
 	quietFrom time.Time         // the installed view's start, moved on by this node's pauses: members unheard since are suspected
 	pruneAt   time.Time         // next time stale entries of heard, hold-offs and joiners go
 	outsiders limiter           // events about nodes outside the view (refusals, peers seen and lost)
+	primary   uint64            // the installed view's generation as the primary component, 0: not primary
+	known     known             // what this node knows of the primary component
+	behind    bool              // its replicated state is not the group's yet (Options.Replicated)
 
 	// The roles, each a type that owns its state, in a file of its own
 	// with the Machine's side of it: the coordinator (every member keeps
@@ -228,8 +239,8 @@ func New(opt Options, now time.Time) *Machine {
 		startedAt: now, joinAt: now.Add(eo.Heartbeat),
 		heard:  newHeardTable(eo.SuspectTimeout),
 		starts: map[uint64]uint64{}, broken: map[uint64]bool{}, suspects: map[uint64]uint64{},
-		settings: hashSettings(opt.Settings),
-		coord:    newCoordinator(eo.Self, eo.SuspectTimeout, opt.Settings),
+		settings: hashSettings(opt.Settings), behind: opt.Replicated,
+		coord: newCoordinator(eo.Self, eo.SuspectTimeout, opt.Settings),
 	}
 	m.orderer = newOrderer(m.self, m.engine, &m.stats)
 	m.engine.SetMembers([]wire.Member{}) // nobody counts for stability before a view
@@ -275,6 +286,19 @@ func (m *Machine) Heard(id uint64) (wire.ViewID, time.Time) {
 	h := m.heard.get(id)
 	return h.view, h.at
 }
+
+// Primary returns the installed view's generation as the primary
+// component (docs/design.md, "Primary views"), 0 when it is not primary.
+// Without a quorum policy every view is primary.
+func (m *Machine) Primary() uint64 { return m.primary }
+
+// SetCurrent tells the machine that the node's replicated state is the
+// group's: a state transfer finished (or this node's state was declared
+// the group's). Its next flush reports say so.
+func (m *Machine) SetCurrent() { m.behind = false }
+
+// Behind reports whether the node's replicated state is not the group's.
+func (m *Machine) Behind() bool { return m.behind }
 
 // Left reports whether the node is done: it left, or was refused.
 func (m *Machine) Left() bool { return m.state == gone }

@@ -50,9 +50,9 @@ func newParticipant(id flushID, members []wire.Member, prior wire.ViewID, priorI
 // within the report, and the cut will be at least the report: what it
 // delivers in this view stays a prefix of what every member that installs
 // the next view delivers.
-func (p *participant) makeReport(settings uint32, sent uint64, has []wire.Cut) wire.FlushOK {
+func (p *participant) makeReport(settings uint32, sent uint64, has []wire.Cut, k wire.Known) wire.FlushOK {
 	p.report = wire.FlushOK{Epoch: p.id.Epoch, Attempt: p.id.Attempt, Initiator: p.id.Initiator, Phase: wire.FlushState,
-		Prior: p.prior, PriorInc: p.priorInc, Settings: settings, Sent: sent, Has: has}
+		Prior: p.prior, PriorInc: p.priorInc, Settings: settings, Sent: sent, Has: has, Known: cloneKnown(k)}
 	p.reported = true
 	return p.report
 }
@@ -108,7 +108,7 @@ func (p *participant) confirmation(now time.Time, retry time.Duration, settings 
 // accept keeps its own copy of the flush's commit.
 func (p *participant) accept(c *wire.ViewCommit) {
 	p.commit = &wire.ViewCommit{Epoch: c.Epoch, Attempt: c.Attempt,
-		Members: slices.Clone(c.Members), Left: slices.Clone(c.Left), Cuts: cloneCuts(c.Cuts)}
+		Members: slices.Clone(c.Members), Left: slices.Clone(c.Left), Cuts: cloneCuts(c.Cuts), Primary: c.Primary, Behind: slices.Clone(c.Behind)}
 }
 
 // expired reports whether this node gives the flush up at now: its
@@ -134,6 +134,17 @@ func (p *participant) deadline(self uint64, st time.Duration) time.Time {
 		d = earliest(d, p.heardAt.Add(st))
 	}
 	return d
+}
+
+// cloneKnown returns a copy of k that shares nothing with it.
+func cloneKnown(k wire.Known) wire.Known {
+	c := wire.Known{Last: k.Last, Attempts: make([]wire.PrimaryView, len(k.Attempts)), Behind: k.Behind}
+	c.Last.Members = slices.Clone(k.Last.Members)
+	for i, a := range k.Attempts {
+		c.Attempts[i] = a
+		c.Attempts[i].Members = slices.Clone(a.Members)
+	}
+	return c
 }
 
 func cloneCuts(cs []wire.ViewCut) []wire.ViewCut {
@@ -220,7 +231,7 @@ func (m *Machine) again(now time.Time, f *wire.Flush) {
 	case f.Phase == wire.FlushState && !p.hasCut:
 		m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindFlushOK}, FlushOK: p.report})
 	case f.Phase == wire.FlushCut && !p.hasCut:
-		m.takeCut(now, f.Cuts)
+		m.takeCut(now, f.Cuts, f.Primary)
 	case f.Phase == wire.FlushCut && p.done:
 		m.sendDone(now)
 	}
@@ -249,7 +260,7 @@ func (m *Machine) takePart(now time.Time, id flushID, from, fromInc uint64, f *w
 	m.engine.Expect(now, f.Members) // the multicast layer keeps state for the proposed nodes until the view
 	m.sendReport()
 	if f.Phase == wire.FlushCut {
-		m.takeCut(now, f.Cuts)
+		m.takeCut(now, f.Cuts, f.Primary)
 	}
 }
 
@@ -260,14 +271,18 @@ func (m *Machine) sendReport() {
 	for _, x := range m.view.Members {
 		has = append(has, wire.Cut{ID: x.ID, Seq: m.engine.Received(x.ID, x.Inc)})
 	}
-	ok := m.participant.makeReport(m.settings, m.engine.Received(m.self, m.inc), has)
+	ok := m.participant.makeReport(m.settings, m.engine.Received(m.self, m.inc), has, m.known.wire(m.opt.Quorum, m.behind))
 	m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindFlushOK}, FlushOK: ok})
 }
 
 // takeCut learns the cut of this node's view, delivers the held messages
 // it covers, and starts fetching what it misses up to it, from whoever
-// holds it.
-func (m *Machine) takeCut(now time.Time, cuts []wire.ViewCut) {
+// holds it. With the cut comes the proposal's generation as the primary
+// component (0: not primary): the attempt is recorded before this node
+// confirms the cut, since the initiator may commit it once it has.
+func (m *Machine) takeCut(now time.Time, cuts []wire.ViewCut, primary uint64) {
+	p := m.participant
+	m.known.attempt(primary, wire.ViewID{Epoch: p.id.Epoch, Coord: p.id.Initiator}, incOf(p.members, p.id.Initiator), p.members)
 	for _, d := range m.participant.takeCut(cuts) {
 		m.hand(d)
 	}
@@ -329,7 +344,7 @@ func (m *Machine) onCommit(now time.Time, from, fromInc uint64, c *wire.ViewComm
 	}
 	p.accept(c)
 	if !p.hasCut {
-		m.takeCut(now, p.commit.Cuts)
+		m.takeCut(now, p.commit.Cuts, p.commit.Primary)
 	}
 	m.progress(now)
 }

@@ -30,7 +30,7 @@ func TestParticipantHoldsForTheCut(t *testing.T) {
 	if p.hold(msg(3, 1, wire.FIFO)) {
 		t.Fatal("held before the report")
 	}
-	ok := p.makeReport(7, 4, []wire.Cut{{ID: 1, Seq: 2}, {ID: 2, Seq: 4}, {ID: 3, Seq: 1}})
+	ok := p.makeReport(7, 4, []wire.Cut{{ID: 1, Seq: 2}, {ID: 2, Seq: 4}, {ID: 3, Seq: 1}}, wire.Known{})
 	if ok.Phase != wire.FlushState || ok.Prior != viewA || ok.Sent != 4 || ok.Initiator != 1 || p.report.Sent != 4 {
 		t.Fatalf("report %+v", ok)
 	}
@@ -55,7 +55,7 @@ func TestParticipantHoldsForTheCut(t *testing.T) {
 
 func TestParticipantConfirms(t *testing.T) {
 	p := testParticipant(nil)
-	p.makeReport(7, 4, nil)
+	p.makeReport(7, 4, nil, wire.Known{})
 	retry := 4 * time.Millisecond
 	if !p.complete() || p.complete() {
 		t.Fatal("holding the cut is news once")

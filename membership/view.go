@@ -11,9 +11,17 @@ import (
 
 // View is an installed view: its ID and its members, oldest first. The
 // first member coordinates the view (and, with total order, sequences it).
+// Primary marks the primary component (docs/design.md, "Primary views"):
+// every member that installs the view marks it alike; without a quorum
+// policy every view is primary.
 type View struct {
 	ID      wire.ViewID
 	Members []wire.Member
+	Primary bool
+	// Behind lists the members whose replicated state is not the group's
+	// at this view's start: they take it by state transfer from the
+	// view's first member not behind (docs/design.md, "State transfer").
+	Behind []uint64
 }
 
 // Coordinator returns the view's coordinator, 0 for no view.
@@ -78,7 +86,21 @@ func (v View) String() string {
 }
 
 // clone returns a copy that shares nothing with v.
-func (v View) clone() View { return View{ID: v.ID, Members: slices.Clone(v.Members)} }
+func (v View) clone() View {
+	return View{ID: v.ID, Members: slices.Clone(v.Members), Primary: v.Primary, Behind: slices.Clone(v.Behind)}
+}
+
+// Provider returns the member that gives the view's members behind the
+// group's state: the first member not behind, or when every member is,
+// the first (its state becomes the group's); 0 for no view.
+func (v View) Provider() uint64 {
+	for _, x := range v.Members {
+		if !slices.Contains(v.Behind, x.ID) {
+			return x.ID
+		}
+	}
+	return v.Coordinator()
+}
 
 // flushID orders flushes: a participant follows the highest it has seen.
 // The initiator breaks ties between flushes of the same epoch and attempt.

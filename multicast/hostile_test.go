@@ -425,3 +425,93 @@ func TestExpectationsDoNotPileUp(t *testing.T) {
 		t.Fatalf("%d expected, %d peers, %d streams after the view", len(e.expected), len(e.peers), len(e.streams))
 	}
 }
+
+// A node merged in from another partition sends the first messages of the
+// new view before this node installs it, and the first of them are lost:
+// its stream must not begin at the first message that arrives, or the
+// lost ones could never be asked for (the view begins before it), and this
+// node would deliver the view's messages of that node without its first
+// ones. Its data are held; once the view places the stream (Start), the
+// messages from its beginning are asked for and delivered in order.
+func TestProposedNodesFirstMessagesAreNotLost(t *testing.T) {
+	const base = 1 << 20 // past the first window: not a young stream, which starts at 1
+	e := inView(t)
+	e.Expect(t0, []wire.Member{{ID: 1, Inc: 1}, {ID: 2, Inc: 5}, {ID: 3, Inc: 1}, {ID: 4, Inc: 9}})
+	for _, seq := range []uint64{base + 361, base + 362} { // 359 and 360 were lost
+		e.Step(t0, addr2, data(4, 9, seq))
+	}
+	if ds := e.TakeDeliveries(); len(ds) != 0 {
+		t.Fatalf("delivered %d messages of a node not placed yet", len(ds))
+	}
+	e.SetMembers([]wire.Member{{ID: 2, Inc: 5}, {ID: 3, Inc: 1}, {ID: 4, Inc: 9}})
+	e.Start(t0, 4, 9, base+359)
+	var got []uint64
+	for i, seq := range []uint64{base + 359, base + 360} {
+		r := &wire.Envelope{Header: wire.Header{Group: 7, From: 4, Inc: 9, Kind: wire.KindRepair}}
+		r.Repair = wire.Repair{Source: 4, SourceInc: 9, Data: data(4, 9, seq).Data}
+		e.Step(t0.Add(time.Duration(1+i)*time.Millisecond), addr2, r)
+		for _, d := range e.TakeDeliveries() {
+			got = append(got, d.Seq)
+		}
+	}
+	if !slices.Equal(got, []uint64{base + 359, base + 360, base + 361, base + 362}) {
+		t.Fatalf("delivered %v of the proposed node, want %d to %d in order", got, base+359, base+362)
+	}
+	if s := e.Stats(); s.Unplaced != 2 {
+		t.Errorf("data_unplaced %d, want 2", s.Unplaced)
+	}
+}
+
+// A proposed node's stream placed where its first data began (nothing
+// was lost) delivers what it held at once.
+func TestProposedNodesHeldDataAreDelivered(t *testing.T) {
+	const base = 1 << 20
+	e := inView(t)
+	e.Expect(t0, []wire.Member{{ID: 1, Inc: 1}, {ID: 2, Inc: 5}, {ID: 3, Inc: 1}, {ID: 4, Inc: 9}})
+	for _, seq := range []uint64{base, base + 1} {
+		e.Step(t0, addr2, data(4, 9, seq))
+	}
+	e.SetMembers([]wire.Member{{ID: 2, Inc: 5}, {ID: 3, Inc: 1}, {ID: 4, Inc: 9}})
+	e.Start(t0, 4, 9, base)
+	var got []uint64
+	for _, d := range e.TakeDeliveries() {
+		got = append(got, d.Seq)
+	}
+	if !slices.Equal(got, []uint64{base, base + 1}) {
+		t.Fatalf("delivered %v at the view, want %d and %d", got, base, base+1)
+	}
+}
+
+// A stream not placed yet is not reported in session messages: what it
+// holds may begin after the messages the view will hold it to, and a
+// report of them would let their source count them held everywhere and
+// drop them before this node could ask (TestStateUnderFaults found it: a
+// merged node's first state piece was lost for good).
+func TestUnplacedStreamsAreNotReported(t *testing.T) {
+	const base = 1 << 20
+	e := inView(t)
+	e.Expect(t0, []wire.Member{{ID: 1, Inc: 1}, {ID: 2, Inc: 5}, {ID: 3, Inc: 1}, {ID: 4, Inc: 9}})
+	e.Step(t0, addr2, data(4, 9, base+361))
+	reported := func(at time.Time) bool {
+		e.Tick(at)
+		for _, env := range e.TakeOutput() {
+			if env.Kind != wire.KindSession {
+				continue
+			}
+			for _, p := range env.Session.Peers {
+				if p.ID == 4 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if reported(t0.Add(hb)) {
+		t.Fatal("a session message reports the unplaced stream of node 4")
+	}
+	e.SetMembers([]wire.Member{{ID: 2, Inc: 5}, {ID: 3, Inc: 1}, {ID: 4, Inc: 9}})
+	e.Start(t0.Add(hb), 4, 9, base+359)
+	if !reported(t0.Add(3 * hb)) {
+		t.Fatal("once placed, node 4's stream is not reported")
+	}
+}

@@ -213,6 +213,11 @@ func (e *Engine) sendSession(now time.Time) {
 		env.Session.Peers = make([]wire.PeerState, 0, len(chunk))
 		for _, id := range chunk {
 			st := e.streams[id]
+			if st.unplaced {
+				// Not placed yet: what it holds may begin after messages
+				// the view holds it to, which its source must keep.
+				continue
+			}
 			ps := wire.PeerState{ID: id, Inc: st.inc, Seq: st.received()}
 			st.reported, st.gotTold = ps.Seq, st.got
 			if p := e.peers[id]; p != nil && p.inc == st.inc && p.echo != 0 {

@@ -40,6 +40,7 @@ type Stats struct {
 	RepairBudget     uint64 // repairs not sent: over a NACK's share (maxNackRepairs) or the requester's byte budget
 	PeersEvicted     uint64 // strangers forgotten to make room in their full table (MaxStrangers)
 	FutureInc        uint64 // datagrams (and expectations) whose incarnation is more than MaxIncSkew ahead of the clock
+	Unplaced         uint64 // data of a proposed node (not a member yet) taken before the view placed its stream: held, not delivered, until it does
 	PeersUnannounced uint64 // strangers heard whose PeerSeen was held back by the rate limit
 
 	Peers       int       // peers currently live that the engine keeps state for: members, nodes a flush proposes (all without a view)

@@ -29,6 +29,7 @@ type stream struct {
 	fragNext uint32    // index of the fragment expected next
 	fragDrop bool      // no message is being reassembled (or it is lost or too large): drop fragments until the next first one
 	started  bool      // something was delivered: the stream is this node's to keep up with
+	unplaced bool      // begun by data of a node not yet a member: held, not delivered, until the view places it (Start)
 	lostAt   time.Time // when its source was lost; zero while it is live
 	dataAt   time.Time // when data of it last arrived (not repairs)
 	reported uint64    // received() as the last session message told it
@@ -92,12 +93,23 @@ func (e *Engine) streamFor(src, inc, first uint64) *stream {
 // through data starts at 1 while the source is young (its first messages
 // are still within one window, and it holds them until its receivers have
 // them), and at this message otherwise.
+//
+// Not so for a node a flush proposes that is not a member yet: its data
+// are of the view being installed, which may begin before this message
+// (its first ones lost). Its stream begins here but is unplaced: nothing
+// of it is delivered until the view places it (Start), which goes back
+// for what came before if it must.
 func (e *Engine) onData(now time.Time, p *peer, d *wire.Data, v wire.ViewID) {
+	st := e.streams[p.id]
+	unplaced := (st == nil || st.inc != p.inc) && !e.member(p.id, p.inc)
 	first := d.Seq
 	if first <= uint64(e.opt.Window) {
 		first = 1
 	}
 	if st := e.streamFor(p.id, p.inc, first); st != nil {
+		if st.unplaced = st.unplaced || unplaced; st.unplaced {
+			e.stats.Unplaced++
+		}
 		if st.dataAt.IsZero() || now.Sub(st.dataAt) >= 2*e.opt.Heartbeat {
 			st.dataAt = now
 			e.countSenders(now) // one more sender: the shares shrink at once
@@ -258,7 +270,7 @@ func (e *Engine) heardAhead(now time.Time, st *stream, s uint64) {
 // deliver hands the messages that are now in order to the layer above,
 // reassembling fragmented ones.
 func (e *Engine) deliver(st *stream) {
-	for {
+	for !st.unplaced {
 		en := st.ring.get(st.next)
 		if en == nil {
 			return

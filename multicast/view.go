@@ -137,10 +137,34 @@ func (e *Engine) Start(now time.Time, src, inc, next uint64) {
 		return
 	}
 	st := e.streamFor(src, inc, next)
-	if st == nil || st.next >= next {
+	if st != nil && st.unplaced && st.next > next {
+		st = e.replace(now, st, next)
+	}
+	if st == nil {
 		return
 	}
-	e.skip(now, st, next, true) // what it skips was never this node's to receive
+	st.unplaced = false
+	if st.next < next {
+		e.skip(now, st, next, true) // what it skips was never this node's to receive
+	}
+	e.deliver(st)
+}
+
+// replace begins unplaced stream st again at next, where the view says it
+// begins, before the message its first data held: the messages it holds
+// are taken again, and those before them are asked for.
+func (e *Engine) replace(now time.Time, st *stream, next uint64) *stream {
+	nst := newStream(st.src, st.inc, next, e.ringSize())
+	nst.c2, nst.dataAt = st.c2, st.dataAt
+	e.streams[st.src] = nst
+	e.streamsChanged()
+	for s := st.next; s <= st.high; s++ {
+		if en := st.ring.get(s); en != nil && en.have {
+			e.receive(now, nst, &en.data, en.view, false)
+		}
+	}
+	e.detect(now, nst, st.high)
+	return nst
 }
 
 // Forget drops source src's stream of incarnation inc: its source left

@@ -151,9 +151,10 @@ func (c *centralServer) onGrant(now time.Time, from uint64, e entry) {
 }
 
 // grant: the coordinator grants the first request waiting, once every
-// member's STATE is in and nobody holds the lock.
+// member's STATE is in and nobody holds the lock, in the primary
+// component only.
 func (c *centralServer) grant() {
-	if !c.ready() || c.self != c.members[0] || len(c.holders) > 0 || len(c.queue) == 0 || c.granting != (entry{}) {
+	if !c.ready() || c.notPrimary || c.self != c.members[0] || len(c.holders) > 0 || len(c.queue) == 0 || c.granting != (entry{}) {
 		return
 	}
 	c.granting = c.queue[0]

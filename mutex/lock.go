@@ -37,6 +37,11 @@ type Lock interface {
 	// members in the view's order (the coordinator first), and in quorum
 	// mode when each was last heard.
 	SetView(now time.Time, view string, members []uint64, heard []time.Time)
+	// SetPrimary tells the machine whether the view about to be set (or
+	// the one set) is the primary component. Outside it the lock is never
+	// granted, and a holder loses it (an Exited event with Lost set). A
+	// machine starts in the primary component (no quorum policy).
+	SetPrimary(now time.Time, primary bool)
 	// Receive handles one lock message member from sent.
 	Receive(now time.Time, from uint64, payload []byte)
 	// Heard tells the machine, in quorum mode, when member id was last heard.
@@ -102,6 +107,8 @@ type replicated struct {
 	heldView string
 	msgs     int // lock messages of the current request's entry so far (the group's)
 
+	notPrimary bool // the view is not the primary component: nothing is granted
+
 	out    []Message
 	events []Event
 	codec  codec
@@ -157,6 +164,15 @@ func (r *replicated) HeldView() string {
 
 // Stats implements Lock.
 func (r *replicated) Stats() Stats { return r.stats }
+
+// SetPrimary implements Lock: a holder outside the primary component
+// loses the lock; its STATE in the view says released.
+func (r *replicated) SetPrimary(now time.Time, primary bool) {
+	r.notPrimary = !primary
+	if !primary && r.state == Held {
+		r.leave(now, true)
+	}
+}
 
 // Heard implements Lock: no quorum mode here.
 func (r *replicated) Heard(uint64, time.Time) {}

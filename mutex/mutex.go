@@ -33,6 +33,11 @@ type Options struct {
 	//     Lease·3/2: by then any holder that counted on it stopped hearing
 	//     it (its datagrams carry another view now), and lost the lock.
 	Quorum int
+	// ViewLease is the quorum mode of a group whose primary component is
+	// a majority of the last primary view (membership.QuorumMajority): as
+	// with Quorum, but the lease counts a majority of the view's members,
+	// not of N. Ricart–Agrawala only, not with Quorum.
+	ViewLease bool
 	// Lease is how long a member's silence may last before the holder
 	// stops counting it (with a quorum; the node uses its suspect timeout).
 	Lease time.Duration
@@ -51,11 +56,13 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: Self is 0", ErrOptions)
 	case o.Quorum < 0:
 		return fmt.Errorf("%w: Quorum %d is negative (0 is off, else the cluster size)", ErrOptions, o.Quorum)
-	case o.Quorum > 0 && o.Lease <= 0:
+	case o.Quorum > 0 && o.ViewLease:
+		return fmt.Errorf("%w: Quorum %d with ViewLease (one or the other)", ErrOptions, o.Quorum)
+	case (o.Quorum > 0 || o.ViewLease) && o.Lease <= 0:
 		return fmt.Errorf("%w: Lease %v with Quorum %d (a quorum needs a positive lease)", ErrOptions, o.Lease, o.Quorum)
 	case o.Algorithm != "" && o.Algorithm != RicartAgrawala && o.Algorithm != Central && o.Algorithm != TokenRing:
 		return fmt.Errorf("%w: Algorithm %q is not %q, %q or %q", ErrOptions, o.Algorithm, RicartAgrawala, Central, TokenRing)
-	case o.Quorum > 0 && o.Algorithm != "" && o.Algorithm != RicartAgrawala:
+	case (o.Quorum > 0 || o.ViewLease) && o.Algorithm != "" && o.Algorithm != RicartAgrawala:
 		return fmt.Errorf("%w: Quorum %d with Algorithm %q (quorum mode is Ricart–Agrawala's)", ErrOptions, o.Quorum, o.Algorithm)
 	}
 	return nil

@@ -48,12 +48,14 @@ type request struct {
 // sent in or lost with a view change or a crash; a message from a member
 // that left and joined again is never one it sent before it left.
 type RA struct {
-	self   uint64
-	quorum int
-	lease  time.Duration
-	heard  map[uint64]time.Time // quorum mode: when each other member was last heard in this node's view
-	quiet  time.Time            // quorum mode: no reply and no entry before this
-	ends   []time.Time          // leaseEnds' scratch
+	self       uint64
+	quorum     int  // the expected cluster size N (Options.Quorum), 0: none
+	leased     bool // quorum mode: Quorum or ViewLease
+	notPrimary bool // the view is not the primary component: nothing is granted
+	lease      time.Duration
+	heard      map[uint64]time.Time // quorum mode: when each other member was last heard in this node's view
+	quiet      time.Time            // quorum mode: no reply and no entry before this
+	ends       []time.Time          // leaseEnds' scratch
 
 	hasView bool
 	view    string
@@ -97,7 +99,7 @@ func NewRA(o Options) *RA {
 	if err := o.Validate(); err != nil {
 		panic(err)
 	}
-	return &RA{self: o.Self, quorum: o.Quorum, lease: o.Lease, heard: map[uint64]time.Time{}}
+	return &RA{self: o.Self, quorum: o.Quorum, leased: o.Quorum > 0 || o.ViewLease, lease: o.Lease, heard: map[uint64]time.Time{}}
 }
 
 // Request asks for the lock: Ricart–Agrawala's REQUEST, timestamped with
@@ -294,10 +296,13 @@ func (m *RA) lose(now time.Time) {
 // quorate reports whether the view holds the configured majority, and
 // whether this node heard a majority of its members within the lease.
 func (m *RA) quorate(now time.Time) bool {
-	if m.quorum == 0 {
+	if m.notPrimary {
+		return false
+	}
+	if !m.leased {
 		return true
 	}
-	if !m.hasView || len(m.members) <= m.quorum/2 {
+	if !m.hasView || m.quorum > 0 && len(m.members) <= m.quorum/2 {
 		return false
 	}
 	return m.noLease || m.leaseEnds().After(now)
@@ -306,7 +311,10 @@ func (m *RA) quorate(now time.Time) bool {
 // leaseEnds is when, hearing nothing more, this node stops hearing a
 // majority of its view within the lease (quorum mode, in a view).
 func (m *RA) leaseEnds() time.Time {
-	need := m.quorum / 2 // other members to hear: with this node, a majority
+	need := m.quorum / 2 // other members to hear: with this node, a majority (of the view's with ViewLease)
+	if m.quorum == 0 {
+		need = len(m.members) / 2
+	}
 	if need == 0 {
 		return time.Unix(1<<62, 0) // this node alone is a majority: forever
 	}
@@ -329,7 +337,7 @@ var longAgo = time.Unix(1, 0)
 
 // quieted reports whether a quarantine is on.
 func (m *RA) quieted(now time.Time) bool {
-	return m.quorum > 0 && !m.noLease && !m.noQuiet && now.Before(m.quiet)
+	return m.leased && !m.noLease && !m.noQuiet && now.Before(m.quiet)
 }
 
 // Tick lets time pass (quorum mode; without a quorum it does nothing): a
@@ -337,7 +345,7 @@ func (m *RA) quieted(now time.Time) bool {
 // quarantine the deferred requests are answered and a pending request may
 // enter. Call it at NextDeadline, or more often.
 func (m *RA) Tick(now time.Time) {
-	if m.quorum == 0 {
+	if !m.leased {
 		return
 	}
 	if m.state == Held && !m.quorate(now) {
@@ -354,7 +362,7 @@ func (m *RA) Tick(now time.Time) {
 // quarantine that holds something back, or when the holder's lease runs
 // out as things stand. Zero for none.
 func (m *RA) NextDeadline() time.Time {
-	if m.quorum == 0 || m.noLease {
+	if !m.leased || m.noLease {
 		return time.Time{}
 	}
 	var d time.Time

@@ -48,7 +48,7 @@ func (m *RA) SetView(now time.Time, view string, members []uint64, heard []time.
 		}
 		return
 	}
-	if m.quorum > 0 && (!had || slices.ContainsFunc(prev, func(id uint64) bool { _, ok := slices.BinarySearch(ms, id); return !ok })) {
+	if m.leased && (!had || slices.ContainsFunc(prev, func(id uint64) bool { _, ok := slices.BinarySearch(ms, id); return !ok })) {
 		m.quiet = now.Add(m.lease + m.lease/2)
 		m.stats.Quarantines++
 	}
@@ -61,6 +61,15 @@ func (m *RA) SetView(now time.Time, view string, members []uint64, heard []time.
 	case m.state == Wanted:
 		m.ask(m.toAsk(prev))
 		m.tryEnter(now)
+	}
+}
+
+// SetPrimary implements Lock: outside the primary component nothing is
+// granted, and a holder loses the lock.
+func (m *RA) SetPrimary(now time.Time, primary bool) {
+	m.notPrimary = !primary
+	if !primary && m.state == Held {
+		m.lose(now)
 	}
 }
 
@@ -85,7 +94,7 @@ func (m *RA) toAsk(prev []uint64) []uint64 {
 // every datagram it takes from a member; the lease counts on it. Without a
 // quorum, and for nodes outside the view, it does nothing.
 func (m *RA) Heard(id uint64, at time.Time) {
-	if m.quorum == 0 || id == m.self || !m.isMember(id) {
+	if !m.leased || id == m.self || !m.isMember(id) {
 		return
 	}
 	if at.IsZero() {
@@ -98,7 +107,7 @@ func (m *RA) Heard(id uint64, at time.Time) {
 // setHeard replaces what was heard by the times given for the members of a
 // new view (heard[i] for members[i]; zero or missing: not heard in it).
 func (m *RA) setHeard(members []uint64, heard []time.Time) {
-	if m.quorum == 0 {
+	if !m.leased {
 		return
 	}
 	clear(m.heard)

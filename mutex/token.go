@@ -224,6 +224,8 @@ func (t *tokenRing) act(now time.Time) {
 	}
 	switch {
 	case t.passing || t.state == Held || len(t.retired) > 0:
+	case t.state == Wanted && t.notPrimary:
+		// Outside the primary component the token stays: nobody enters.
 	case t.state == Wanted:
 		t.msgs += int(t.hops)
 		t.hops = 0

@@ -60,14 +60,17 @@ type CoreOptions struct {
 	TraceSends bool
 	// Addr is this node's own address, as a probe's answer gives it.
 	Addr string
+	// State configures state transfer: the replicated services.
+	State StateOptions
 }
 
 // CoreOptionsFrom takes a Core's options from a node's configuration:
 // each machine's from config (Config.Membership, Election.Options,
 // Mutex.Options), and this start's incarnation and seed.
 func CoreOptionsFrom(c config.Config, inc, seed uint64) CoreOptions {
-	o := CoreOptions{Group: c.Group, Membership: c.Membership(), Election: c.Election.Options(), Lock: c.Mutex.Options(), Seed: seed,
-		Drop: Drop{Rate: c.Drop.Rate, From: c.Drop.From, Seed: c.Drop.Seed, Burst: c.Drop.Burst}, TraceSends: c.TraceDeliveries}
+	o := CoreOptions{Group: c.Group, Membership: c.Membership(), Election: c.Election.Options(), Lock: c.LockOptions(), Seed: seed,
+		Drop: Drop{Rate: c.Drop.Rate, From: c.Drop.From, Seed: c.Drop.Seed, Burst: c.Drop.Burst}, TraceSends: c.TraceDeliveries,
+		State: StateOptions{MaxSize: int64(c.StateMaxSize)}}
 	o.Membership.Engine.Self, o.Membership.Engine.Inc = c.ID, inc
 	return o
 }
@@ -103,6 +106,7 @@ type Core struct {
 	election   electionPart      // the leader election, on the election service
 	lock       lockPart          // the lock (mutex.algorithm), on the mutex service
 	probe      probePart         // the group probe, on the probe service
+	state      statePart         // state transfer, on the state service
 	drop       *dropper          // built-in fault injection
 	seal       sealing           // datagram sealing with the group key
 	started    time.Time         // when the Core was made
@@ -174,14 +178,15 @@ const (
 	// MembershipEvent: a view installed, a message delivered to the
 	// application (its Kind is membership.Delivered), a suspicion, a
 	// refusal, an event of the multicast engine.
-	MembershipEvent   EventKind = iota + 1
-	ElectionEvent               // the election's (Election)
-	LockEvent                   // the lock's (Lock)
-	SecurityEventKind           // a datagram unusable because of the key (Security)
-	VersionEvent                // the group heard in another wire version (Version)
-	ProbeDoneEvent              // every member answered a probe of this node's (ProbeID)
-	TraceEvent                  // with CoreOptions.Trace: a message of the election or the lock, sent or received (Trace)
-	SentEvent                   // with CoreOptions.TraceSends: a message Multicast sent (Sent)
+	MembershipEvent    EventKind = iota + 1
+	ElectionEvent                // the election's (Election)
+	LockEvent                    // the lock's (Lock)
+	SecurityEventKind            // a datagram unusable because of the key (Security)
+	VersionEvent                 // the group heard in another wire version (Version)
+	ProbeDoneEvent               // every member answered a probe of this node's (ProbeID)
+	TraceEvent                   // with CoreOptions.Trace: a message of the election or the lock, sent or received (Trace)
+	SentEvent                    // with CoreOptions.TraceSends: a message Multicast sent (Sent)
+	StateTransferEvent           // a state transfer's (State)
 )
 
 // VersionSeen is a node of this group heard in another wire version.
@@ -203,6 +208,7 @@ type Event struct {
 	ProbeID    uint64 // ProbeDoneEvent: the probe (Core.Probe)
 	Trace      ProtocolMessage
 	Sent       SentMessage
+	State      StateEvent
 }
 
 // SentMessage is a message Multicast sent, as the log's send event shows
@@ -255,6 +261,7 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 	c.engine = c.membership.Engine()
 	c.election = newElectionPart(o)
 	c.lock = newLockPart(o)
+	c.state = newStatePart(o.State)
 	return c
 }
 
@@ -267,6 +274,7 @@ func (c *Core) membershipOptions() membership.Options {
 	mo.Engine.Group, mo.Engine.DatagramSize = c.group, room
 	mo.Engine.Rand = rand.New(rand.NewPCG(c.opt.Seed, c.self))
 	mo.MessageSize = cmp.Or(mo.MessageSize, wire.ChunkedMax(room))
+	mo.Replicated = len(c.opt.State.Services) > 0
 	return mo
 }
 
@@ -401,10 +409,16 @@ func (c *Core) route(now time.Time) {
 			if ev.Delivery.Source != c.self {
 				c.stats.AppDelivered++
 			}
+			if c.stateHold(&ev.Delivery) {
+				continue
+			}
 		case membership.ViewInstalled:
 			c.viewChanged(now, ev.View)
 		}
 		c.events = append(c.events, Event{Kind: MembershipEvent, Membership: *ev})
+		if ev.Kind == membership.ViewInstalled {
+			c.stateView(now, ev.View)
+		}
 	}
 	c.protocolsStep()
 }
@@ -427,6 +441,8 @@ func (c *Core) protocolMessage(now time.Time, d *membership.Delivery) bool {
 		if d.Source != c.self { // the node's own question comes back: not an input
 			c.probeMessage(now, d.Source, d.Payload)
 		}
+	case StateService:
+		c.statePieceIn(now, d)
 	default:
 		return false
 	}
@@ -446,14 +462,14 @@ func (c *Core) viewChanged(now time.Time, v membership.View) {
 	c.view = k
 	ids := v.IDs()
 	c.election.setView(now, v.ID, ids)
-	c.lock.setView(now, v.ID, ids, c.membership)
+	c.lock.setView(now, v.ID, ids, v.Primary, c.membership)
 	c.probe.out.clear()
 }
 
 // heard tells the lock, in quorum mode, that a datagram of node id was
 // taken just now (the lease counts on it).
 func (c *Core) heard(id uint64) {
-	if c.lock.quorum > 0 {
+	if c.lock.leased {
 		c.lock.heard(id, c.membership)
 	}
 }
@@ -481,6 +497,7 @@ func (c *Core) protocolsStep() {
 	c.election.out.send(c.membership, electionService)
 	c.lock.out.send(c.membership, mutexService)
 	c.probe.out.send(c.membership, probeService)
+	c.stateSend(c.lastInput)
 }
 
 // trace reports a message of the election or the lock, with trace on.
@@ -524,7 +541,12 @@ func (c *Core) Ready() Ready {
 // Multicast sends a message to the view (see membership.Machine.Multicast):
 // it fails with multicast.ErrWindowFull while the send window is full, and
 // with membership.ErrBlocked or ErrNotInView while there is no view to send in.
+// Total and safe messages need the primary component: in a view that is
+// not primary they fail with membership.ErrNotPrimary.
 func (c *Core) Multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
+	if order != wire.FIFO && c.membership.Sending() && c.membership.Primary() == 0 {
+		return 0, membership.ErrNotPrimary
+	}
 	var view wire.ViewID
 	if c.opt.TraceSends {
 		view = c.membership.View().ID // View copies the members: only when logged

@@ -18,7 +18,7 @@ var mutexService = []byte(MutexService)
 // server or the token ring (mutex.algorithm).
 type lockPart struct {
 	m          mutex.Lock
-	quorum     int
+	leased     bool // quorum mode: the lock needs the times members were heard
 	out        outQueue
 	view, prev wire.ViewID // the installed view, and the one before it (zero: none)
 	heardAt    []time.Time // setView's scratch
@@ -33,7 +33,7 @@ func newLockPart(o CoreOptions) lockPart {
 	lo := o.Lock
 	lo.Self = o.Membership.Engine.Self
 	lo.Lease = cmp.Or(lo.Lease, o.Membership.Engine.SuspectTimeout)
-	return lockPart{m: mutex.NewLock(lo), quorum: lo.Quorum}
+	return lockPart{m: mutex.NewLock(lo), leased: lo.Quorum > 0 || lo.ViewLease}
 }
 
 // inView is when this node last heard member id in its view, or in the
@@ -52,11 +52,12 @@ func (l *lockPart) heard(id uint64, m *membership.Machine) { l.m.Heard(id, l.inV
 
 // setView tells the lock of the view installed now, and when each of its
 // members was last heard in it or the one before.
-func (l *lockPart) setView(now time.Time, id wire.ViewID, members []uint64, m *membership.Machine) {
+func (l *lockPart) setView(now time.Time, id wire.ViewID, members []uint64, primary bool, m *membership.Machine) {
 	l.prev, l.view = l.view, id
 	l.out.clear() // the lock sends a pending request again
+	l.m.SetPrimary(now, primary)
 	var heard []time.Time
-	if l.quorum > 0 {
+	if l.leased {
 		heard = l.heardAt[:0]
 		for _, member := range members {
 			heard = append(heard, l.inView(member, m))

@@ -3,14 +3,11 @@ package node
 import (
 	"fmt"
 	"math/rand/v2"
-	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
-	"github.com/huddle-lan/huddle/membership"
-	"github.com/huddle-lan/huddle/multicast"
 	"github.com/huddle-lan/huddle/mutex"
 )
 
@@ -24,11 +21,7 @@ func addLockers(w *sim.World, quorum int, ids ...uint64) {
 // addLocks adds nodes whose lock runs algorithm alg, with the given quorum
 // (0: off; Ricart–Agrawala only).
 func addLocks(w *sim.World, alg mutex.Algorithm, quorum int, ids ...uint64) {
-	for _, id := range ids {
-		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 256}}, Lock: mutex.Options{Quorum: quorum, Algorithm: alg}}, w.Now()))
-		})
-	}
+	addCores(w, func(o *CoreOptions) { o.Lock = mutex.Options{Quorum: quorum, Algorithm: alg} }, ids...)
 }
 
 // oneHolder is the lock's safety, checked after every step of simulated

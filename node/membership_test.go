@@ -15,10 +15,17 @@ import (
 
 const testJoin = 60 * time.Millisecond
 
-func addMembers(w *sim.World, ids ...uint64) {
+func addMembers(w *sim.World, ids ...uint64) { addCores(w, nil, ids...) }
+
+// addCores adds nodes with the tests' options, changed by set (if not nil).
+func addCores(w *sim.World, set func(o *CoreOptions), ids ...uint64) {
 	for _, id := range ids {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 256}}}, w.Now()))
+			o := CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 256}}}
+			if set != nil {
+				set(&o)
+			}
+			return newSimCore(NewCore(o, w.Now()))
 		})
 	}
 }

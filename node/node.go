@@ -47,6 +47,9 @@ type Options struct {
 	// does not read its events, and a node stopped for a suspect timeout
 	// is excluded.
 	Handle func(ev *Event)
+	// Replicated are the services whose state this node keeps and
+	// transfers (StateOptions.Services); config state_max_size bounds it.
+	Replicated []string
 }
 
 // NewIncarnation returns a fresh incarnation number: the start time in
@@ -139,6 +142,7 @@ func New(o Options) *Node {
 
 func newCore(o Options, seed uint64) *Core {
 	co := CoreOptionsFrom(o.Config, o.Inc, seed)
+	co.State.Services = o.Replicated
 	co.Keys, co.Addr = o.Keys, o.Transport.LocalAddr().String()
 	co.Trace = o.Config.Log.Level == "trace" && o.Log.GetLevel() <= zerolog.TraceLevel
 	// The window fits the receive buffer the kernel granted, when it
@@ -488,6 +492,8 @@ func (n *Node) logEvent(ev *Event) {
 		n.logSend(&ev.Sent)
 	case VersionEvent:
 		n.logVersion(ev.Version)
+	case StateTransferEvent:
+		n.logState(&ev.State)
 	}
 }
 

@@ -64,6 +64,38 @@ func (n *Node) logVersion(v VersionSeen) {
 			v.From, v.Addr.Addr(), v.Version, wire.Version)
 }
 
+// logState logs a state transfer's event; StateWanted is the runtime's
+// to act on, not a log line.
+func (n *Node) logState(e *StateEvent) {
+	switch e.Kind {
+	case StateSent:
+		n.log.Info().Str(logs.EventKey, logs.StateSent).Str(logs.ServiceKey, e.Service).Str(logs.ViewKey, e.View.String()).
+			Uints64(logs.MembersKey, e.To).Int64(logs.BytesKey, e.Bytes).Str(logs.HashKey, e.HashHex()).
+			Int64(logs.DurationMsKey, e.Took.Milliseconds()).Msgf("state of %s sent to %v: %d bytes", e.Service, e.To, e.Bytes)
+	case StateInstalled:
+		n.log.Info().Str(logs.EventKey, logs.StateInstalled).Str(logs.ServiceKey, e.Service).Str(logs.ViewKey, e.View.String()).
+			Uint64(logs.FromKey, e.From).Int64(logs.BytesKey, e.Bytes).Str(logs.HashKey, e.HashHex()).
+			Int64(logs.DurationMsKey, e.Took.Milliseconds()).Int(logs.HeldKey, e.Held).
+			Msgf("state of %s installed from node %d: %d bytes, then %d messages held back", e.Service, e.From, e.Bytes, e.Held)
+	case StateCurrent:
+		n.log.Info().Str(logs.EventKey, logs.StateCurrent).Str(logs.ServiceKey, e.Service).Str(logs.ViewKey, e.View.String()).
+			Msgf("no member of view %s had the group's state of %s: this node's is", e.View, e.Service)
+	case StateFailed:
+		n.log.Warn().Str(logs.EventKey, logs.StateFailed).Str(logs.ServiceKey, e.Service).Str(logs.ViewKey, e.View.String()).
+			Uint64(logs.FromKey, e.From).Str(logs.ReasonKey, e.Reason).
+			Msgf("state transfer of %s failed: %s", e.Service, e.Reason)
+	}
+}
+
+// notPrimary is what view.installed's message adds for a view that is
+// not the primary component.
+func notPrimary(gen uint64) string {
+	if gen > 0 {
+		return ""
+	}
+	return " (not primary: total and safe sends and the lock wait for a primary view)"
+}
+
 func (n *Node) logMembership(ev *membership.Event) {
 	switch ev.Kind {
 	case membership.Delivered:
@@ -76,7 +108,8 @@ func (n *Node) logMembership(ev *membership.Event) {
 			Uints64(logs.MembersKey, ev.View.IDs()).Uints64(logs.JoinedKey, orEmpty(ev.Joined)).
 			Uints64(logs.LeftKey, orEmpty(ev.Left)).Uints64(logs.CrashedKey, orEmpty(ev.Crashed)).
 			Int64(logs.FlushMsKey, ev.Flush.Milliseconds()).Str(logs.PriorKey, ev.Prior.String()).
-			Msgf("view %s installed", ev.View)
+			Bool(logs.PrimaryKey, ev.Primary > 0).Uint64(logs.GenerationKey, ev.Primary).
+			Msgf("view %s installed%s", ev.View, notPrimary(ev.Primary))
 		if ev.Flush > 0 {
 			n.hist.Flush.Add(ev.Flush)
 		}

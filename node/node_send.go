@@ -20,7 +20,7 @@ const MaxServiceName = 64
 // (the election's, the lock's and the probe's): their messages are not an
 // application's to send.
 func Reserved(service string) bool {
-	return service == ElectionService || service == MutexService || service == ProbeService
+	return service == ElectionService || service == MutexService || service == ProbeService || service == StateService
 }
 
 // A sendReq is one Multicast call handed to the loop: one message, or a

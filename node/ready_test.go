@@ -51,6 +51,7 @@ type held struct {
 	election   []election.Event
 	lock       []mutex.Event
 	probes     []uint64 // probes finished (ProbeDoneEvent)
+	stream     []Event  // with replicated services: membership and state events, in order
 }
 
 // collect returns the events held for c.
@@ -69,6 +70,12 @@ func (c *Core) collect() *held {
 func (c *Core) keep(evs []Event) {
 	h := c.collect()
 	for _, ev := range evs {
+		if len(c.opt.State.Services) > 0 && (ev.Kind == MembershipEvent || ev.Kind == StateTransferEvent) {
+			ev.Membership.Delivery.Payload = append([]byte(nil), ev.Membership.Delivery.Payload...)
+			ev.State.Data = append([]byte(nil), ev.State.Data...)
+			h.stream = append(h.stream, ev)
+			continue
+		}
 		switch ev.Kind {
 		case MembershipEvent:
 			m := ev.Membership

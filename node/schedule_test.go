@@ -31,11 +31,20 @@ type schedule struct {
 	steps   []string
 	flushAt map[uint64][]uint64 // initiators seen starting a flush this step → the members they proposed
 	opts    sim.Options
+	// quorum, when on, is every node's quorum policy (with Expected the
+	// nodes started: no node joins beyond them).
+	quorum membership.Quorum
 }
 
-func newSchedule(t *testing.T, seed int64) *schedule {
+func newSchedule(t *testing.T, seed int64) *schedule { return newScheduleQ(t, seed, "") }
+
+// newScheduleQ is newSchedule with the quorum policy given ("" is off).
+func newScheduleQ(t *testing.T, seed int64, policy string) *schedule {
 	r := rand.New(rand.NewPCG(uint64(seed), 4))
 	s := &schedule{t: t, r: r, nodes: 2 + r.IntN(6), gone: map[uint64]bool{}, flushAt: map[uint64][]uint64{}}
+	if policy != "" {
+		s.quorum = membership.Quorum{Policy: policy, Expected: s.nodes}
+	}
 	s.opts = sim.Options{Seed: seed, Jitter: time.Duration(r.IntN(200)) * time.Microsecond,
 		Dup: r.Float64() * 0.03, Reorder: r.Float64() * 0.03}
 	switch r.IntN(3) {
@@ -60,7 +69,7 @@ func newSchedule(t *testing.T, seed int64) *schedule {
 
 func (s *schedule) add() uint64 {
 	s.maxID++
-	addMembers(s.w, s.maxID)
+	addCores(s.w, func(o *CoreOptions) { o.Membership.Quorum = s.quorum }, s.maxID)
 	return s.maxID
 }
 
@@ -132,7 +141,7 @@ func (s *schedule) fault() {
 		s.w.Do(id, func(m sim.Machine) { coreOf(m).Leave(s.w.Now()) })
 		s.gone[id] = true
 		s.note("leave %d", id)
-	case k == 5 && s.maxID < 10:
+	case k == 5 && s.maxID < 10 && s.quorum.Policy == "":
 		s.note("join %d", s.add())
 	case k == 6:
 		id := pick()
@@ -233,6 +242,9 @@ func (s *schedule) run() {
 			s.fail(fmt.Errorf("the view of %v keeps changing", live))
 		}
 	}
+	if v := viewOf(w, live[0]); !v.Primary && len(s.gone) == 0 {
+		s.fail(fmt.Errorf("the final view %v holds every node, and is not primary", v))
+	}
 	s.liveness(live)
 }
 
@@ -252,7 +264,11 @@ func (s *schedule) liveness(live []uint64) {
 				c := coreOf(m)
 				for left[id] > 0 {
 					p := []byte(fmt.Sprintf("final %d from %d", left[id], id))
-					k, err := s.l.multicast(c, id, c.inc, p, orders[left[id]%len(orders)])
+					order := orders[left[id]%len(orders)]
+					if !c.View().Primary {
+						order = orders[0] // FIFO: total and safe need the primary component
+					}
+					k, err := s.l.multicast(c, id, c.inc, p, order)
 					if err == multicast.ErrWindowFull {
 						return
 					}

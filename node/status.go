@@ -25,7 +25,11 @@ type Status struct {
 	State       string   `json:"state"` // see State
 	View        string   `json:"view"`  // "epoch.coordinator"; "0.0" before the first view
 	Coordinator uint64   `json:"coordinator"`
-	Members     []Member `json:"members"`      // oldest first; the first coordinates
+	Members     []Member `json:"members"` // oldest first; the first coordinates
+	// Primary marks a view of the primary component (always, with quorum
+	// off); Quorum is the policy: off, majority or static.
+	Primary     bool     `json:"primary"`
+	Quorum      string   `json:"quorum"`
 	Peers       []uint64 `json:"peers"`        // live peers heard, members or not
 	Leader      uint64   `json:"leader"`       // the elected leader this node knows; 0 = none yet
 	LeaderRound uint64   `json:"leader_round"` // the election round that chose it
@@ -84,7 +88,7 @@ func (n *Node) status() Status {
 	s := Status{
 		ID: c.ID, Incarnation: n.o.Inc, Group: c.Group, Addr: c.Addr, Iface: c.Iface,
 		Src: n.o.Transport.LocalAddr().String(), State: n.core.State(), View: v.ID.String(),
-		Coordinator: v.Coordinator(), Members: make([]Member, len(v.Members)),
+		Coordinator: v.Coordinator(), Members: make([]Member, len(v.Members)), Primary: v.Primary, Quorum: c.QuorumPolicy(),
 		Peers: orEmpty(n.core.Peers()), Counters: n.counters(),
 	}
 	h := n.hist
@@ -128,6 +132,7 @@ func (n *Node) counters() Counters {
 	ss := n.core.SealStats()
 	gs := n.core.MembershipStats()
 	es, edropped := n.core.ElectionStats()
+	st := n.core.StateStats()
 	ls, ldropped := n.core.MutexStats()
 	return Counters{
 		{"views_installed", gs.ViewsInstalled},
@@ -153,7 +158,7 @@ func (n *Node) counters() Counters {
 		{"stale_incarnation", ms.StaleInc}, {"unhandled", ms.Unhandled}, {"peers", ms.Peers},
 		{"strangers", ms.Strangers}, {"strangers_evicted", ms.PeersEvicted}, {"strangers_unannounced", ms.PeersUnannounced},
 		{"foreign_data", ms.ForeignData}, {"nacks_refused", ms.NackRefused}, {"repairs_over_budget", ms.RepairBudget},
-		{"future_incarnation", ms.FutureInc},
+		{"future_incarnation", ms.FutureInc}, {"data_unplaced", ms.Unplaced},
 		{"msgs_sent", ms.MsgsSent}, {"bytes_sent", ms.BytesSent}, {"data_datagrams", ms.DataDatagrams},
 		{"msgs_delivered", ms.MsgsDelivered}, {"bytes_delivered", ms.BytesDelivered}, {"protocol_msgs", cs.ProtocolMsgs}, {"app_delivered", cs.AppDelivered}, {"for_others", gs.ForOthers},
 		{"duplicates", ms.Duplicates}, {"gaps_detected", ms.GapsDetected}, {"gaps_recovered", ms.GapsRecovered},
@@ -178,6 +183,8 @@ func (n *Node) counters() Counters {
 		{"lock_stale", ls.Stale}, {"lock_bad", ls.Malformed + ls.Foreign + ls.OutOfBound + ls.Exhausted}, {"lock_dropped", ldropped},
 		{"lock_tokens_regenerated", ls.Regenerated}, {"lock_tokens_retired", ls.Retired},
 		{"probes_answered", n.core.probe.answered}, {"probe_bad", n.core.probe.bad}, {"probe_dropped", n.core.probe.out.dropped},
+		{"state_sent", st.Sent}, {"state_installed", st.Installed}, {"state_failed", st.Failed},
+		{"state_bytes_sent", st.BytesSent}, {"state_bytes_recv", st.BytesRecv}, {"state_bad", st.Bad}, {"state_discarded", st.Discarded},
 	}
 }
 

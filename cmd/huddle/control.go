@@ -301,6 +301,17 @@ func callAndPrint[T any](t target, timeout time.Duration, name, cmd string, args
 	return show(res, path)
 }
 
+// primaryWord says whether the view is the primary component.
+func primaryWord(st huddle.Status) string {
+	switch {
+	case !st.Primary:
+		return "not primary: total and safe sends and the lock wait for a primary view"
+	case st.Quorum == "" || st.Quorum == "off":
+		return "primary, no quorum"
+	}
+	return "primary, quorum " + st.Quorum
+}
+
 // printStatus writes a node's status for people.
 func printStatus(w io.Writer, st huddle.Status, path string) {
 	fmt.Fprintf(w, "node %d (incarnation %d), group %q\n", st.ID, st.Incarnation, st.Group)
@@ -309,7 +320,7 @@ func printStatus(w io.Writer, st huddle.Status, path string) {
 	if st.State == huddle.StateJoining {
 		fmt.Fprintf(w, "\nno view yet: joining the group\n")
 	} else {
-		fmt.Fprintf(w, "\nview %s (%s), coordinator %d, %d member%s, oldest first:\n", st.View, st.State, st.Coordinator,
+		fmt.Fprintf(w, "\nview %s (%s, %s), coordinator %d, %d member%s, oldest first:\n", st.View, st.State, primaryWord(st), st.Coordinator,
 			len(st.Members), map[bool]string{true: "s"}[len(st.Members) != 1])
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for i, m := range st.Members {

@@ -43,7 +43,7 @@ type fakeNode struct {
 func (f *fakeNode) Status(context.Context) (huddle.Status, error) {
 	st := huddle.Status{ID: f.id, Incarnation: 100 + f.id, Group: f.group, Addr: "239.192.72.68:7468", Iface: "lo",
 		Src: "127.0.0.1:7468", State: huddle.StateMember, View: fmt.Sprintf("4.%d", f.id), Coordinator: f.id,
-		Members: []huddle.StatusMember{{ID: f.id, Incarnation: 100 + f.id}, {ID: 77, Incarnation: 177}}, Peers: []uint64{77},
+		Members: []huddle.StatusMember{{ID: f.id, Incarnation: 100 + f.id}, {ID: 77, Incarnation: 177}}, Primary: true, Quorum: "off", Peers: []uint64{77},
 		Counters: huddle.Counters{{Name: "msgs_sent", Value: uint64(12345)}, {Name: "srm_spread", Value: 1.5}}}
 	f.mu.Lock()
 	if f.drop.Active() {
@@ -164,11 +164,11 @@ func TestControlCommands(t *testing.T) {
 	}{
 		{name: "status", args: []string{"status", "--id", "1"}, stdout: []string{
 			`node 1 (incarnation 101), group "huddle"`, "address 239.192.72.68:7468 on lo, sending from 127.0.0.1:7468",
-			"control socket " + p1, "view 4.1 (member), coordinator 1, 2 members, oldest first:",
+			"control socket " + p1, "view 4.1 (member, primary, no quorum), coordinator 1, 2 members, oldest first:",
 			"  1   incarnation 101  coordinator, this node\n  77  incarnation 177\n", "live peers: 77",
 			"  msgs_sent   12345\n  srm_spread    1.5\n"}},
 		{name: "status json", args: []string{"status", "--json", "--id=1"}, stdout: []string{`{"id":1,"incarnation":101,"group":"huddle",`,
-			`"view":"4.1","coordinator":1,"members":[{"id":1,"incarnation":101},{"id":77,"incarnation":177}],"peers":[77],"leader":0,"leader_round":0,"election":"","lock":"","lock_messages":0,"counters":{"msgs_sent":12345,"srm_spread":1.5}}` + "\n"}},
+			`"view":"4.1","coordinator":1,"members":[{"id":1,"incarnation":101},{"id":77,"incarnation":177}],"primary":true,"quorum":"off","peers":[77],"leader":0,"leader_round":0,"election":"","lock":"","lock_messages":0,"counters":{"msgs_sent":12345,"srm_spread":1.5}}` + "\n"}},
 		{name: "the only node of the group", args: []string{"status", "--json"}, stdout: []string{`{"id":1,`}},
 		{name: "two nodes of the group", env: []string{"HUDDLE_GROUP=lab"}, args: []string{"status"}, code: 1,
 			stderr: []string{`2 nodes of group "lab" run on this host: choose one with --id`, "Nodes running on this host:", "lab-2.sock  (--group lab --id 2)", "lab-3.sock  (--group lab --id 3)", "huddle-1.sock  (--group huddle --id 1)"}},

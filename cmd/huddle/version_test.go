@@ -51,7 +51,7 @@ func TestVersion(t *testing.T) {
 		if code != exitOK || stderr != "" || stdout != readBuildInfo().String()+"\n" {
 			t.Errorf("huddle %s: exit %d, stdout %q, stderr %q", cmd, code, stdout, stderr)
 		}
-		for _, want := range []string{"huddle ", runtime.Version(), runtime.GOOS + "/" + runtime.GOARCH, ", wire version 3"} {
+		for _, want := range []string{"huddle ", runtime.Version(), runtime.GOOS + "/" + runtime.GOARCH, ", wire version 4"} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("huddle %s: %q does not contain %q", cmd, stdout, want)
 			}
@@ -75,7 +75,7 @@ func TestVersion(t *testing.T) {
 
 // What a build in a repository records, and what it prints.
 func TestVersionLine(t *testing.T) {
-	sys := runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + ", wire version 3"
+	sys := runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + ", wire version 4"
 	vcs := func(kv ...string) []debug.BuildSetting {
 		var s []debug.BuildSetting
 		for i := 0; i < len(kv); i += 2 {

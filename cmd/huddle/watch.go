@@ -168,7 +168,7 @@ func describeEvent(e huddle.WatchEvent) string {
 				s += fmt.Sprintf("; %s %s", part.what, joinIDs(part.ids))
 			}
 		}
-		return s
+		return s + notPrimaryNote(e)
 	case logs.MemberSuspected:
 		return fmt.Sprintf("%s suspect %d (silent %.0f ms)", at, e.Member, e.Silent)
 	case logs.MemberRefused:
@@ -204,12 +204,20 @@ func describeEvent(e huddle.WatchEvent) string {
 	return fmt.Sprintf("%s %s", at, e.Event)
 }
 
+// notPrimaryNote marks a view that is not the primary component.
+func notPrimaryNote(e huddle.WatchEvent) string {
+	if e.Primary != nil && !*e.Primary {
+		return " (not primary)"
+	}
+	return ""
+}
+
 // describeState writes an event of a watch's opening snapshot: the state
 // the node is in rather than a change.
 func describeState(e huddle.WatchEvent) string {
 	switch e.Event {
 	case logs.ViewInstalled:
-		return fmt.Sprintf("view %s: members %s", e.View, joinIDs(e.Members))
+		return fmt.Sprintf("view %s: members %s", e.View, joinIDs(e.Members)) + notPrimaryNote(e)
 	case logs.LeaderChanged:
 		return fmt.Sprintf("leader %d (round %d)", e.Leader, e.Round)
 	case logs.MutexAcquired:

@@ -60,4 +60,10 @@ const (
 	MutexWithdrawn = "mutex.withdrawn"
 	MutexDeferred  = "mutex.deferred"
 	MutexMessage   = "mutex.message"
+
+	// State transfer.
+	StateSent      = "state.sent"
+	StateInstalled = "state.installed"
+	StateCurrent   = "state.current"
+	StateFailed    = "state.failed"
 )

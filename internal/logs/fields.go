@@ -86,6 +86,8 @@ const (
 	CrashedKey                = "crashed"
 	FlushMsKey                = "flush_ms"
 	PriorKey                  = "prior"
+	PrimaryKey                = "primary"    // view.installed: the view is the primary component
+	GenerationKey             = "generation" // view.installed: its generation as the primary component (0: not primary)
 	EpochKey                  = "epoch"
 	AttemptKey                = "attempt"
 	ProposedKey               = "proposed"
@@ -120,6 +122,11 @@ const (
 	DurationMsKey = "duration_ms"
 	SentKey       = "sent"
 	LateKey       = "late"
+
+	// state.*
+	BytesKey = "bytes"
+	HashKey  = "hash" // the first 16 bytes of the snapshot's SHA-256, in hex
+	HeldKey  = "held" // state.installed: the deliveries held back, handed out after it
 
 	// mutex.*
 	ClockKey     = "clock"

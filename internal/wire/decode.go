@@ -350,7 +350,11 @@ func (d *Decoder) flush(m *Flush) (err error) {
 	if err = d.members(&m.Members); err != nil {
 		return err
 	}
-	return d.viewCuts(&m.Cuts)
+	if err = d.viewCuts(&m.Cuts); err != nil {
+		return err
+	}
+	m.Primary, err = d.seq()
+	return err
 }
 
 func (d *Decoder) flushOK(m *FlushOK) (err error) {
@@ -380,7 +384,51 @@ func (d *Decoder) flushOK(m *FlushOK) (err error) {
 	if m.Sent, err = d.seq(); err != nil {
 		return err
 	}
-	return d.cuts(&m.Has)
+	if err = d.cuts(&m.Has); err != nil {
+		return err
+	}
+	return d.known(&m.Known)
+}
+
+func (d *Decoder) known(k *Known) error {
+	if _, err := d.arrayLen(3); err != nil {
+		return err
+	}
+	if err := d.primaryView(&k.Last); err != nil {
+		return err
+	}
+	n, err := d.countOf(minPrimaryBytes)
+	if err != nil {
+		return err
+	}
+	if n > MaxPrimaryAttempts {
+		return d.fail("%d primary attempts, at most %d", n, MaxPrimaryAttempts)
+	}
+	k.Attempts = grow(k.Attempts, n)
+	for i := range k.Attempts {
+		if err := d.primaryView(&k.Attempts[i]); err != nil {
+			return err
+		}
+	}
+	k.Behind, err = d.bool()
+	return err
+}
+
+// primaryView reuses p's Members from an earlier decode.
+func (d *Decoder) primaryView(p *PrimaryView) (err error) {
+	if _, err = d.arrayLen(primaryViewFields); err != nil {
+		return err
+	}
+	if p.Gen, err = d.seq(); err != nil {
+		return err
+	}
+	if err = d.view(&p.View); err != nil {
+		return err
+	}
+	if p.Inc, err = d.uint(); err != nil {
+		return err
+	}
+	return d.members(&p.Members)
 }
 
 func (d *Decoder) commit(m *ViewCommit) (err error) {
@@ -396,7 +444,13 @@ func (d *Decoder) commit(m *ViewCommit) (err error) {
 	if err = d.left(&m.Left); err != nil {
 		return err
 	}
-	return d.viewCuts(&m.Cuts)
+	if err = d.viewCuts(&m.Cuts); err != nil {
+		return err
+	}
+	if m.Primary, err = d.seq(); err != nil {
+		return err
+	}
+	return d.left(&m.Behind)
 }
 
 func (d *Decoder) refuse(m *Refuse) (err error) {
@@ -569,6 +623,19 @@ func (d *Decoder) uint() (uint64, error) {
 		return 0, d.fail("code %#x where an unsigned int belongs", c)
 	}
 	v, err := d.dec.DecodeUint64()
+	return v, d.wrap(err)
+}
+
+// bool reads a msgpack boolean, nothing else.
+func (d *Decoder) bool() (bool, error) {
+	c, err := d.dec.PeekCode()
+	if err != nil {
+		return false, d.wrap(err)
+	}
+	if c != 0xc2 && c != 0xc3 {
+		return false, d.fail("code %#x where a boolean belongs", c)
+	}
+	v, err := d.dec.DecodeBool()
 	return v, d.wrap(err)
 }
 

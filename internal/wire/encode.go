@@ -82,12 +82,16 @@ func bodyFields(env *Envelope) (int, error) {
 		return 1, nil
 	case KindLeave:
 		return 3, nil
-	case KindFlush, KindView, KindRefuse:
+	case KindRefuse:
 		return 5, nil
+	case KindFlush:
+		return 6, nil
+	case KindView:
+		return 7, nil
 	case KindChunk:
 		return 4, nil
 	case KindFlushOK:
-		return 10, nil
+		return 11, nil
 	}
 	return 0, fmt.Errorf("%w: %v has no codec in this version", ErrUnknownKind, env.Kind)
 }
@@ -133,10 +137,12 @@ func (e *Encoder) membership(env *Envelope) {
 		e.uints(f.Epoch, f.Attempt, uint64(f.Phase))
 		e.members(f.Members)
 		e.viewCuts(f.Cuts)
+		e.uints(f.Primary)
 	case KindFlushOK:
 		f := &env.FlushOK
 		e.uints(f.Epoch, f.Attempt, f.Initiator, uint64(f.Phase), f.Prior.Epoch, f.Prior.Coord, f.PriorInc, uint64(f.Settings), f.Sent)
 		e.cuts(f.Has)
+		e.known(&f.Known)
 	case KindView:
 		e.commit(&env.Commit)
 	case KindChunk:
@@ -179,6 +185,25 @@ func (e *Encoder) commit(c *ViewCommit) {
 	e.array(len(c.Left))
 	e.uints(c.Left...)
 	e.viewCuts(c.Cuts)
+	e.uints(c.Primary)
+	e.array(len(c.Behind))
+	e.uints(c.Behind...)
+}
+
+func (e *Encoder) known(k *Known) {
+	e.array(3)
+	e.primaryView(&k.Last)
+	e.array(len(k.Attempts))
+	for i := range k.Attempts {
+		e.primaryView(&k.Attempts[i])
+	}
+	e.enc.EncodeBool(k.Behind)
+}
+
+func (e *Encoder) primaryView(p *PrimaryView) {
+	e.array(primaryViewFields)
+	e.uints(p.Gen, p.View.Epoch, p.View.Coord, p.Inc)
+	e.members(p.Members)
 }
 
 func (e *Encoder) viewCuts(vs []ViewCut) {

@@ -73,11 +73,15 @@ type Flush struct {
 	Phase   FlushPhase
 	Members []Member
 	Cuts    []ViewCut
+	// Primary is, in FlushCut, the generation the proposed view will have
+	// as the primary component, 0 when it will not be primary: each
+	// participant records the attempt before it confirms the cut.
+	Primary uint64
 }
 
 // FlushOK (KindFlushOK) is a participant's reply to a Flush:
 // [epoch, attempt, initiator, phase, prior epoch, prior coordinator,
-// prior coordinator incarnation, settings, sent, [cut, ...]].
+// prior coordinator incarnation, settings, sent, [cut, ...], known].
 type FlushOK struct {
 	Epoch     uint64 // the Flush's epoch and attempt, echoed
 	Attempt   uint64
@@ -91,10 +95,41 @@ type FlushOK struct {
 	// the prior view; in FlushCut it is empty: the reply itself says that
 	// the participant holds everything up to the cut.
 	Has []Cut
+	// Known is, in FlushState, what the participant knows of the primary
+	// component (empty in FlushCut).
+	Known Known
 }
 
+// PrimaryView is a primary view, or an attempt at one: [generation, epoch,
+// coordinator, coordinator incarnation, [member, ...]]. Generations
+// count the primary views: each is one more than the last primary its
+// members knew. A zero Gen is none.
+type PrimaryView struct {
+	Gen     uint64
+	View    ViewID
+	Inc     uint64
+	Members []Member
+}
+
+const primaryViewFields = 5
+
+// Known is what a member knows of the primary component: [last primary,
+// [attempt, ...], behind]. Attempts are the primary views it confirmed the
+// cut of since Last without seeing them installed: some member may have.
+// Behind says its replicated state is not yet the group's (a state
+// transfer to it has not finished).
+type Known struct {
+	Last     PrimaryView
+	Attempts []PrimaryView
+	Behind   bool
+}
+
+// MaxPrimaryAttempts bounds a Known's attempts.
+const MaxPrimaryAttempts = 8
+
 // ViewCommit (KindView) installs the view (Epoch, the header's From):
-// [epoch, attempt, [viewmember, ...], [left id, ...], [viewcut, ...]].
+// [epoch, attempt, [viewmember, ...], [left id, ...], [viewcut, ...],
+// primary, [behind id, ...]].
 // Left lists the members that left gracefully; the others missing from the
 // new view crashed or were excluded.
 type ViewCommit struct {
@@ -103,6 +138,10 @@ type ViewCommit struct {
 	Members []ViewMember
 	Left    []uint64
 	Cuts    []ViewCut
+	Primary uint64 // the view's generation as the primary component, 0: not primary
+	// Behind lists the members whose replicated state is not the group's:
+	// they take it by state transfer from the view's first other member.
+	Behind []uint64
 }
 
 // Refuse (KindRefuse) is the coordinator's answer to a joiner it will not
@@ -153,4 +192,5 @@ const (
 	minViewCutBytes    = 1 + viewCutFields
 	minSettingBytes    = 1 + settingFields
 	minLeftBytes       = 1
+	minPrimaryBytes    = 1 + primaryViewFields
 )

@@ -35,10 +35,17 @@ func normalizeMembership(e *Envelope, out *Envelope) {
 	case KindFlushOK:
 		out.FlushOK = e.FlushOK
 		out.FlushOK.Has = append([]Cut{}, e.FlushOK.Has...)
+		pv := func(p PrimaryView) PrimaryView { p.Members = append([]Member{}, p.Members...); return p }
+		out.FlushOK.Known.Last = pv(e.FlushOK.Known.Last)
+		out.FlushOK.Known.Attempts = []PrimaryView{}
+		for _, a := range e.FlushOK.Known.Attempts {
+			out.FlushOK.Known.Attempts = append(out.FlushOK.Known.Attempts, pv(a))
+		}
 	case KindView:
 		out.Commit = e.Commit
 		out.Commit.Members = append([]ViewMember{}, e.Commit.Members...)
 		out.Commit.Left = append([]uint64{}, e.Commit.Left...)
+		out.Commit.Behind = append([]uint64{}, e.Commit.Behind...)
 		out.Commit.Cuts = vcs(e.Commit.Cuts)
 	case KindRefuse:
 		r := e.Refuse
@@ -159,7 +166,16 @@ func TestMembershipBounds(t *testing.T) {
 		}
 	}
 	// A settings hash is 32 bits: 2^32 has to be written by hand.
-	b := raw(KindFlushOK, 9, func(e *Encoder) { e.uints(8, 2, 3, 0, 7, 5, 1<<32, 1); e.array(0) })
+	b := raw(KindFlushOK, 11, func(e *Encoder) {
+		e.uints(8, 2, 3, 0, 7, 5, 1, 1<<32, 1)
+		e.array(0)
+		e.array(3)
+		e.array(5)
+		e.uints(0, 0, 0, 0)
+		e.array(0)
+		e.array(0)
+		e.enc.EncodeBool(false)
+	})
 	if err := dec.Decode(b, NewEnvelope(1400)); !errors.Is(err, ErrMalformed) {
 		t.Errorf("33-bit settings hash: Decode = %v, want ErrMalformed", err)
 	}
@@ -178,7 +194,7 @@ func raw(k Kind, fields int, body func(e *Encoder)) []byte {
 func TestMembershipShapes(t *testing.T) {
 	none := func(e *Encoder) { e.array(0) }
 	flush := func(members func(e *Encoder), cuts func(e *Encoder)) []byte {
-		return raw(KindFlush, 5, func(e *Encoder) { e.uints(8, 2, 1); members(e); cuts(e) })
+		return raw(KindFlush, 6, func(e *Encoder) { e.uints(8, 2, 1); members(e); cuts(e); e.uints(0) })
 	}
 	member := func(fields int) func(e *Encoder) {
 		return func(e *Encoder) { e.array(1); e.array(fields); e.uints(make([]uint64, fields)...) }
@@ -204,7 +220,14 @@ func TestMembershipShapes(t *testing.T) {
 		}
 	}
 	view := func(members, left func(e *Encoder)) []byte {
-		return raw(KindView, 5, func(e *Encoder) { e.uints(8, 2); members(e); left(e); e.array(0) })
+		return raw(KindView, 7, func(e *Encoder) {
+			e.uints(8, 2)
+			members(e)
+			left(e)
+			e.array(0)
+			e.uints(0)
+			e.array(0)
+		})
 	}
 	viewMember := func(fields int) func(e *Encoder) {
 		return func(e *Encoder) { e.array(1); e.array(fields); e.uints(make([]uint64, fields)...) }
@@ -214,8 +237,55 @@ func TestMembershipShapes(t *testing.T) {
 		return raw(KindJoin, 1, func(e *Encoder) { e.array(1); e.array(fields); e.uints(make([]uint64, fields)...); e.uints(0) })
 	}
 	bad := map[string][]byte{
-		"flush of 4 fields":        raw(KindFlush, 4, func(e *Encoder) { e.uints(8, 2, 1); e.array(0) }),
-		"flush of 6 fields":        raw(KindFlush, 6, func(e *Encoder) { e.uints(8, 2, 1); e.array(0); e.array(0); e.uints(0) }),
+		"flush of 4 fields": raw(KindFlush, 4, func(e *Encoder) { e.uints(8, 2, 1); e.array(0) }),
+		"flush of 5 fields": raw(KindFlush, 5, func(e *Encoder) { e.uints(8, 2, 1); e.array(0); e.array(0) }),
+		"flush of 7 fields": raw(KindFlush, 7, func(e *Encoder) { e.uints(8, 2, 1); e.array(0); e.array(0); e.uints(0, 0) }),
+		"view of 5 fields":  raw(KindView, 5, func(e *Encoder) { e.uints(8, 2); e.array(0); e.array(0); e.array(0) }),
+		"primary gen beyond MaxSeq": raw(KindView, 7, func(e *Encoder) {
+			e.uints(8, 2)
+			e.array(0)
+			e.array(0)
+			e.array(0)
+			e.uints(MaxSeq)
+			e.array(0)
+		}),
+		"behind not a list": raw(KindView, 7, func(e *Encoder) { e.uints(8, 2); e.array(0); e.array(0); e.array(0); e.uints(1, 4) }),
+		"known's behind not a bool": raw(KindFlushOK, 11, func(e *Encoder) {
+			e.uints(8, 2, 3, 0, 7, 5, 1, 1, 1)
+			e.array(0)
+			e.array(3)
+			e.array(5)
+			e.uints(0, 0, 0, 0)
+			e.array(0)
+			e.array(0)
+			e.uints(1)
+		}),
+		"flush-ok of 10 fields": raw(KindFlushOK, 10, func(e *Encoder) { e.uints(8, 2, 3, 0, 7, 5, 1, 1, 1); e.array(0) }),
+		"primary attempts beyond the bound": raw(KindFlushOK, 11, func(e *Encoder) {
+			e.uints(8, 2, 3, 0, 7, 5, 1, 1, 1)
+			e.array(0)
+			e.array(3)
+			e.array(5)
+			e.uints(0, 0, 0, 0)
+			e.array(0)
+			e.array(MaxPrimaryAttempts + 1)
+			for range MaxPrimaryAttempts + 1 {
+				e.array(5)
+				e.uints(1, 1, 1, 1)
+				e.array(0)
+			}
+			e.enc.EncodeBool(false)
+		}),
+		"primary view of 4 fields": raw(KindFlushOK, 11, func(e *Encoder) {
+			e.uints(8, 2, 3, 0, 7, 5, 1, 1, 1)
+			e.array(0)
+			e.array(3)
+			e.array(4)
+			e.uints(0, 0, 0)
+			e.array(0)
+			e.array(0)
+			e.enc.EncodeBool(false)
+		}),
 		"leave of 2 fields":        raw(KindLeave, 2, func(e *Encoder) { e.uints(4, 77) }),
 		"member of 1 field":        flush(member(1), none),
 		"member of 3 fields":       flush(member(3), none),

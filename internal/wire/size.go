@@ -151,15 +151,15 @@ func membershipSize(env *Envelope) int {
 		return uintsSize(l.Member, l.MemberInc, uint64(l.Reason))
 	case KindFlush:
 		f := &env.Flush
-		return uintsSize(f.Epoch, f.Attempt, uint64(f.Phase)) + membersSize(f.Members) + viewCutsSize(f.Cuts)
+		return uintsSize(f.Epoch, f.Attempt, uint64(f.Phase)) + membersSize(f.Members) + viewCutsSize(f.Cuts) + uintSize(f.Primary)
 	case KindFlushOK:
 		f := &env.FlushOK
 		return uintsSize(f.Epoch, f.Attempt, f.Initiator, uint64(f.Phase), f.Prior.Epoch, f.Prior.Coord, f.PriorInc, uint64(f.Settings), f.Sent) +
-			cutsSize(f.Has)
+			cutsSize(f.Has) + knownSize(&f.Known)
 	case KindView:
 		c := &env.Commit
 		return uintsSize(c.Epoch, c.Attempt) + viewMembersSize(c.Members) +
-			arraySize(len(c.Left)) + uintsSize(c.Left...) + viewCutsSize(c.Cuts)
+			arraySize(len(c.Left)) + uintsSize(c.Left...) + viewCutsSize(c.Cuts) + uintSize(c.Primary) + arraySize(len(c.Behind)) + uintsSize(c.Behind...)
 	case KindRefuse:
 		r := &env.Refuse
 		return uintsSize(r.Target, r.TargetInc) + nameSize(len(r.Setting)) + binSize(len(r.Ours)) + binSize(len(r.Theirs))
@@ -168,6 +168,18 @@ func membershipSize(env *Envelope) int {
 		return uintsSize(c.Message, uint64(c.Index), uint64(c.Count)) + binSize(len(c.Bytes))
 	}
 	return 0
+}
+
+func knownSize(k *Known) int {
+	n := arraySize(3) + primaryViewSize(&k.Last) + arraySize(len(k.Attempts)) + 1 // the bool
+	for i := range k.Attempts {
+		n += primaryViewSize(&k.Attempts[i])
+	}
+	return n
+}
+
+func primaryViewSize(p *PrimaryView) int {
+	return arraySize(primaryViewFields) + uintsSize(p.Gen, p.View.Epoch, p.View.Coord, p.Inc) + membersSize(p.Members)
 }
 
 func settingsSize(ss []Setting) int {

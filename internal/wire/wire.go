@@ -12,7 +12,7 @@ const MagicVersion = 0x48<<8 | Version
 
 // Version is the wire format version. It changes when an existing kind's
 // fields change; new kinds only append to the Kind list.
-const Version = 3
+const Version = 4
 
 // MaxSeq bounds sequence numbers: a datagram carrying one at or above it is
 // malformed. No sender sends 2^62 messages, and the bound leaves room for

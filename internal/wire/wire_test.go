@@ -37,11 +37,12 @@ func membershipSamples(mk func(Kind) *Envelope) []*Envelope {
 	l := mk(KindLeave)
 	l.Leave = Leave{Member: 4, MemberInc: 77, Reason: LeaveSuspect}
 	f := mk(KindFlush)
-	f.Flush = Flush{Epoch: 8, Attempt: 2, Phase: FlushCut, Members: []Member{{2, 99}, {3, 1}, {4, 77}}, Cuts: cuts}
+	f.Flush = Flush{Epoch: 8, Attempt: 2, Phase: FlushCut, Members: []Member{{2, 99}, {3, 1}, {4, 77}}, Cuts: cuts, Primary: 7}
 	ok := mk(KindFlushOK)
-	ok.FlushOK = FlushOK{Epoch: 8, Attempt: 2, Initiator: 3, Phase: FlushState, Prior: ViewID{7, 5}, PriorInc: 1 << 62, Settings: 0xdeadbeef, Sent: 1 << 40, Has: []Cut{{2, 17}, {4, 9}}}
+	ok.FlushOK = FlushOK{Epoch: 8, Attempt: 2, Initiator: 3, Phase: FlushState, Prior: ViewID{7, 5}, PriorInc: 1 << 62, Settings: 0xdeadbeef, Sent: 1 << 40, Has: []Cut{{2, 17}, {4, 9}},
+		Known: Known{Last: PrimaryView{Gen: 6, View: ViewID{7, 5}, Inc: 1, Members: []Member{{2, 1}, {4, 9}, {5, 1 << 60}}}, Attempts: []PrimaryView{{Gen: 7, View: ViewID{8, 3}, Inc: 1 << 40, Members: []Member{{2, 1}, {3, 1 << 40}}}}, Behind: true}}
 	v := mk(KindView)
-	v.Commit = ViewCommit{Epoch: 8, Attempt: 2, Members: []ViewMember{{2, 99, 18}, {3, 1, 1 << 40}}, Left: []uint64{4, 1 << 33}, Cuts: cuts}
+	v.Commit = ViewCommit{Epoch: 8, Attempt: 2, Members: []ViewMember{{2, 99, 18}, {3, 1, 1 << 40}}, Left: []uint64{4, 1 << 33}, Cuts: cuts, Primary: 1 << 50, Behind: []uint64{3, 1 << 40}}
 	rf := mk(KindRefuse)
 	rf.Refuse = Refuse{Target: 6, TargetInc: 12, Setting: []byte("datagram"), Ours: []byte("1400"), Theirs: []byte("9000")}
 	ch := mk(KindChunk)

@@ -220,7 +220,7 @@ func sendCommand(n Node) Handler {
 		case len(a.Service) > huddle.MaxServiceName:
 			return nil, errorf(ErrBadRequest, fmt.Sprintf("send: service name of %d bytes (at most %d)", len(a.Service), huddle.MaxServiceName))
 		case huddle.Reserved(a.Service):
-			return nil, errorf(ErrBadRequest, fmt.Sprintf("send: service %q is the node's own (its election, lock and probe use election, mutex and probe)", a.Service))
+			return nil, errorf(ErrBadRequest, fmt.Sprintf("send: service %q is the node's own (its election, lock, probe and state transfer use election, mutex, probe and huddle.state)", a.Service))
 		}
 		var service []byte
 		if a.Service != "" {

@@ -140,8 +140,13 @@ type View struct {
 	// ("coordinator_incarnation"; 0 if not logged). A coordinator that restarts counts epochs afresh, so a
 	// view is the same view only with the same ID and CoordInc.
 	CoordInc uint64
-	Time     time.Time
-	Line     int
+	// Primary marks a view of the primary component ("primary"; true
+	// when not logged, as before quorum policies), and Generation its
+	// place in the chain of primary views (0: not primary or not logged).
+	Primary    bool
+	Generation uint64
+	Time       time.Time
+	Line       int
 }
 
 // Key identifies the view across lives: its ID and its coordinator's
@@ -300,9 +305,11 @@ func (l *lifeState) event(ev *logs.Event) {
 			Count: get(logs.CountKey), Time: t, Line: n})
 	case logs.ViewInstalled:
 		flush, _ := ev.Float(logs.FlushMsKey)
+		primary, logged := ev.Bool(logs.PrimaryKey)
 		l.Views = append(l.Views, View{ID: str(logs.ViewKey), Members: ids(logs.MembersKey), Joined: ids(logs.JoinedKey),
 			Left: ids(logs.LeftKey), Crashed: ids(logs.CrashedKey), FlushMs: flush,
-			CoordInc: cmp.Or(get(logs.CoordinatorIncarnationKey), get(logs.V1CoordinatorIncarnationKey)), Time: t, Line: n})
+			CoordInc: cmp.Or(get(logs.CoordinatorIncarnationKey), get(logs.V1CoordinatorIncarnationKey)),
+			Primary:  primary || !logged, Generation: get(logs.GenerationKey), Time: t, Line: n})
 	case logs.NodeStats:
 		s := Stats{Why: str(logs.WhyKey), Time: t, Line: n, Counters: map[string]int64{}}
 		for k := range ev.Keys() {

@@ -52,6 +52,7 @@ var (
 	stateDesc     = prometheus.NewDesc("huddle_state", "1 for the node's state: joining (no view yet), member, or changing (a view change holds sends).", []string{"state"}, nil)
 	membersDesc   = prometheus.NewDesc("huddle_view_members", "Members of the installed view.", nil, nil)
 	epochDesc     = prometheus.NewDesc("huddle_view_epoch", "Epoch of the installed view.", nil, nil)
+	primaryDesc   = prometheus.NewDesc("huddle_view_primary", "1 when the installed view is the primary component (always with quorum off), else 0.", nil, nil)
 	coordDesc     = prometheus.NewDesc("huddle_view_coordinator", "ID of the installed view's coordinator (and sequencer).", nil, nil)
 	leaderDesc    = prometheus.NewDesc("huddle_leader", "ID of the elected leader this node knows; 0 for none yet.", nil, nil)
 	roundDesc     = prometheus.NewDesc("huddle_leader_round", "The election round that chose the leader.", nil, nil)
@@ -101,7 +102,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range e.descs {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{upDesc, infoDesc, incDesc, stateDesc, membersDesc, epochDesc, coordDesc,
+	for _, d := range []*prometheus.Desc{upDesc, infoDesc, incDesc, stateDesc, membersDesc, epochDesc, primaryDesc, coordDesc,
 		leaderDesc, roundDesc, lockDesc, windowDesc, windowMaxDesc} {
 		ch <- d
 	}
@@ -150,6 +151,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(membersDesc, float64(len(st.Members)))
 	gauge(epochDesc, float64(epochOf(st.View)))
+	gauge(primaryDesc, boolValue(st.Primary && st.State != huddle.StateJoining))
 	gauge(coordDesc, float64(st.Coordinator))
 	gauge(leaderDesc, float64(st.Leader))
 	gauge(roundDesc, float64(st.LeaderRound))

@@ -132,6 +132,13 @@ func (t *traffic) run(ctx context.Context, g *huddle.Group) {
 			if !sleepUntil(ctx, time.Now().Add(time.Millisecond)) {
 				return
 			}
+		case errors.Is(err, huddle.ErrNotPrimary):
+			// Total and safe messages wait for the primary component: the
+			// messages due meanwhile are skipped, not sent in a burst.
+			t.sent += n - sent
+			if !sleepUntil(ctx, time.Now().Add(10*time.Millisecond)) {
+				return
+			}
 		case err != nil:
 			return
 		}

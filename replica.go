@@ -1,0 +1,235 @@
+package huddle
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/huddle-lan/huddle/node"
+)
+
+// StateMachine is the state a replicated service keeps from its messages
+// (Replicated). Apply, Snapshot and Restore are called from one goroutine,
+// in the order of the service's deliveries; the state they share needs a
+// lock only against the application's own readers.
+//
+// For the members' states to agree, send the service's messages in total
+// or safe order (huddle.Total, huddle.Safe): every member applies those in
+// one order. Outside the primary component they fail with ErrNotPrimary,
+// so that a side cut off from it does not change the group's state.
+type StateMachine interface {
+	// Apply changes the state by a delivered message of the service.
+	Apply(m Message)
+	// Snapshot writes the whole state. The state is that of the moment
+	// Snapshot is called, which is a view's cut: keep no reference to it
+	// that later Applies would change while the writer still reads it.
+	Snapshot(w io.Writer) error
+	// Restore replaces the whole state by one Snapshot wrote.
+	Restore(r io.Reader) error
+}
+
+// Option is an option of Join, Start, StartOn and Network.Join.
+type Option func(*options)
+
+type options struct {
+	replicas []replicaSpec
+}
+
+type replicaSpec struct {
+	service string
+	sm      StateMachine
+}
+
+// Replicated makes service a replicated service of the group
+// (docs/design.md, "State transfer"): sm applies its messages, and a
+// member whose state is not the group's (it joins, it restarted, it was
+// on the other side of a partition) takes the group's state from a member
+// that has it: a snapshot taken exactly at the cut of the view that
+// admits it, restored before the service's first delivery in that view,
+// so that nothing is applied twice and nothing missed. The snapshot goes
+// in pieces over the group's own reliable, sealed streams, at most
+// state_max_size bytes. Every member of a group must replicate the same
+// services. The service's Events belong to its Replica.
+func Replicated(service string, sm StateMachine) Option {
+	return func(o *options) { o.replicas = append(o.replicas, replicaSpec{service, sm}) }
+}
+
+// Replica is a replicated service of this node (Replicated): whether its
+// state is the group's yet, and what went wrong.
+type Replica struct {
+	group   *Group
+	service *Service
+	sm      StateMachine
+	max     int64
+
+	current  chan struct{}
+	once     sync.Once
+	mu       sync.Mutex
+	isCur    bool
+	err      error
+	snapshot string // the hash of the state installed or provided last
+}
+
+// errNotReplicated: Replica of a service that is not.
+var errNotReplicated = errors.New("huddle: not a replicated service")
+
+// Replica returns the replicated service name (see Replicated); nil if
+// name is not one.
+func (g *Group) Replica(name string) *Replica {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.replicas[name]
+}
+
+// Current is closed once this node's state of the service is the group's
+// for the first time: installed by a state transfer, or found to be the
+// group's.
+func (r *Replica) Current() <-chan struct{} { return r.current }
+
+// IsCurrent reports whether this node's state of the service is the
+// group's now. It is not while a transfer to it is under way: after a
+// restart, or a merge with a primary component that went on without it.
+func (r *Replica) IsCurrent() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.isCur
+}
+
+// Err returns the last failure of a state transfer to this node (the node
+// stays behind, and tries again at the next view), or of the
+// application's Snapshot or Restore; nil when none.
+func (r *Replica) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// The state transfer's events on a replicated service's channel, which
+// its Replica takes (Event.state).
+const (
+	stateWanted EventKind = 200 + iota
+	stateInstalled
+	stateCurrent
+	stateFailed
+)
+
+// startReplicas registers the replicated services' readers before the
+// node runs, so that no delivery comes before them, and starts each one's
+// goroutine.
+func (g *Group) startReplicas(specs []replicaSpec) {
+	for _, spec := range specs {
+		s := g.Service(spec.service)
+		r := &Replica{group: g, service: s, sm: spec.sm, max: int64(g.cfg.StateMaxSize), current: make(chan struct{})}
+		g.replicas[spec.service] = r
+		events := s.Events()
+		go r.run(events)
+	}
+}
+
+// stateEvent hands a state transfer's event to its service's replica, in
+// order with the service's deliveries.
+func (g *Group) stateEvent(e *node.StateEvent) {
+	var k EventKind
+	switch e.Kind {
+	case node.StateWanted:
+		k = stateWanted
+	case node.StateInstalled:
+		k = stateInstalled
+	case node.StateCurrent:
+		k = stateCurrent
+	case node.StateFailed:
+		k = stateFailed
+	default:
+		return
+	}
+	g.mu.Lock()
+	s := g.readers[e.Service]
+	g.mu.Unlock()
+	if s != nil {
+		c := *e
+		c.Data = slices.Clone(e.Data)
+		s.put(Event{Kind: k, state: &c})
+	}
+}
+
+// run applies the service's events to the state machine until the node
+// stops.
+func (r *Replica) run(events <-chan Event) {
+	for ev := range events {
+		switch ev.Kind {
+		case ViewChanged:
+			if node.StateBehind(ev.View, r.group.self.ID) {
+				r.setCurrent(false, nil)
+			}
+		case Delivered:
+			r.sm.Apply(ev.Message)
+		case stateWanted:
+			r.provide(ev.state)
+		case stateInstalled:
+			if err := r.sm.Restore(bytes.NewReader(ev.state.Data)); err != nil {
+				r.setCurrent(false, fmt.Errorf("huddle: restoring the state of %s from node %d: %w", r.service.name, ev.state.From, err))
+				continue
+			}
+			r.setCurrent(true, nil)
+		case stateCurrent:
+			r.setCurrent(true, nil)
+		case stateFailed:
+			r.setErr(fmt.Errorf("huddle: state transfer of %s in view %v: %s", r.service.name, ev.state.View, ev.state.Reason))
+		}
+	}
+}
+
+// provide takes the snapshot at this point of the service's deliveries
+// (the view's cut) and hands it to the node, which sends it in pieces.
+// The handing runs apart: the node's loop may be waiting to hand this
+// goroutine more events.
+func (r *Replica) provide(e *node.StateEvent) {
+	var buf limited
+	buf.max = r.max
+	err := r.sm.Snapshot(&buf)
+	if err != nil {
+		r.setErr(fmt.Errorf("huddle: snapshot of %s: %w", r.service.name, err))
+	}
+	data := buf.Bytes()
+	go r.group.node.Do(context.Background(), func(c *node.Core) {
+		c.ProvideState(time.Now(), e.Service, e.View, data, err)
+	})
+}
+
+func (r *Replica) setCurrent(cur bool, err error) {
+	r.mu.Lock()
+	r.isCur = cur
+	if err != nil {
+		r.err = err
+	}
+	r.mu.Unlock()
+	if cur {
+		r.once.Do(func() { close(r.current) })
+	}
+}
+
+func (r *Replica) setErr(err error) {
+	r.mu.Lock()
+	r.err = err
+	r.mu.Unlock()
+}
+
+// limited is a buffer that refuses to grow past max bytes.
+type limited struct {
+	bytes.Buffer
+	max int64
+}
+
+var errStateTooLarge = errors.New("the state exceeds state_max_size")
+
+func (l *limited) Write(p []byte) (int, error) {
+	if int64(l.Len()+len(p)) > l.max {
+		return 0, fmt.Errorf("%w (%d bytes)", errStateTooLarge, l.max)
+	}
+	return l.Buffer.Write(p)
+}
