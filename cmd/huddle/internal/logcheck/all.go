@@ -25,7 +25,7 @@ type AllOptions struct {
 
 // Verdict is the outcome of one of CheckAll's checks.
 type Verdict struct {
-	Name    string  // a word: logs, membership, liveness, order, election, lock
+	Name    string  // a word: logs, membership, liveness, order, election, lock, state
 	What    string  // what it checks, in a few words
 	Result  *Result // violations and counts
 	Text    string  // the summary line and the violations listed, as Result.String (MutexResult.String for the lock)
@@ -40,14 +40,15 @@ func (v Verdict) OK() bool { return v.Result.OK() }
 // life's log ends (CheckLives), the membership layer's guarantees
 // (CheckMembership), liveness (CheckLiveness), total order and safe
 // delivery (CheckOrder), the elections (CheckElection) and the lock
-// (CheckMutex). The delivery checks need logs written with
+// (CheckMutex), and the state transfers (CheckState). The delivery checks need logs written with
 // --trace-deliveries. A check with nothing to look at says so (Nothing):
 // no evidence either way; but a check that compared nothing in a run
 // that had what it checks (messages for the delivery checks, views for
 // the election) fails (NothingCompared).
 func (r *Run) CheckAll(o AllOptions) []Verdict {
-	var sends, delivers, views, locks, elections, ordered int
+	var sends, delivers, views, locks, elections, ordered, states int
 	for _, l := range r.Lives {
+		states += len(l.States)
 		sends, delivers, views, locks = sends+len(l.Sends), delivers+len(l.Delivers), views+len(l.Views), locks+len(l.Locks)
 		elections += len(l.Elections)
 		for _, d := range l.Delivers {
@@ -73,6 +74,10 @@ func (r *Run) CheckAll(o AllOptions) []Verdict {
 	if elections == 0 {
 		noElections = "no election events: the group ran no election"
 	}
+	noStates := ""
+	if states == 0 {
+		noStates = "no state events: no service is replicated"
+	}
 	mo := MembershipOptions{SelfDelivery: true, Settle: DefaultSettle + o.Skew}
 	election := r.CheckElection(ElectionOptions{})
 	lock := r.CheckMutex(MutexOptions{Slack: o.Skew, Deaths: o.Deaths})
@@ -83,6 +88,7 @@ func (r *Run) CheckAll(o AllOptions) []Verdict {
 		{Name: "order", What: "total order without holes, safe delivery", Result: r.CheckOrder(mo), Nothing: noDeliveries},
 		{Name: "election", What: "one leader per round, the highest member of its view, known to every member", Result: election.Result, Text: election.String(), Nothing: noElections},
 		{Name: "lock", What: "never two holders at once, every request granted", Result: lock.Result, Text: lock.String(), Clock: true, Nothing: noLocks},
+		{Name: "state", What: "every state installed is the one its provider took at the view's cut", Result: r.CheckState(), Nothing: noStates},
 	}
 	for i := range vs {
 		v := &vs[i]

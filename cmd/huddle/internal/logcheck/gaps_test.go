@@ -1,6 +1,7 @@
 package logcheck_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -166,4 +167,26 @@ func TestSchemaVersion1(t *testing.T) {
 			t.Errorf("%s: a node.started without schema reads as version %d, want 1", fx.name, r.Lives[0].Schema)
 		}
 	}
+}
+
+// TestStateHashes: a state installed must be the one its provider sent at
+// that view's cut, by the hash both logged.
+func TestStateHashes(t *testing.T) {
+	sent := func(w *logw, view, hash string) *logw {
+		return w.line(logs.StateSent, fmt.Sprintf(`"service":"kv","view":%q,"members":[2],"bytes":10,"hash":%q,"duration_ms":1`, view, hash))
+	}
+	installed := func(w *logw, view string, from uint64, hash string) *logw {
+		return w.line(logs.StateInstalled, fmt.Sprintf(`"service":"kv","view":%q,"from":%d,"bytes":10,"hash":%q,"duration_ms":1,"held":0`, view, from, hash))
+	}
+	a := sent(newLog(1).started(100), "2.1", "aaaa").stopped()
+	b := installed(newLog(2).started(200), "2.1", 1, "aaaa").stopped()
+	res := load(t, a, b).CheckState()
+	expect(t, res, map[logcheck.Kind]int{})
+	if !res.ComparedAny() {
+		t.Fatal("one transfer, compared nothing")
+	}
+	a = sent(newLog(1).started(100), "2.1", "aaaa").stopped()
+	b = installed(installed(newLog(2).started(200), "2.1", 1, "bbbb"), "3.1", 1, "cccc").stopped()
+	expect(t, load(t, a, b).CheckState(), map[logcheck.Kind]int{logcheck.StateMismatch: 1, logcheck.StateUnsent: 1},
+		"node 2 installed the state of kv at view 2.1 with hash bbbb; its provider, node 1, sent hash aaaa: want the snapshot of the view's cut")
 }

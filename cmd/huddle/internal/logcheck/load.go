@@ -62,8 +62,9 @@ type Life struct {
 	Skips    []Skip    // "stream.skipped" events
 	Peers    []PeerEvent
 	Views    []View
-	Stats    []Stats     // node.stats events, periodic and final
-	Locks    []LockEvent // mutex.* events, in log order
+	Stats    []Stats      // node.stats events, periodic and final
+	Locks    []LockEvent  // mutex.* events, in log order
+	States   []StateEvent // state.* events, in log order
 	// Elections are the election.* and leader.changed events, in log order.
 	Elections []ElectionEvent
 }
@@ -322,5 +323,9 @@ func (l *lifeState) event(ev *logs.Event) {
 		l.Locks = append(l.Locks, lockEvent(ev))
 	case logs.ElectionStarted, logs.ElectionWon, logs.LeaderChanged, logs.ElectionDone:
 		l.Elections = append(l.Elections, electionEvent(ev))
+	case logs.StateSent, logs.StateInstalled, logs.StateCurrent, logs.StateFailed:
+		h, _ := ev.Str(logs.HashKey)
+		l.States = append(l.States, StateEvent{Event: ev.Name, Service: str(logs.ServiceKey), View: str(logs.ViewKey),
+			From: get(logs.FromKey), Hash: h, Time: t, Line: n})
 	}
 }
