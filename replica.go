@@ -33,6 +33,11 @@ type StateMachine interface {
 	Restore(r io.Reader) error
 }
 
+// A StateMachine that also has a method ViewChanged(View) is told of every
+// view, in order with Apply, before the view's first delivery: its state
+// is then that of the view's cut (unless View.WaitsForState says this
+// node waits for the group's).
+
 // Option is an option of Join, Start, StartOn and Network.Join.
 type Option func(*options)
 
@@ -163,8 +168,11 @@ func (r *Replica) run(events <-chan Event) {
 	for ev := range events {
 		switch ev.Kind {
 		case ViewChanged:
-			if node.StateBehind(ev.View, r.group.self.ID) {
+			if ev.View.WaitsForState(r.group.self.ID) {
 				r.setCurrent(false, nil)
+			}
+			if w, ok := r.sm.(interface{ ViewChanged(View) }); ok {
+				w.ViewChanged(ev.View)
 			}
 		case Delivered:
 			r.sm.Apply(ev.Message)

@@ -192,6 +192,9 @@ type Config struct {
 	// Mutex configures the lock.
 	Mutex Mutex `toml:"mutex"`
 
+	// KV is the experiment's replicated key-value store.
+	KV KV `toml:"kv"`
+
 	// Security configures datagram sealing with a group key.
 	Security Security `toml:"security"`
 
@@ -293,6 +296,20 @@ type Election struct {
 // and the hop delay (election.Options.Timeouts).
 func (e Election) Timeouts(heartbeat, suspect time.Duration) (answer, coordinator time.Duration) {
 	return e.Options().Timeouts(heartbeat, suspect)
+}
+
+// KV configures the replicated key-value store huddle run keeps for
+// experiments (the service "kv", replicated with state transfer): every
+// node of the group must keep it or none.
+type KV struct {
+	// Keys is how many keys the store's workload puts into; 0 (the
+	// default) keeps no store. 0 to 10000000.
+	Keys int `toml:"keys"`
+	// Rate is how many puts a second this node multicasts, in total
+	// order, to random keys; 0 (the default) puts nothing. 0 to 1000000.
+	Rate int `toml:"rate"`
+	// Size is each value's size in bytes, 1 to 65536 (default 100).
+	Size int `toml:"size"`
 }
 
 // Mutex configures the lock.
@@ -536,6 +553,7 @@ func LAN() Config {
 		Log:      Log{Level: "info", Format: "json"},
 		Election: Election{Algorithm: string(election.DefaultAlgorithm), RingOrder: string(election.Ascending)},
 		Mutex:    Mutex{Algorithm: "ra"},
+		KV:       KV{Size: 100},
 	}
 }
 

@@ -89,6 +89,9 @@ func (c Config) GroupSettings() []membership.Setting {
 		{Name: "election.algorithm", Value: c.Election.Algorithm},
 		{Name: "mutex.quorum", Value: strconv.Itoa(c.Mutex.Quorum)},
 	}
+	if c.KV.Keys > 0 {
+		ss = append(ss, membership.Setting{Name: "replicated", Value: "kv"})
+	}
 	if q := c.QuorumOptions(); q.On() && c.Mutex.Quorum == 0 {
 		ss = append(ss, membership.Setting{Name: "quorum", Value: q.Policy + "/" + strconv.Itoa(q.Expected) + "/" + strconv.FormatUint(q.TieBreaker, 10) + "/" + strconv.FormatBool(q.WaitForAll)})
 	}

@@ -90,6 +90,14 @@ func (v View) clone() View {
 	return View{ID: v.ID, Members: slices.Clone(v.Members), Primary: v.Primary, Behind: slices.Clone(v.Behind)}
 }
 
+// WaitsForState reports whether member id, installing v, waits for the
+// group's replicated state: it is behind, and is not the one whose state
+// becomes the group's (the provider of a primary view where every member
+// is behind).
+func (v View) WaitsForState(id uint64) bool {
+	return slices.Contains(v.Behind, id) && !(v.Provider() == id && v.Primary)
+}
+
 // Provider returns the member that gives the view's members behind the
 // group's state: the first member not behind, or when every member is,
 // the first (its state becomes the group's); 0 for no view.

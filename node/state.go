@@ -243,9 +243,7 @@ func (c *Core) stateView(now time.Time, v membership.View) {
 // StateBehind reports whether node self, installing v, waits for the
 // group's state: it is behind, and is not the one whose state becomes the
 // group's (the provider of a primary view where everyone is behind).
-func StateBehind(v membership.View, self uint64) bool {
-	return slices.Contains(v.Behind, self) && !(v.Provider() == self && v.Primary)
-}
+func StateBehind(v membership.View, self uint64) bool { return v.WaitsForState(self) }
 
 // stateSettled tells membership when every replica is current.
 func (c *Core) stateSettled() {

@@ -292,7 +292,7 @@ func startNode(cfg config.Config, stderr io.Writer) int {
 		cfg.Metrics.Addr = metricsLn.Addr().String()
 	}
 	start := time.Now()
-	g, err := huddle.Start(ctx, cfg, log)
+	g, err := huddle.Start(ctx, cfg, log, workload.NewKV(cfg, nodeLog).Options()...)
 	if err != nil {
 		return failed("cannot open the group socket", err)
 	}

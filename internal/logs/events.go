@@ -66,4 +66,7 @@ const (
 	StateInstalled = "state.installed"
 	StateCurrent   = "state.current"
 	StateFailed    = "state.failed"
+
+	// The experiment's replicated key-value store (huddle run --kv-keys).
+	KVState = "kv.state"
 )

@@ -128,6 +128,9 @@ const (
 	HashKey  = "hash" // the first 16 bytes of the snapshot's SHA-256, in hex
 	HeldKey  = "held" // state.installed: the deliveries held back, handed out after it
 
+	// kv.state (and behind, above)
+	KeysKey = "keys"
+
 	// mutex.*
 	ClockKey     = "clock"
 	WaitMsKey    = "wait_ms"

@@ -155,7 +155,8 @@ func (c *procCluster) start(id uint64) error {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	n.cancel = cancel
 	start := time.Now()
-	if n.g, err = huddle.StartOn(ctx, cfg, log, n.data, n.ctl); err != nil {
+	nodeLog := log.With().Uint64(logs.NodeKey, id).Logger()
+	if n.g, err = huddle.StartOn(ctx, cfg, log, n.data, n.ctl, workload.NewKV(cfg, nodeLog).Options()...); err != nil {
 		cancel(err)
 		f.Close()
 		return err

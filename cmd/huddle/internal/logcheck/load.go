@@ -323,9 +323,10 @@ func (l *lifeState) event(ev *logs.Event) {
 		l.Locks = append(l.Locks, lockEvent(ev))
 	case logs.ElectionStarted, logs.ElectionWon, logs.LeaderChanged, logs.ElectionDone:
 		l.Elections = append(l.Elections, electionEvent(ev))
-	case logs.StateSent, logs.StateInstalled, logs.StateCurrent, logs.StateFailed:
+	case logs.StateSent, logs.StateInstalled, logs.StateCurrent, logs.StateFailed, logs.KVState:
 		h, _ := ev.Str(logs.HashKey)
+		behind, _ := ev.Bool(logs.BehindKey)
 		l.States = append(l.States, StateEvent{Event: ev.Name, Service: str(logs.ServiceKey), View: str(logs.ViewKey),
-			From: get(logs.FromKey), Hash: h, Time: t, Line: n})
+			From: get(logs.FromKey), Hash: h, Behind: behind, Time: t, Line: n})
 	}
 }

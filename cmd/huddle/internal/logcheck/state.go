@@ -15,6 +15,7 @@ type StateEvent struct {
 	View    string // the view whose cut the snapshot is of
 	From    uint64 // state.installed: the provider
 	Hash    string
+	Behind  bool // kv.state: the node waits for the group's state; its own says nothing
 	Time    time.Time
 	Line    int
 }
@@ -27,12 +28,17 @@ const (
 	// StateUnsent: a member installed a snapshot its provider's log
 	// never says it sent.
 	StateUnsent Kind = "state-unsent"
+	// StateDiverged: two members that installed a view, neither behind,
+	// logged different states at its cut (kv.state).
+	StateDiverged Kind = "state-diverged"
 )
 
 // CheckState checks the state transfers (docs/design.md, "State
 // transfer"): every snapshot a member installed is the one its provider
-// took at the view's cut, by the hash both logged. A provider whose log
-// is not among the run's is not held to it.
+// took at the view's cut, by the hash both logged (a provider whose log
+// is not among the run's is not held to it); and where the application
+// logs its state at every view (huddle run's kv store: kv.state), every
+// member of a view that is not behind logged the same state at its cut.
 func (r *Run) CheckState() *Result {
 	res := newResult("state", 0)
 	sent := map[[3]string]StateEvent{} // provider, service, view → its state.sent
@@ -64,5 +70,27 @@ func (r *Run) CheckState() *Result {
 		}
 	}
 	res.Compared = append(res.Compared, Count{compared, "state transfers"})
+	views := 0
+	first := map[[2]string]StateEvent{} // service, view → the first current member's kv.state
+	firstNode := map[[2]string]*Life{}
+	for _, l := range r.Lives {
+		for _, e := range l.States {
+			if e.Event != logs.KVState || e.Behind {
+				continue
+			}
+			k := [2]string{e.Service, e.View}
+			f, ok := first[k]
+			if !ok {
+				first[k], firstNode[k] = e, l
+				views++
+				continue
+			}
+			if f.Hash != e.Hash {
+				res.add(Violation{Kind: StateDiverged, Node: l.Node, Sender: firstNode[k].Node, Count: 1, File: l.File, Line: e.Line,
+					Detail: fmt.Sprintf("node %d's state of %s at the cut of view %s has hash %s; node %d's, %s (%s:%d): want every member of the view that is not behind to hold one state", l.Node, e.Service, e.View, e.Hash, firstNode[k].Node, f.Hash, firstNode[k].File, f.Line)})
+			}
+		}
+	}
+	res.Compared = append(res.Compared, Count{views, "views' states"})
 	return res
 }

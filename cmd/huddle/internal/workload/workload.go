@@ -46,6 +46,9 @@ func Run(ctx context.Context, g *huddle.Group, cfg config.Config, start time.Tim
 		l := &lockUse{lo: lo, hi: hi, hold: cfg.Mutex.Hold.D(), rng: rand.New(rand.NewPCG(seed, 0x6c6f636b))}
 		wg.Go(func() { l.run(ctx, g, start.Add(cfg.JoinTimeout.D())) })
 	}
+	if cfg.KV.Keys > 0 && cfg.KV.Rate > 0 {
+		wg.Go(func() { puts(ctx, g, cfg, start.Add(cfg.JoinTimeout.D())) })
+	}
 	if every := cfg.Election.Every.D(); every > 0 {
 		wg.Go(func() { elections(ctx, g, start, every, cfg.Election.Count) })
 	}
