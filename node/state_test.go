@@ -377,7 +377,7 @@ func TestStateTransferProviderCrashes(t *testing.T) {
 // one sequence, and at the end every node holds the same state.
 // HUDDLE_TEST_SOAK=1 runs ten times as many.
 func TestStateUnderFaults(t *testing.T) {
-	seeds := 60
+	seeds := 100
 	if testing.Short() {
 		seeds = 10
 	}
