@@ -293,9 +293,16 @@ func (m *Machine) Heard(id uint64) (wire.ViewID, time.Time) {
 func (m *Machine) Primary() uint64 { return m.primary }
 
 // SetCurrent tells the machine that the node's replicated state is the
-// group's: a state transfer finished (or this node's state was declared
-// the group's). Its next flush reports say so.
-func (m *Machine) SetCurrent() { m.behind = false }
+// group's as of view v: a state transfer in v finished (or this node's
+// state was declared the group's there). Its next flush reports say so.
+// Of a view older than the installed one it says nothing: that view's
+// commit may have found this node behind again (the caller learns of it
+// when it takes the view).
+func (m *Machine) SetCurrent(v wire.ViewID) {
+	if v == m.view.ID {
+		m.behind = false
+	}
+}
 
 // Behind reports whether the node's replicated state is not the group's.
 func (m *Machine) Behind() bool { return m.behind }

@@ -253,7 +253,7 @@ func (c *Core) stateSettled() {
 		}
 	}
 	if c.membership.Behind() {
-		c.membership.SetCurrent()
+		c.membership.SetCurrent(c.state.view.ID)
 	}
 }
 
