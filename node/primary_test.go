@@ -68,10 +68,18 @@ func (p *primaryChain) check(w *sim.World) error {
 	return nil
 }
 
-// allAlive reports whether every member of v runs, in the incarnation v has.
+// allAlive reports whether every member of v runs, in the incarnation v
+// has, with v installed and sending in it: a member that crashed, moved
+// to another view, or takes part in a flush (which holds its sends; it
+// may already have confirmed the cut of a newer primary view) leaves v
+// unable to flush or order, and its remaining members leave it within the
+// suspect timeout.
 func allAlive(w *sim.World, v membership.View) bool {
 	for _, x := range v.Members {
-		if !w.Alive(x.ID) || core(w, x.ID).inc != x.Inc {
+		if !w.Alive(x.ID) {
+			return false
+		}
+		if c := core(w, x.ID); c.inc != x.Inc || c.View().ID != v.ID || !c.Sending() {
 			return false
 		}
 	}
