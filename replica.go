@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 	"time"
 
@@ -72,16 +71,12 @@ type Replica struct {
 	sm      StateMachine
 	max     int64
 
-	current  chan struct{}
-	once     sync.Once
-	mu       sync.Mutex
-	isCur    bool
-	err      error
-	snapshot string // the hash of the state installed or provided last
+	current chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	isCur   bool
+	err     error
 }
-
-// errNotReplicated: Replica of a service that is not.
-var errNotReplicated = errors.New("huddle: not a replicated service")
 
 // Replica returns the replicated service name (see Replicated); nil if
 // name is not one.
@@ -156,8 +151,7 @@ func (g *Group) stateEvent(e *node.StateEvent) {
 	s := g.readers[e.Service]
 	g.mu.Unlock()
 	if s != nil {
-		c := *e
-		c.Data = slices.Clone(e.Data)
+		c := *e // Data is the event's own (node.StateEvent): no copy
 		s.put(Event{Kind: k, state: &c})
 	}
 }

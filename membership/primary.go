@@ -76,7 +76,6 @@ func (q Quorum) Validate() error {
 type known struct {
 	last     wire.PrimaryView
 	attempts []wire.PrimaryView
-	full     bool // an attempt did not fit: views with this node are primary only with every expected node
 }
 
 // wire is what a flush report carries of k. Only the majority policy
@@ -151,8 +150,7 @@ func (k *known) attempt(gen uint64, v wire.ViewID, inc uint64, members []wire.Me
 		return
 	}
 	if len(k.attempts) == wire.MaxPrimaryAttempts {
-		k.full = true
-		return
+		return // a full list says it: views with this node are primary only with every expected node (decide)
 	}
 	k.attempts = append(k.attempts, wire.PrimaryView{Gen: gen, View: v, Inc: inc, Members: slices.Clone(members)})
 }
@@ -164,7 +162,7 @@ func (k *known) installed(gen uint64, v View) {
 		return
 	}
 	k.last = wire.PrimaryView{Gen: gen, View: v.ID, Inc: v.Members[0].Inc, Members: slices.Clone(v.Members)}
-	k.attempts, k.full = nil, false
+	k.attempts = nil
 }
 
 // decide returns the generation view members will have as the primary

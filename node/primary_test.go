@@ -75,15 +75,7 @@ func (p *primaryChain) check(w *sim.World) error {
 // unable to flush or order, and its remaining members leave it within the
 // suspect timeout.
 func allAlive(w *sim.World, v membership.View) bool {
-	for _, x := range v.Members {
-		if !w.Alive(x.ID) {
-			return false
-		}
-		if c := core(w, x.ID); c.inc != x.Inc || c.View().ID != v.ID || !c.Sending() {
-			return false
-		}
-	}
-	return true
+	return whole(w, v) && !slices.ContainsFunc(v.Members, func(x wire.Member) bool { return !core(w, x.ID).Sending() })
 }
 
 // TestPrimaryViewsUnderFaults runs the membership schedules of

@@ -224,12 +224,7 @@ func (c *Core) stateView(now time.Time, v membership.View) {
 		}
 	}
 	c.stateSettled()
-	var to []uint64
-	for _, id := range v.Behind {
-		if id != c.self {
-			to = append(to, id)
-		}
-	}
+	to := needy(v, c.self)
 	if provider != c.self || len(to) == 0 {
 		return
 	}
@@ -240,10 +235,17 @@ func (c *Core) stateView(now time.Time, v membership.View) {
 	}
 }
 
-// StateBehind reports whether node self, installing v, waits for the
-// group's state: it is behind, and is not the one whose state becomes the
-// group's (the provider of a primary view where everyone is behind).
-func StateBehind(v membership.View, self uint64) bool { return v.WaitsForState(self) }
+// needy lists the members of v behind the group but self: those the
+// provider sends the state to.
+func needy(v membership.View, self uint64) []uint64 {
+	var to []uint64
+	for _, id := range v.Behind {
+		if id != self {
+			to = append(to, id)
+		}
+	}
+	return to
+}
 
 // stateSettled tells membership when every replica is current.
 func (c *Core) stateSettled() {
@@ -268,6 +270,9 @@ func (c *Core) stateRelease(r *replica) {
 // stateHold reports whether d, a delivery for the application, is held
 // back (or dropped) because its service's state is not current here.
 func (c *Core) stateHold(d *membership.Delivery) bool {
+	if len(c.state.replicas) == 0 {
+		return false // no replicated service: every application delivery's path
+	}
 	r := c.state.replica(string(d.Service))
 	if r == nil || r.current {
 		return false
@@ -311,12 +316,7 @@ func (c *Core) ProvideState(now time.Time, service string, view wire.ViewID, dat
 		c.protocolsStep()
 		return
 	}
-	o := &outgoing{service: service, data: data, hash: sha256.Sum256(data), at: now}
-	for _, id := range s.view.Behind {
-		if id != c.self {
-			o.to = append(o.to, id)
-		}
-	}
+	o := &outgoing{service: service, data: data, hash: sha256.Sum256(data), at: now, to: needy(s.view, c.self)}
 	switch {
 	case err != nil:
 		o.abort = "the provider could not take its snapshot: " + err.Error()

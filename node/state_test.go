@@ -202,7 +202,7 @@ func (s *stateWorld) handle(id uint64, c *Core, a *stateApp, ev Event) error {
 	switch {
 	case ev.Kind == MembershipEvent && ev.Membership.Kind == membership.ViewInstalled:
 		v := ev.Membership.View
-		if StateBehind(v, id) {
+		if v.WaitsForState(id) {
 			a.current = false // its state is not the group's: it waits for the provider's
 		}
 		a.primary = v.Primary

@@ -166,20 +166,42 @@ func TestMembershipBounds(t *testing.T) {
 		}
 	}
 	// A settings hash is 32 bits: 2^32 has to be written by hand.
-	b := raw(KindFlushOK, 11, func(e *Encoder) {
-		e.uints(8, 2, 3, 0, 7, 5, 1, 1<<32, 1)
-		e.array(0)
-		e.array(3)
-		e.array(5)
-		e.uints(0, 0, 0, 0)
-		e.array(0)
-		e.array(0)
-		e.enc.EncodeBool(false)
-	})
+	b := flushOKWithKnown(1<<32, knownOf(primaryViewFields, 0, noBehind))
 	if err := dec.Decode(b, NewEnvelope(1400)); !errors.Is(err, ErrMalformed) {
 		t.Errorf("33-bit settings hash: Decode = %v, want ErrMalformed", err)
 	}
 }
+
+// flushOKWithKnown writes a flush-ok by hand, with the settings hash
+// given, no cuts, and the known that known writes.
+func flushOKWithKnown(settings uint64, known func(e *Encoder)) []byte {
+	return raw(KindFlushOK, 11, func(e *Encoder) {
+		e.uints(8, 2, 3, 0, 7, 5, 1, settings, 1)
+		e.array(0)
+		known(e)
+	})
+}
+
+// knownOf writes a known by hand: a last primary view of lastFields
+// fields (its members an empty list), attempts well-formed attempts, and
+// what behind writes.
+func knownOf(lastFields, attempts int, behind func(e *Encoder)) func(e *Encoder) {
+	return func(e *Encoder) {
+		e.array(3)
+		e.array(lastFields)
+		e.uints(make([]uint64, lastFields-1)...)
+		e.array(0)
+		e.array(attempts)
+		for range attempts {
+			e.array(primaryViewFields)
+			e.uints(1, 1, 1, 1)
+			e.array(0)
+		}
+		behind(e)
+	}
+}
+
+func noBehind(e *Encoder) { e.enc.EncodeBool(false) }
 
 // raw writes a datagram by hand: the samples' header for kind k, claiming
 // fields body fields, then whatever body writes.
@@ -249,54 +271,22 @@ func TestMembershipShapes(t *testing.T) {
 			e.uints(MaxSeq)
 			e.array(0)
 		}),
-		"behind not a list": raw(KindView, 7, func(e *Encoder) { e.uints(8, 2); e.array(0); e.array(0); e.array(0); e.uints(1, 4) }),
-		"known's behind not a bool": raw(KindFlushOK, 11, func(e *Encoder) {
-			e.uints(8, 2, 3, 0, 7, 5, 1, 1, 1)
-			e.array(0)
-			e.array(3)
-			e.array(5)
-			e.uints(0, 0, 0, 0)
-			e.array(0)
-			e.array(0)
-			e.uints(1)
-		}),
-		"flush-ok of 10 fields": raw(KindFlushOK, 10, func(e *Encoder) { e.uints(8, 2, 3, 0, 7, 5, 1, 1, 1); e.array(0) }),
-		"primary attempts beyond the bound": raw(KindFlushOK, 11, func(e *Encoder) {
-			e.uints(8, 2, 3, 0, 7, 5, 1, 1, 1)
-			e.array(0)
-			e.array(3)
-			e.array(5)
-			e.uints(0, 0, 0, 0)
-			e.array(0)
-			e.array(MaxPrimaryAttempts + 1)
-			for range MaxPrimaryAttempts + 1 {
-				e.array(5)
-				e.uints(1, 1, 1, 1)
-				e.array(0)
-			}
-			e.enc.EncodeBool(false)
-		}),
-		"primary view of 4 fields": raw(KindFlushOK, 11, func(e *Encoder) {
-			e.uints(8, 2, 3, 0, 7, 5, 1, 1, 1)
-			e.array(0)
-			e.array(3)
-			e.array(4)
-			e.uints(0, 0, 0)
-			e.array(0)
-			e.array(0)
-			e.enc.EncodeBool(false)
-		}),
-		"leave of 2 fields":        raw(KindLeave, 2, func(e *Encoder) { e.uints(4, 77) }),
-		"member of 1 field":        flush(member(1), none),
-		"member of 3 fields":       flush(member(3), none),
-		"view cut of 4 fields":     flush(none, viewCut(4)),
-		"cut of 1 field":           flush(none, cut(1)),
-		"cut of 3 fields":          flush(none, cut(3)),
-		"view member of 2 fields":  view(viewMember(2), none),
-		"view member of 4 fields":  view(viewMember(4), none),
-		"setting of 1 field":       setting(1),
-		"setting of 3 fields":      setting(3),
-		"members beyond the bytes": flush(func(e *Encoder) { e.array(1000) }, none),
+		"behind not a list":                 raw(KindView, 7, func(e *Encoder) { e.uints(8, 2); e.array(0); e.array(0); e.array(0); e.uints(1, 4) }),
+		"known's behind not a bool":         flushOKWithKnown(1, knownOf(primaryViewFields, 0, func(e *Encoder) { e.uints(1) })),
+		"flush-ok of 10 fields":             raw(KindFlushOK, 10, func(e *Encoder) { e.uints(8, 2, 3, 0, 7, 5, 1, 1, 1); e.array(0) }),
+		"primary attempts beyond the bound": flushOKWithKnown(1, knownOf(primaryViewFields, MaxPrimaryAttempts+1, noBehind)),
+		"primary view of 4 fields":          flushOKWithKnown(1, knownOf(primaryViewFields-1, 0, noBehind)),
+		"leave of 2 fields":                 raw(KindLeave, 2, func(e *Encoder) { e.uints(4, 77) }),
+		"member of 1 field":                 flush(member(1), none),
+		"member of 3 fields":                flush(member(3), none),
+		"view cut of 4 fields":              flush(none, viewCut(4)),
+		"cut of 1 field":                    flush(none, cut(1)),
+		"cut of 3 fields":                   flush(none, cut(3)),
+		"view member of 2 fields":           view(viewMember(2), none),
+		"view member of 4 fields":           view(viewMember(4), none),
+		"setting of 1 field":                setting(1),
+		"setting of 3 fields":               setting(3),
+		"members beyond the bytes":          flush(func(e *Encoder) { e.array(1000) }, none),
 		"cuts beyond the bytes": flush(none, func(e *Encoder) {
 			e.array(1)
 			e.array(3)
@@ -343,7 +333,8 @@ func TestMembershipShapes(t *testing.T) {
 				e.array(0)
 			}
 		}),
-		"small left": view(none, func(e *Encoder) { e.array(4); e.uints(1, 2, 3, 4) }),
+		"small left":      view(none, func(e *Encoder) { e.array(4); e.uints(1, 2, 3, 4) }),
+		"a known by hand": flushOKWithKnown(1, knownOf(primaryViewFields, MaxPrimaryAttempts, noBehind)),
 	}
 	for name, b := range good {
 		if err := NewDecoder().Decode(b, NewEnvelope(1400)); err != nil {
