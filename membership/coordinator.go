@@ -17,17 +17,19 @@ import (
 // (group) and hands back what it decided.
 type coordinator struct {
 	self     uint64
-	st       time.Duration        // the suspect timeout
-	settings []Setting            // what a joiner must have
-	joiners  map[uint64]joiner    // id → the join request (at most maxJoiners)
-	leavers  map[uint64]uint64    // id → incarnation leaving gracefully (members only)
-	excluded map[uint64]uint64    // id → incarnation to exclude (suspected; members only)
-	foreign  map[uint64]time.Time // nodes of other views, since when this node has heard them (a subset of heard)
-	offs     holdOffs             // nodes held out of merges and admissions
-	admits   streak               // admissions that failed: a node to admit or merge did not answer
-	failing  bool                 // the view change under way had one
-	changeAt time.Time            // when to start the flush for pending changes; zero = none pending
-	work     uint64               // entries its proposals examined (heard, joiners): tests bound it
+	st       time.Duration             // the suspect timeout
+	settings []Setting                 // what a joiner must have
+	joiners  map[uint64]joiner         // id → the join request (at most maxJoiners)
+	leavers  map[uint64]uint64         // id → incarnation leaving gracefully (members only)
+	excluded map[uint64]uint64         // id → incarnation to exclude (suspected; members only)
+	foreign  map[uint64]time.Time      // nodes of other views, since when this node has heard them (a subset of heard)
+	views    map[wire.ViewID]time.Time // the other views heard of, since when (those of foreign)
+	gather   time.Duration             // how long another view is heard before a merge with it: every reachable member of it speaks
+	offs     holdOffs                  // nodes held out of merges and admissions
+	admits   streak                    // admissions that failed: a node to admit or merge did not answer
+	failing  bool                      // the view change under way had one
+	changeAt time.Time                 // when to start the flush for pending changes; zero = none pending
+	work     uint64                    // entries its proposals examined (heard, joiners): tests bound it
 }
 
 // joiner is a pending join request: the incarnation asking, and when it
@@ -110,9 +112,9 @@ const (
 	refused                // its settings differ
 )
 
-func newCoordinator(self uint64, st time.Duration, settings []Setting) coordinator {
-	return coordinator{self: self, st: st, settings: settings, joiners: map[uint64]joiner{}, leavers: map[uint64]uint64{},
-		excluded: map[uint64]uint64{}, foreign: map[uint64]time.Time{}, offs: newHoldOffs(st)}
+func newCoordinator(self uint64, st, gather time.Duration, settings []Setting) coordinator {
+	return coordinator{self: self, st: st, gather: gather, settings: settings, joiners: map[uint64]joiner{}, leavers: map[uint64]uint64{},
+		excluded: map[uint64]uint64{}, foreign: map[uint64]time.Time{}, views: map[wire.ViewID]time.Time{}, offs: newHoldOffs(st)}
 }
 
 // proposal computes the next view: the members of g's view not excluded,
@@ -216,6 +218,16 @@ func (c *coordinator) mergeable(now time.Time, g group) []uint64 {
 		}
 		cands = append(cands, id)
 	}
+	for v := range c.views {
+		if claims[v] == 0 {
+			delete(c.views, v)
+		}
+	}
+	for v := range claims {
+		if _, ok := c.views[v]; !ok && v != g.view.ID {
+			c.views[v] = now
+		}
+	}
 	slices.Sort(cands)
 	var ids []uint64
 	for _, id := range cands {
@@ -230,13 +242,20 @@ func (c *coordinator) mergeable(now time.Time, g group) []uint64 {
 // The larger view leads, as far as this node can tell from what it hears
 // (how many nodes claim each view); between equals, the newer view. So a
 // member cut off alone, whose own view is newer, is merged back by the
-// group rather than taking it over. Should the other side not lead
-// either (each counts differently), this one leads after mergeWait
-// suspect timeouts.
+// group rather than taking it over. It counts once it has heard the
+// other view for gather, a heartbeat and a half: by then every member of
+// it within reach has spoken, so both sides count alike and the merge
+// takes the whole view, not the few heard first (the rest would find
+// their view gone on without them, and secede one by one). Should the
+// other side not lead either (each counts differently), this one leads
+// after mergeWait suspect timeouts.
 func (c *coordinator) leads(now time.Time, g group, id uint64, claims map[wire.ViewID]int) bool {
 	h := g.heard[id]
 	if _, ok := c.foreign[id]; !ok {
 		c.foreign[id] = now
+	}
+	if now.Sub(c.views[h.view]) < c.gather {
+		return false
 	}
 	ours, theirs := len(g.view.Members), claims[h.view]
 	return ours > theirs || ours == theirs && h.view.Less(g.view.ID) ||

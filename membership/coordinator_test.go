@@ -19,7 +19,7 @@ func (r recvMap) Received(src, _ uint64) uint64 { return r[src] }
 var coordView = View{ID: wire.ViewID{Epoch: 4, Coord: 1}, Members: []wire.Member{{ID: 1, Inc: 1}, {ID: 2, Inc: 1}, {ID: 3, Inc: 1}}}
 
 func testCoordinator() *coordinator {
-	c := newCoordinator(1, testST, []Setting{{"heartbeat", "20ms"}})
+	c := newCoordinator(1, testST, 0, []Setting{{"heartbeat", "20ms"}})
 	return &c
 }
 

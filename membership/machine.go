@@ -240,7 +240,7 @@ func New(opt Options, now time.Time) *Machine {
 		heard:  newHeardTable(eo.SuspectTimeout),
 		starts: map[uint64]uint64{}, broken: map[uint64]bool{}, suspects: map[uint64]uint64{},
 		settings: hashSettings(opt.Settings), behind: opt.Replicated,
-		coord: newCoordinator(eo.Self, eo.SuspectTimeout, opt.Settings),
+		coord: newCoordinator(eo.Self, eo.SuspectTimeout, eo.Heartbeat*3/2, opt.Settings),
 	}
 	m.orderer = newOrderer(m.self, m.engine, &m.stats)
 	m.engine.SetMembers([]wire.Member{}) // nobody counts for stability before a view
