@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 
@@ -680,6 +681,9 @@ func (g *Group) closeServices() {
 type Network struct {
 	data, ctl *memnet.Net // the group's port and the repair port
 	hosts     atomic.Uint32
+
+	mu    sync.Mutex
+	addrs map[*Group]netip.AddrPort // each group's host
 }
 
 // NewNetwork returns an in-process network that drops each datagram
@@ -697,8 +701,39 @@ func (n *Network) Join(ctx context.Context, cfg config.Config, log zerolog.Logge
 	if err != nil {
 		return nil, err
 	}
+	n.mu.Lock()
+	if n.addrs == nil {
+		n.addrs = map[*Group]netip.AddrPort{}
+	}
+	n.addrs[g] = a
+	n.mu.Unlock()
 	if err := g.waitView(ctx); err != nil {
 		return nil, err
 	}
 	return g, nil
+}
+
+// Partition cuts the network into sides: a group hears only the groups
+// on its side. The groups not listed, and those that join later, form
+// one more side. It replaces any earlier partition; Heal ends it. Use it
+// to see what an application does when its group splits and merges.
+func (n *Network) Partition(sides ...[]*Group) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	as := make([][]netip.AddrPort, len(sides))
+	for i, side := range sides {
+		for _, g := range side {
+			if a, ok := n.addrs[g]; ok {
+				as[i] = append(as[i], a)
+			}
+		}
+	}
+	n.data.Partition(as...)
+	n.ctl.Partition(as...)
+}
+
+// Heal ends a partition.
+func (n *Network) Heal() {
+	n.data.Heal()
+	n.ctl.Heal()
 }

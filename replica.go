@@ -37,6 +37,26 @@ type StateMachine interface {
 // is then that of the view's cut (unless View.WaitsForState says this
 // node waits for the group's).
 
+// Merger is a StateMachine that keeps what its side did apart when it
+// comes back from a partition, rather than losing it.
+//
+// A member whose state was the group's and then is not (it was on a side
+// of a partition that was not the primary component, or it was excluded
+// and merged back) takes the group's state, as a joiner does. By default
+// that state replaces its own (Restore): what its side applied while
+// apart the group never had, and it is gone. A StateMachine that is also
+// a Merger gets the group's state through Merge instead, called in order
+// with Apply as Restore is. Merge must leave the group's state, as
+// Restore would (every other member holds it), and returns what of its
+// own the group should have too, as messages of the service: the replica
+// multicasts them in total order, in order, once Merge returns (again
+// after a view change that interrupts it), so that every member, this one
+// included, applies them alike. A node that joins or restarts has no state
+// of its own to keep and is restored, never merged.
+type Merger interface {
+	Merge(group io.Reader) (resend [][]byte, err error)
+}
+
 // Option is an option of Join, Start, StartOn and Network.Join.
 type Option func(*options)
 
@@ -73,6 +93,7 @@ type Replica struct {
 
 	current chan struct{}
 	once    sync.Once
+	again   chan struct{} // a view changed: a resend that failed may go on (Merger)
 	mu      sync.Mutex
 	isCur   bool
 	err     error
@@ -124,7 +145,7 @@ const (
 func (g *Group) startReplicas(specs []replicaSpec) {
 	for _, spec := range specs {
 		s := g.Service(spec.service)
-		r := &Replica{group: g, service: s, sm: spec.sm, max: int64(g.cfg.StateMaxSize), current: make(chan struct{})}
+		r := &Replica{group: g, service: s, sm: spec.sm, max: int64(g.cfg.StateMaxSize), current: make(chan struct{}), again: make(chan struct{}, 1)}
 		g.replicas[spec.service] = r
 		events := s.Events()
 		go r.run(events)
@@ -165,6 +186,10 @@ func (r *Replica) run(events <-chan Event) {
 			if ev.View.WaitsForState(r.group.self.ID) {
 				r.setCurrent(false, nil)
 			}
+			select {
+			case r.again <- struct{}{}:
+			default:
+			}
 			if w, ok := r.sm.(interface{ ViewChanged(View) }); ok {
 				w.ViewChanged(ev.View)
 			}
@@ -173,15 +198,66 @@ func (r *Replica) run(events <-chan Event) {
 		case stateWanted:
 			r.provide(ev.state)
 		case stateInstalled:
-			if err := r.sm.Restore(bytes.NewReader(ev.state.Data)); err != nil {
-				r.setCurrent(false, fmt.Errorf("huddle: restoring the state of %s from node %d: %w", r.service.name, ev.state.From, err))
-				continue
-			}
-			r.setCurrent(true, nil)
+			r.install(ev.state)
 		case stateCurrent:
 			r.setCurrent(true, nil)
 		case stateFailed:
 			r.setErr(fmt.Errorf("huddle: state transfer of %s in view %v: %s", r.service.name, ev.state.View, ev.state.Reason))
+		}
+	}
+}
+
+// install hands the group's state to the state machine: Restore, or
+// Merge when this node's own state was the group's before (Merger).
+func (r *Replica) install(e *node.StateEvent) {
+	m, merges := r.sm.(Merger)
+	select {
+	case <-r.current:
+	default:
+		merges = false // it never had the group's state: nothing of its own to keep
+	}
+	if !merges {
+		if err := r.sm.Restore(bytes.NewReader(e.Data)); err != nil {
+			r.setCurrent(false, fmt.Errorf("huddle: restoring the state of %s from node %d: %w", r.service.name, e.From, err))
+			return
+		}
+		r.setCurrent(true, nil)
+		return
+	}
+	resend, err := m.Merge(bytes.NewReader(e.Data))
+	if err != nil {
+		r.setCurrent(false, fmt.Errorf("huddle: merging the state of %s from node %d: %w", r.service.name, e.From, err))
+		return
+	}
+	r.setCurrent(true, nil)
+	if len(resend) > 0 {
+		go r.resend(resend)
+	}
+}
+
+// resend multicasts what Merge kept, in total order and in order. A send
+// refused outside the view or the primary component waits for the next
+// view; the others are given up and recorded (Err).
+func (r *Replica) resend(payloads [][]byte) {
+	for _, p := range payloads {
+		for {
+			_, err := r.service.Multicast(context.Background(), p, Total)
+			if err == nil {
+				break
+			}
+			if errors.Is(err, ErrNotPrimary) || errors.Is(err, ErrNotInView) {
+				select {
+				case <-r.again:
+					continue
+				case <-r.group.stop:
+					return
+				}
+			}
+			if !errors.Is(err, ErrClosed) {
+				r.setErr(fmt.Errorf("huddle: resending what Merge kept of %s: %w", r.service.name, err))
+				break
+			}
+			return
 		}
 	}
 }
