@@ -339,7 +339,10 @@ func (e *Engine) emit(st *stream, seq uint64, en *entry, payload []byte) {
 func (e *Engine) skipTo(now time.Time, st *stream, low uint64) { e.skip(now, st, low, false) }
 
 // skip is skipTo; quiet, it reports nothing lost (the messages skipped
-// were never this node's to receive).
+// were never this node's to receive). Nor are a non-member's: a node not
+// yet in a view, whose streams a session message began, delivers what it
+// holds of them (the layer above discards it, being of no view of its),
+// and what it skips of them is no loss of its own.
 func (e *Engine) skip(now time.Time, st *stream, low uint64, quiet bool) {
 	if low <= st.next {
 		return
@@ -367,7 +370,7 @@ func (e *Engine) skip(now time.Time, st *stream, low uint64, quiet bool) {
 	}
 	st.high = max(st.high, low-1)
 	st.opened = max(st.opened, low-1)
-	if st.started && missing > 0 && !quiet {
+	if st.started && missing > 0 && !quiet && e.member(st.src, st.inc) {
 		e.stats.Skipped += missing
 		e.events = append(e.events, Event{Kind: StreamSkipped, Peer: st.src, Inc: st.inc, From: from, Skipped: missing})
 	}
