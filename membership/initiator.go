@@ -92,7 +92,7 @@ func (r *initiator) fixCut(now time.Time, q Quorum) {
 		reports = append(reports, r.states[x.ID].Known)
 	}
 	r.primary = q.decide(r.members, reports, r.left)
-	r.behind = behindOf(r.members, r.states)
+	r.behind = behindOf(r.members, r.states, !q.On())
 	r.phase, r.phaseAt = wire.FlushCut, now
 }
 

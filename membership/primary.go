@@ -102,10 +102,37 @@ func (k *known) wire(q Quorum, behind bool) wire.Known {
 // and a member that took part in the newest primary view but left it for
 // another view than the provider did (the end of a view may differ
 // between the sides of a partition).
-func behindOf(members []wire.Member, states map[uint64]wire.FlushOK) []uint64 {
+//
+// Without a quorum policy (most) every view is primary, and the newest
+// says little: a node cut off alone goes through views of its own, each a
+// generation, and one that joined and was cut off before its transfer
+// finished even took its own state for the group's. There the state of
+// the most members wins: the last view most of them share, not behind,
+// and the newest between equals.
+func behindOf(members []wire.Member, states map[uint64]wire.FlushOK, most bool) []uint64 {
+	type key struct {
+		gen, inc uint64
+		view     wire.ViewID
+	}
+	keyOf := func(p wire.PrimaryView) key { return key{p.Gen, p.Inc, p.View} }
+	count := map[key]int{}
+	for _, x := range members {
+		if k := states[x.ID].Known; !k.Behind {
+			count[keyOf(k.Last)]++
+		}
+	}
 	var newest wire.PrimaryView
 	for _, x := range members {
-		if k := states[x.ID].Known; newer(k.Last, newest) {
+		k := states[x.ID].Known
+		if most {
+			if a, b := count[keyOf(k.Last)], count[keyOf(newest)]; k.Behind || a < b {
+				continue
+			} else if a > b {
+				newest = k.Last
+				continue
+			}
+		}
+		if newer(k.Last, newest) {
 			newest = k.Last
 		}
 	}
