@@ -310,6 +310,23 @@ type KV struct {
 	Rate int `toml:"rate"`
 	// Size is each value's size in bytes, 1 to 65536 (default 100).
 	Size int `toml:"size"`
+	// Fill, when true, starts the store full: every key 0 to Keys-1
+	// holds a value of Size bytes derived from the key alone, the same
+	// on every node, so that the state is about Keys × (Size + 10) bytes
+	// from the start without a put (for measuring state transfers of a
+	// given size). Default false: the store starts empty. The filled
+	// store must fit state_max_size.
+	Fill bool `toml:"fill"`
+}
+
+// FilledSize is the size in bytes of the store's snapshot when Fill
+// starts it full: a count, then each entry's key, length and value.
+func (k KV) FilledSize() int64 {
+	n := int64(1)
+	for v := k.Size >> 7; v > 0; v >>= 7 {
+		n++ // the value's length, a uvarint
+	}
+	return 8 + int64(k.Keys)*(8+n+int64(k.Size))
 }
 
 // Mutex configures the lock.

@@ -80,6 +80,7 @@ var usage = map[string]string{
 	"kv.keys":                      "experiment: keep the replicated key-value store \"kv\" with this many `keys` (0: none); every node of the group, or none",
 	"kv.rate":                      "experiment: put to the store this many `times` a second, in total order",
 	"kv.size":                      "experiment: each value's size in `bytes`, 1 to 65536",
+	"kv.fill":                      "experiment: start the store full, every key holding a value of kv.size bytes derived from the key (the same on every node)",
 	"mutex.think":                  "lock workload: wait a `time` or MIN-MAX range (e.g. 3s-5s) between uses of the lock; empty is off",
 	"mutex.hold":                   "lock workload: hold the lock this `long` each time",
 	"mutex.quorum":                 "expected cluster `size`: lock only with a majority of it; 0 is off",

@@ -488,7 +488,7 @@ func everything() Config {
 		Election: Election{Algorithm: "bully", Every: ms(1500), Count: 7, RingOrder: "join", HopDelay: ms(250),
 			AnswerTimeout: ms(900), CoordinatorTimeout: ms(2000)},
 		Mutex:    Mutex{Quorum: 5, Algorithm: "ra", Think: "3s-5s", Hold: ms(4000)},
-		KV:       KV{Keys: 1000, Rate: 50, Size: 200},
+		KV:       KV{Keys: 1000, Rate: 50, Size: 200, Fill: true},
 		Security: Security{Key: "0123456789abcdef-'\"x"},
 		Drop:     Drop{Rate: 0.25, From: IDList{3, 4}, Seed: 9, Burst: 2.5},
 		Metrics:  Metrics{Addr: "127.0.0.1:9468", Pprof: true},

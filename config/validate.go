@@ -85,6 +85,7 @@ func (c *Config) problems() []error {
 		inRange("kv.keys", c.KV.Keys, 0, 10_000_000),
 		inRange("kv.rate", c.KV.Rate, 0, 1_000_000),
 		inRange("kv.size", c.KV.Size, 1, 65536),
+		checkFill(c),
 		inRange("mutex.quorum", c.Mutex.Quorum, 0, 1024),
 		oneOf("mutex.algorithm", "a lock algorithm", c.Mutex.Algorithm, "ra", "central", "token"),
 		quorumWithRA(c.Mutex),
@@ -169,6 +170,19 @@ func checkQuorum(c Config) error {
 		return problem("mutex.quorum", strconv.Itoa(c.Mutex.Quorum), "%d differs from quorum_expected %d: mutex.quorum is the static quorum's older spelling; leave it 0 with quorum %q", c.Mutex.Quorum, c.QuorumExpected, c.Quorum)
 	case q.TieBreaker > 0 && !q.On():
 		return problem("quorum_tie_breaker", strconv.FormatUint(q.TieBreaker, 10), "%d needs quorum majority or static (it is off)", q.TieBreaker)
+	}
+	return nil
+}
+
+// checkFill: a store that starts full fits a snapshot, which
+// state_max_size bounds (else no node could ever take it).
+func checkFill(c *Config) error {
+	if !c.KV.Fill || c.KV.Keys <= 0 || c.KV.Size <= 0 {
+		return nil
+	}
+	if size := c.KV.FilledSize(); size > int64(c.StateMaxSize) {
+		return problem("kv.fill", "", "true fills a store of %d bytes, kv.keys × (kv.size + %d) (at most state_max_size, %d: fewer kv.keys, a smaller kv.size, or a larger state_max_size)",
+			size, (size-8)/int64(c.KV.Keys)-int64(c.KV.Size), c.StateMaxSize)
 	}
 	return nil
 }

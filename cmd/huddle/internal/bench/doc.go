@@ -1,13 +1,14 @@
 // Package bench benchmarks huddle on virtual LANs of network namespaces
 // (internal/lab): its reliable multicast against raw UDP multicast, its
-// membership, ordered delivery, elections and lock. It has no code of its
-// own outside its tests. There are five benchmarks:
+// membership, ordered delivery, elections, lock and state transfer. It has
+// no code of its own outside its tests. There are six benchmarks:
 //
 //	BenchmarkLAN         reliable multicast against a raw UDP blaster (the scenarios below)
 //	BenchmarkMembership  crash, coordinator crash, hang, join, leave, merge, no false suspicions
 //	BenchmarkOrder       total and safe order against FIFO and the raw ceiling, latency, loss
 //	BenchmarkElection    ring and bully: failover after the leader's SIGKILL, messages per election
 //	BenchmarkLock        Ricart–Agrawala under contention, at loss, messages per entry
+//	BenchmarkState       state transfer: 1, 16, 100 MiB to a restarted node against the raw ceiling, the group's load meanwhile, merge
 //
 // Run one of them with
 //
@@ -21,7 +22,8 @@
 // package's warm-up call with b.N = 1 is skipped). With -benchtime 3x on a
 // 2-core machine, LAN takes about 4 minutes, Membership about 2 (plus
 // Membership/nofalse's BENCH_NOFALSE_DURATION, 60 s by default, per run),
-// Order about 3, Election and Lock about 70 s each; docs/benchmarks.md has
+// Order about 3, Election and Lock about 70 s each, State about 2 (50 s
+// with -benchtime 1x); docs/benchmarks.md has
 // the figures and how they are made. Each benchmark prints one table with
 // every figure, its target, PASS/FAIL and the raw numbers behind it; the
 // main ratios are also reported as benchmark metrics.

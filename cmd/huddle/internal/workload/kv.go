@@ -42,7 +42,35 @@ func NewKV(cfg config.Config, log zerolog.Logger) *KV {
 	if cfg.KV.Keys == 0 {
 		return nil
 	}
-	return &KV{m: map[uint64][]byte{}, self: cfg.ID, log: log}
+	s := &KV{m: map[uint64][]byte{}, self: cfg.ID, log: log}
+	if cfg.KV.Fill {
+		s.m = filled(cfg.KV.Keys, cfg.KV.Size)
+	}
+	return s
+}
+
+// filled is the store kv.fill starts with: every key 0 to keys-1 holding
+// fillValue(key, size), the same on every node.
+func filled(keys, size int) map[uint64][]byte {
+	m := make(map[uint64][]byte, keys)
+	buf := make([]byte, keys*size) // one allocation for every value
+	for k := range uint64(keys) {
+		v := buf[int(k)*size : (int(k)+1)*size : (int(k)+1)*size]
+		fillValue(v, k)
+		m[k] = v
+	}
+	return m
+}
+
+// fillValue writes key k's value of kv.fill into v: bytes of a PCG stream
+// seeded by the key, so that no two keys hold the same value.
+func fillValue(v []byte, k uint64) {
+	rng := rand.NewPCG(k, 0x66696c6c)
+	for i := 0; i < len(v); i += 8 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], rng.Uint64())
+		copy(v[i:], w[:])
+	}
 }
 
 // Options are huddle.Start's options for the store: none without one.
