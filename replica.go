@@ -3,6 +3,7 @@ package huddle
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -274,9 +275,12 @@ func (r *Replica) provide(e *node.StateEvent) {
 		r.setErr(fmt.Errorf("huddle: snapshot of %s: %w", r.service.name, err))
 	}
 	data := buf.Bytes()
-	go r.group.node.Do(context.Background(), func(c *node.Core) {
-		c.ProvideState(time.Now(), e.Service, e.View, data, err)
-	})
+	go func() {
+		sum := sha256.Sum256(data) // here, not on the node's loop
+		r.group.node.Do(context.Background(), func(c *node.Core) {
+			c.ProvideStateSum(time.Now(), e.Service, e.View, data, sum, err)
+		})
+	}()
 }
 
 func (r *Replica) setCurrent(cur bool, err error) {
