@@ -130,7 +130,7 @@ func (e *StateEvent) HashHex() string { return fmt.Sprintf("%x", e.Hash[:16]) }
 type StateStats struct {
 	Sent, Installed, Failed uint64
 	BytesSent, BytesRecv    uint64
-	Bad                     uint64 // state messages malformed, beyond the bounds, or not for a transfer this node waits for
+	Bad                     uint64 // state messages malformed, beyond the bounds, or not the view's provider's in the view
 	Discarded               uint64 // deliveries of a replicated service dropped while behind and not waiting (a transfer failed)
 }
 
@@ -403,9 +403,11 @@ func (c *Core) statePieceIn(now time.Time, d *membership.Delivery) {
 	switch {
 	case d.Source == c.self:
 		return // this node's own pieces come back
-	case err != nil || r == nil || !r.waiting || d.View != s.view.ID || d.Source != s.view.Provider():
+	case err != nil || r == nil || d.View != s.view.ID || d.Source != s.view.Provider():
 		s.stats.Bad++
 		return
+	case !r.waiting:
+		return // the provider's, for the others behind (pieces go to the whole group)
 	case p.kind == pieceAbort:
 		c.stateFail(r, "the provider gave up: "+p.reason)
 		return

@@ -327,6 +327,13 @@ func TestStateTransferJoin(t *testing.T) {
 		if s.longest < 50 {
 			t.Fatalf("only %d messages applied: the test exercised little", s.longest)
 		}
+		for _, id := range ids(3) {
+			// Every member hears the provider's pieces; they are no
+			// member's bad input.
+			if st := core(s.w, id).StateStats(); st.Bad != 0 {
+				t.Fatalf("node %d counted %d state messages bad (%+v)", id, st.Bad, st)
+			}
+		}
 	})
 }
 
