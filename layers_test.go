@@ -31,7 +31,7 @@ var layers = map[string]int{
 	// The workshop: the command and the packages only it uses.
 	"cmd/huddle/internal/logx": 7, "cmd/huddle/internal/sdnotify": 7, "cmd/huddle/internal/logcheck": 7,
 	"cmd/huddle/internal/lan": 7, "cmd/huddle/internal/workload": 7, "cmd/huddle/internal/control": 7,
-	"cmd/huddle/internal/metrics": 7, "cmd/huddle/internal/ping": 7,
+	"cmd/huddle/internal/metrics": 7, "cmd/huddle/internal/ping": 7, "cmd/huddle/internal/vm": 7,
 	"cmd/huddle/internal/lab": 8, "cmd/huddle/internal/report": 8, "cmd/huddle/internal/bench": 8,
 	"cmd/huddle/internal/scenario": 9,
 	"cmd/huddle":                   10,
