@@ -238,6 +238,19 @@ func (q Quorum) decide(members []wire.Member, reports []wire.Known, left []uint6
 		return top + 1
 	}
 	for _, k := range reports {
+		for _, a := range k.Attempts {
+			if a.Gen > last+1 {
+				// An attempt whose own reference, the primary view of
+				// generation a.Gen-1 or above that it held a majority
+				// of, none of them installed: that view may stand, and
+				// a majority of the attempt need not meet it (a node
+				// that restarted and confirmed the cut of a merge it
+				// never installed knows the attempt and nothing before).
+				return 0
+			}
+		}
+	}
+	for _, k := range reports {
 		if k.Last.Gen == last && last > 0 && !quorate(members, 0, without(k.Last.Members, left), q.TieBreaker) {
 			return 0
 		}
