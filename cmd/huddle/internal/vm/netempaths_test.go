@@ -316,7 +316,7 @@ func geScenario() pathScenario {
 	for i := 2; i <= hosts; i++ {
 		fmt.Fprintf(&b, "tc -n h%d -s qdisc show dev ifb0 > tcping%d.txt\n", i, i)
 	}
-	fmt.Fprintf(&b, "start 1 %s --send-rate 100 --send-size 1000\n", flags)
+	fmt.Fprintf(&b, "start 1 %s --send-rate %d --send-size 1000\n", flags, lossRate)
 	fmt.Fprintf(&b, "for i in $(seq 2 %d); do start $i %s; done\n", hosts, flags)
 	fmt.Fprintf(&b, "sleep 12\nstop %d\n", hosts)
 	return pathScenario{
