@@ -64,7 +64,7 @@ type labFlags struct {
 	seed                                       uint64
 	loss, burst, crashRate                     float64
 	think                                      string
-	inProcess, report                          bool
+	inProcess, report, vm                      bool
 	nodeArgs, faults                           multiFlag
 }
 
@@ -95,6 +95,8 @@ func cmdLab(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&f.crashRate, "crash-rate", 0, "random crashes (SIGKILL) per node per `minute`; a crashed node restarts after --down")
 	fs.DurationVar(&f.down, "down", 0, "how `long` a node crashed at random stays down before it restarts with the same ID (default 3s)")
 	fs.BoolVar(&f.inProcess, "in-process", false, "run the nodes in this process over a simulated network, even where a virtual LAN can be built")
+	fs.BoolVar(&f.vm, "vm", false, "run the lab inside a VM with Debian's kernel, which has netem (for --delay, --jitter and --burst where this kernel has no netem): "+
+		"qemu (package qemu-system-x86) boots linux-image-amd64 (or $HUDDLE_VM_KERNEL_DIR) with busybox (busybox-static) and this program; the logs come back to --log-dir")
 	fs.StringVar(&f.logDir, "log-dir", "", "`directory` for the logs (created); default: a new temporary directory")
 	fs.StringVar(&f.replay, "replay", "", "run again the scenario a run wrote in `DIR` (its scenario.toml)")
 	fs.StringVar(&f.sweep, "sweep", "", "run a series over a numeric setting: `NAME=V1,V2,...`, NAME a scenario setting (nodes, loss, burst, delay, crash_rate, ...) or a huddle run flag (send-rate)")
@@ -127,6 +129,14 @@ func cmdLab(args []string, stdout, stderr io.Writer) int {
 	if o.Color, err = colorMode(f.color, stdout); err != nil {
 		return fail(exitUsage, "%v", err)
 	}
+	if f.vm {
+		if s.InProcess {
+			return fail(exitUsage, "--vm runs the nodes on a virtual LAN in a VM: not with --in-process")
+		}
+		ctx, stop := signalContext()
+		defer stop()
+		return runInVM(ctx, s, f, stdout, stderr)
+	}
 	o.Live = o.Color
 	if !s.InProcess {
 		bin, err := os.Executable()
@@ -155,7 +165,7 @@ func cmdLab(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, lab.ErrInterrupted):
 		return exitFailure
 	case err != nil:
-		return fail(exitFailure, "%v", err)
+		return fail(exitFailure, "%v", withVMHint(err))
 	case !sum.OK:
 		return exitFailure
 	}
@@ -174,8 +184,8 @@ func (f *labFlags) scenario(fs *flag.FlagSet, files []string) (*scenario.Scenari
 		return nil, errors.New("--replay runs a saved scenario as it was: give no scenario file and no --preset with it")
 	case f.replay != "":
 		for name := range set {
-			if !slices.Contains([]string{"replay", "log-dir", "color", "in-process"}, name) {
-				return nil, fmt.Errorf("--%s: --replay runs the saved scenario as it was (only --log-dir, --color and --in-process go with it)", name)
+			if !slices.Contains([]string{"replay", "log-dir", "color", "in-process", "vm"}, name) {
+				return nil, fmt.Errorf("--%s: --replay runs the saved scenario as it was (only --log-dir, --color, --in-process and --vm go with it)", name)
 			}
 		}
 		s, err = scenario.ReplayDir(f.replay)
@@ -344,7 +354,7 @@ func runSweep(ctx context.Context, s *scenario.Scenario, f labFlags, o lab.Optio
 			}
 			sum, err := runOne(ctx, &run, filepath.Join(dir, rel), o)
 			if err != nil && !errors.Is(err, lab.ErrInterrupted) {
-				fmt.Fprintln(stderr, "huddle lab:", err)
+				fmt.Fprintln(stderr, "huddle lab:", withVMHint(err))
 				return exitFailure
 			}
 			sw.Runs = append(sw.Runs, scenario.SweepRun{Value: sw.Nums[i], Repeat: r, Dir: rel})

@@ -44,6 +44,8 @@ func TestLabUsage(t *testing.T) {
 		{[]string{"--sweep", "warp=1,2"}, exitUsage, "nor of huddle run"},
 		{[]string{"--in-process", "--fault", "2s:stop:1"}, exitUsage, "need the nodes as processes"},
 		{[]string{"--color", "purple"}, exitUsage, `--color "purple"`},
+		{[]string{"--vm", "--in-process"}, exitUsage, "--vm runs the nodes on a virtual LAN in a VM: not with --in-process"},
+		{[]string{"--vm", "--nodes", "1"}, exitUsage, "--nodes 1: want 2 to 32"},
 	}
 	for _, tc := range tests {
 		var stdout, stderr bytes.Buffer

@@ -278,3 +278,25 @@ func NeedLAN(t testing.TB, err error) {
 	}
 	t.Skip(err)
 }
+
+// RequireVMEnv, set to 1, makes a test that boots a VM (package
+// cmd/huddle/internal/vm) fail where it would skip for want of qemu or a
+// kernel (NeedVM): CI installs them.
+const RequireVMEnv = "HUDDLE_TEST_REQUIRE_VM"
+
+// NeedVM skips t under -short (a boot costs tens of seconds of a core)
+// and when err, vm.Available's, says that no VM can boot here; under
+// RequireVMEnv=1 the latter fails t instead.
+func NeedVM(t testing.TB, err error) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("boots a VM (software emulation, tens of seconds of a core): not with -short")
+	}
+	if err == nil {
+		return
+	}
+	if os.Getenv(RequireVMEnv) == "1" {
+		t.Fatalf("%v (%s=1: this machine must boot the VM)", err, RequireVMEnv)
+	}
+	t.Skipf("%v (%s=1 makes this a failure)", err, RequireVMEnv)
+}

@@ -39,6 +39,10 @@ type JournalLine struct {
 	Mode     string `json:"mode,omitempty"`
 	Count    int    `json:"nodes_count,omitempty"`
 	Duration string `json:"duration,omitempty"`
+	// Network says what the nodes ran on, as the console's network line
+	// does: on a virtual LAN, its hosts and the loss method (netem,
+	// iptables, nft or the nodes' built-in drop).
+	Network string `json:"network,omitempty"`
 	// lab.end
 	OK          *bool `json:"ok,omitempty"`
 	Interrupted bool  `json:"interrupted,omitempty"`
@@ -67,7 +71,7 @@ func (j *journal) write(l JournalLine) {
 }
 
 func (j *journal) begin(d *demo) {
-	j.write(JournalLine{Time: d.start, Event: JournalStart, Title: d.o.Title, Mode: d.mode, Count: d.o.Nodes, Duration: d.o.Duration.String()})
+	j.write(JournalLine{Time: d.start, Event: JournalStart, Title: d.o.Title, Mode: d.mode, Count: d.o.Nodes, Duration: d.o.Duration.String(), Network: d.network()})
 }
 
 func (j *journal) action(at time.Time, a Action, ids []uint64, err error) {

@@ -374,11 +374,7 @@ func (d *demo) header() {
 	} else {
 		c.say(action, "%s: %d nodes, %v", o.Title, o.Nodes, o.Duration)
 	}
-	if cl, ok := d.cl.(*lanCluster); ok {
-		c.say(plain, "  network  %s", cl.describe(d.lossy()))
-	} else {
-		c.say(plain, "  network  simulated, in this process, loss drawn from seed %d (%s)", d.o.Seed, d.why)
-	}
+	c.say(plain, "  network  %s", d.network())
 	if o.Plan != nil {
 		d.planHeader()
 		c.say(plain, "  logs     %s", d.dir)
@@ -408,6 +404,15 @@ func (d *demo) header() {
 		secs(d.actions[0].At), secs(d.actions[1].At), secs(o.Duration))
 	c.say(plain, "  logs     %s", d.dir)
 	c.say(plain, "")
+}
+
+// network says what the nodes run on: the virtual LAN and its loss
+// method, or the simulated network.
+func (d *demo) network() string {
+	if cl, ok := d.cl.(*lanCluster); ok {
+		return cl.describe(d.lossy())
+	}
+	return fmt.Sprintf("simulated, in this process, loss drawn from seed %d (%s)", d.o.Seed, d.why)
 }
 
 // planHeader describes a lab run's nodes, loss and schedule.

@@ -165,6 +165,17 @@ func (s *Scenario) Save(dir string) error {
 	return os.WriteFile(filepath.Join(dir, File), append([]byte(head), b...), 0o644)
 }
 
+// WriteFile writes the scenario to path as it is, [random] and all (not
+// its draws, as Save does): Load reads the same scenario back. huddle lab
+// --vm hands its scenario so to the lab inside the VM.
+func (s *Scenario) WriteFile(path string) error {
+	b, err := toml.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
 // ReplayDir returns the scenario saved in a run's log directory.
 func ReplayDir(dir string) (*Scenario, error) {
 	s, err := Load(filepath.Join(dir, File))

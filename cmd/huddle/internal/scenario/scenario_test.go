@@ -213,6 +213,38 @@ func TestSaveReplays(t *testing.T) {
 	}
 }
 
+// TestWriteFile: a scenario written as it is ([random] kept, as huddle
+// lab --vm hands it to the VM) reads back the same, with the same plan.
+func TestWriteFile(t *testing.T) {
+	s, err := Load(write(t, example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Loss.Delay = config.Duration(2 * time.Millisecond)
+	p := filepath.Join(t.TempDir(), "w.toml")
+	if err := s.WriteFile(p); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(s, r) {
+		t.Errorf("read back:\n%+v\nwant\n%+v", r, s)
+	}
+	o, err := s.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := r.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(o.Plan, ro.Plan) {
+		t.Errorf("plan differs:\n%+v\nwant\n%+v", ro.Plan, o.Plan)
+	}
+}
+
 func TestParseFault(t *testing.T) {
 	good := map[string]Fault{
 		"10s:kill:coordinator": {At: config.Duration(10 * time.Second), Do: "kill", Coordinator: true},

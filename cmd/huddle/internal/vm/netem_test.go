@@ -22,25 +22,15 @@ import (
 	"github.com/huddle-lan/huddle/cmd/huddle/internal/logcheck"
 	"github.com/huddle-lan/huddle/cmd/huddle/internal/vm"
 	"github.com/huddle-lan/huddle/internal/logs"
+	"github.com/huddle-lan/huddle/internal/testutil"
 )
 
-// RequireVMEnv, set to 1, makes the VM tests fail where they would skip
-// for want of qemu or a kernel: CI installs them.
-const RequireVMEnv = "HUDDLE_TEST_REQUIRE_VM"
-
 // needVM skips t under -short (a boot costs tens of seconds of both
-// cores) and where no VM can boot, unless RequireVMEnv is 1: then it fails.
+// cores) and where no VM can boot, unless testutil.RequireVMEnv
+// (HUDDLE_TEST_REQUIRE_VM) is 1: then it fails.
 func needVM(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("boots a VM (software emulation, about 30 s of a core): not with -short")
-	}
-	if err := vm.Available(); err != nil {
-		if os.Getenv(RequireVMEnv) == "1" {
-			t.Fatalf("%v (%s=1: this machine must boot the VM)", err, RequireVMEnv)
-		}
-		t.Skipf("%v (%s=1 makes this a failure)", err, RequireVMEnv)
-	}
+	testutil.NeedVM(t, vm.Available())
 }
 
 // staticHuddle returns a huddle binary for the guest: $LAB_HUDDLE_BIN when

@@ -101,6 +101,10 @@ type Options struct {
 	// Logf receives the guest's console, line by line, and the harness's
 	// progress; nil: silent.
 	Logf func(format string, args ...any)
+	// Stream receives the script's output as it runs, line by line, read
+	// from the console (without its control characters); nil: none.
+	// Result.Output has it whole, exactly, at the end.
+	Stream func(line string)
 }
 
 // Result is what a run brought back.
@@ -234,7 +238,7 @@ kill $tailpid 2>/dev/null
 	tar -czf - -C /out . | base64
 	echo "` + markStatus + ` $status"
 } > $data
-echo "huddle-vm: the script exited $status"
+echo "` + markExited + ` $status"
 poweroff -f
 `
 
@@ -392,7 +396,7 @@ func boot(ctx context.Context, o Options, initrd, data string) (*Result, error) 
 		bin = nice
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
-	con := &console{logf: o.Logf, start: time.Now()}
+	con := &console{logf: o.Logf, stream: o.Stream, start: time.Now()}
 	cmd.Stdout, cmd.Stderr = con, con
 	cmd.WaitDelay = 5 * time.Second
 	o.Logf("vm: %s %s", bin, strings.Join(args, " "))
@@ -420,13 +424,18 @@ func boot(ctx context.Context, o Options, initrd, data string) (*Result, error) 
 // console collects qemu's standard output, the guest's console, and logs
 // it line by line.
 type console struct {
-	logf  func(string, ...any)
-	start time.Time
-	ready time.Duration
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	line  []byte
+	logf   func(string, ...any)
+	stream func(string) // the script's lines, between markReady and markExited
+	ended  bool         // the script exited: nothing more to stream
+	start  time.Time
+	ready  time.Duration
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	line   []byte
 }
+
+// markExited begins init's line on the console after the script.
+const markExited = "huddle-vm: the script exited"
 
 func (c *console) Write(p []byte) (int, error) {
 	c.mu.Lock()
@@ -443,6 +452,12 @@ func (c *console) Write(p []byte) (int, error) {
 			c.ready = time.Since(c.start)
 			c.logf("vm: booted in %v; the script starts", c.ready.Round(time.Millisecond))
 			continue
+		}
+		if strings.HasPrefix(line, markExited) {
+			c.ended = true
+		}
+		if c.stream != nil && c.ready != 0 && !c.ended {
+			c.stream(line)
 		}
 		if line != "" {
 			c.logf("vm %6.2fs| %s", time.Since(c.start).Seconds(), line)
