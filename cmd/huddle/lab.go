@@ -26,7 +26,10 @@ const labUsage = `Usage: huddle lab [flags] [SCENARIO.toml]
        huddle lab [flags] --sweep NAME=V1,V2,... [--repeat N]
 
 With --report it writes the HTML report of the run (or sweep) at the end,
-as huddle report DIR does.
+as huddle report DIR does. With --vm the whole run goes inside a VM with
+Debian's kernel, which has netem (for --delay, --jitter and netem's
+bursts where this kernel has none), and its logs come back here (see
+docs/experiments.md, "netem in a VM").
 
 Runs an experiment: 2 to 32 huddle run processes on a private virtual LAN
 (network namespaces: as root, or unprivileged in a user namespace; where

@@ -1,6 +1,7 @@
 // Package vm boots a Linux VM with qemu and runs a shell script in it as
 // root, for what this machine's kernel cannot do: netem, above all
-// (docs/experiments.md, "netem in a VM").
+// (docs/experiments.md, "netem in a VM"). huddle lab --vm runs its lab
+// in it, and the tests their netem experiments.
 //
 // The guest is Debian's kernel (linux-image-amd64: FindKernel) booted from
 // an initramfs built here from this machine's own files: busybox
@@ -10,7 +11,8 @@
 // network card: nothing it sends leaves it. The init mounts /proc, /sys,
 // /dev, /run and /tmp, loads the modules, brings lo up, runs the script in
 // /out, and powers off. The first serial port is the console (the kernel's
-// and init's messages, and the script's output while it runs: Options.Logf);
+// and init's messages, and the script's output while it runs: Options.Logf,
+// and the script's lines alone: Options.Stream);
 // the second carries the results back: the script's output, a tar.gz of
 // what it left in /out, and its exit status, in base64 between marker lines.
 //

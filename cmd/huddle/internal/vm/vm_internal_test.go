@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // readCPIO parses a newc archive: name → (mode, data), and the names in
@@ -270,5 +271,24 @@ func TestAvailableNamesQemuPackage(t *testing.T) {
 func TestPrintable(t *testing.T) {
 	if got := printable("\x1bc\x1b[?7l\x1b[2J\x1b[0mSeaBIOS (version 1.16)\r"); got != "SeaBIOS (version 1.16)" {
 		t.Errorf("printable: %q", got)
+	}
+}
+
+// TestConsoleStream: Options.Stream gets the console's lines between the
+// ready marker and init's line after the script, without control
+// characters, blank lines included.
+func TestConsoleStream(t *testing.T) {
+	var got []string
+	c := &console{logf: func(string, ...any) {}, stream: func(l string) { got = append(got, l) }, start: time.Now()}
+	for _, chunk := range []string{
+		"[    0.5] booting\r\n", "\r\n" + markReady + "\r\n",
+		"huddle lab: 3 nodes\r\n\r\n  net", "work  netem ±1ms\r\n",
+		markExited + " 0\r\n", "reboot: Power down\r\n",
+	} {
+		c.Write([]byte(chunk))
+	}
+	want := []string{"huddle lab: 3 nodes", "", "  network  netem ±1ms"}
+	if !slices.Equal(got, want) {
+		t.Errorf("streamed %q, want %q", got, want)
 	}
 }
