@@ -222,7 +222,7 @@ func (c *Core) stateView(now time.Time, v membership.View) {
 				r.since = now
 			}
 			r.current, r.waiting = false, true
-			r.held, r.heldSize, r.got, r.size = nil, 0, r.got[:0], 0
+			r.held, r.heldSize, r.got, r.size = nil, 0, nil, 0
 		}
 	}
 	c.stateSettled()

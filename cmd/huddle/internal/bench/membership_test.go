@@ -414,56 +414,28 @@ func benchMerge(sc *scenario) {
 func merge(sc *scenario, g *group, i int) timing {
 	all := hosts(1, memMembers)
 	sideA, sideB := []int{1, 2}, []int{3, 4, 5}
-	tc := time.Now()
-	if err := g.lan.Cut(sideA, sideB); err != nil {
-		sc.Fatal(err)
-	}
 	defer g.lan.Heal()
-	side := func(h int) []int {
-		if slices.Contains(sideA, h) {
-			return sideA
-		}
-		return sideB
-	}
-	split, err := g.WaitViews(all, tc, memWait, func(h int, v lan.View) bool { return v.Is(side(h)) })
+	took, unsettled, err := g.split(sc, "merge", i, sideA, sideB)
 	if err != nil {
-		sc.diag("merge run %d: no two views after the cut: %v; events:\n%s", i+1, err, g.excerpt(tc.Add(-100*time.Millisecond), tc))
 		return failed("after the cut: " + err.Error())
 	}
-	var splitAt time.Time
-	for _, v := range split {
-		splitAt = later(splitAt, v.At)
-	}
-	r := timing{alt: ms(splitAt.Sub(tc))}
-	// Both sides settle before the heal.
-	_, errA := g.settle(sideA, memQuiet, memWait)
-	_, errB := g.settle(sideB, memQuiet, memWait)
-	if err := errors.Join(errA, errB); err != nil {
-		r.problems = append(r.problems, "the sides did not settle: "+err.Error())
+	r := timing{alt: ms(took)}
+	if unsettled != nil {
+		r.problems = append(r.problems, "the sides did not settle: "+unsettled.Error())
 	}
 	var before []string
 	for _, h := range all {
 		vs := g.views(h)
 		before = append(before, fmt.Sprintf("h%d %s", h, vs[len(vs)-1]))
 	}
-	t0 := time.Now()
-	if err := g.lan.Heal(); err != nil {
-		sc.Fatal(err)
-	}
-	healed := time.Since(t0)
+	t0, healed, first, firstAt, err := g.heal(sc, "merge", i, all)
 	var d strings.Builder
 	fmt.Fprintf(&d, "two views %.0f ms after the cut, at the heal %s; Heal took %.0f ms; ", r.alt, strings.Join(before, ", "), ms(healed))
-	first, err := g.WaitViews(all, t0, memWait, func(_ int, v lan.View) bool { return v.Is(all) })
 	if err != nil {
-		sc.diag("merge run %d: no view of all 5 after the heal: %v; events:\n%s", i+1, err, g.excerpt(t0.Add(-100*time.Millisecond), t0))
 		r.ms = math.Inf(1)
 		r.problems = append(r.problems, "no view of all 5 after the heal: "+err.Error())
 		r.detail = d.String() + err.Error()
 		return r
-	}
-	var firstAt time.Time
-	for _, v := range first {
-		firstAt = later(firstAt, v.At)
 	}
 	if ev, h, ok := g.firstEvent(all, logs.ViewFlushStarted, t0, nil); ok {
 		fmt.Fprintf(&d, "merge flush started by h%d at +%.0f ms; ", h, ms(ev.Time.Sub(t0)))
@@ -493,6 +465,57 @@ func merge(sc *scenario, g *group, i int) timing {
 		fin[1], fin[1].FlushMs, strings.Join(per, ", "), g.viewsBetween(all, t0, last))
 	r.detail = d.String()
 	return r
+}
+
+// split cuts g's LAN into sides a and b, waits until every host holds
+// the view of its side, and then for both sides to settle. took is from
+// the cut to the last of those views; err says why they did not come (the
+// events are in the diagnostics), unsettled why the sides did not settle.
+// The caller heals the LAN.
+func (g *group) split(sc *scenario, what string, run int, a, b []int) (took time.Duration, unsettled, err error) {
+	tc := time.Now()
+	if err := g.lan.Cut(a, b); err != nil {
+		sc.Fatal(err)
+	}
+	side := func(h int) []int {
+		if slices.Contains(a, h) {
+			return a
+		}
+		return b
+	}
+	views, err := g.WaitViews(append(slices.Clone(a), b...), tc, memWait, func(h int, v lan.View) bool { return v.Is(side(h)) })
+	if err != nil {
+		sc.diag("%s run %d: no two views after the cut: %v; events:\n%s", what, run+1, err, g.excerpt(tc.Add(-100*time.Millisecond), tc))
+		return 0, nil, err
+	}
+	var splitAt time.Time
+	for _, v := range views {
+		splitAt = later(splitAt, v.At)
+	}
+	_, errA := g.settle(a, memQuiet, memWait)
+	_, errB := g.settle(b, memQuiet, memWait)
+	return splitAt.Sub(tc), errors.Join(errA, errB), nil
+}
+
+// heal heals g's LAN at t0 (Heal took healed) and waits until every host
+// of all installed a view of them all: first holds each host's first such
+// view, firstAt the last of them; err says why not (the events are in the
+// diagnostics).
+func (g *group) heal(sc *scenario, what string, run int, all []int) (t0 time.Time, healed time.Duration, first map[int]lan.View, firstAt time.Time, err error) {
+	t0 = time.Now()
+	if err := g.lan.Heal(); err != nil {
+		sc.Fatal(err)
+	}
+	healed = time.Since(t0)
+	first, err = g.WaitViews(all, t0, memWait, func(_ int, v lan.View) bool { return v.Is(all) })
+	if err != nil {
+		sc.diag("%s run %d: no view of all %d after the heal: %v; events:\n%s", what, run+1, len(all), err, g.excerpt(t0.Add(-100*time.Millisecond), t0))
+		return t0, healed, nil, time.Time{}, err
+	}
+	for _, v := range first {
+		firstAt = later(firstAt, v.At)
+	}
+	return t0, healed, first, firstAt, nil
 }
 
 // benchNoFalse: 5 % loss on every host, --send-rate 500, no crash: no

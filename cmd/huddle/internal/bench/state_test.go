@@ -577,39 +577,19 @@ func stateMerge(sc *scenario, i int) timing {
 	}
 	time.Sleep(time.Second)
 	tc := time.Now()
-	if err := g.lan.Cut(sideA, sideB); err != nil {
-		sc.Fatal(err)
-	}
 	defer g.lan.Heal()
-	side := func(h int) []int {
-		if slices.Contains(sideA, h) {
-			return sideA
-		}
-		return sideB
-	}
-	if _, err := g.WaitViews(all, tc, memWait, func(h int, v lan.View) bool { return v.Is(side(h)) }); err != nil {
-		sc.diag("state merge run %d: no two views after the cut: %v; events:\n%s", i+1, err, g.excerpt(tc.Add(-100*time.Millisecond), tc))
+	_, unsettled, err := g.split(sc, "state merge", i, sideA, sideB)
+	if err != nil {
 		return failed("after the cut: " + err.Error())
 	}
-	_, errA := g.settle(sideA, memQuiet, memWait)
-	_, errB := g.settle(sideB, memQuiet, memWait)
 	r := timing{alt: math.NaN()}
-	if errA != nil || errB != nil {
-		r.problems = append(r.problems, fmt.Sprintf("the sides did not settle: %v %v", errA, errB))
+	if unsettled != nil {
+		r.problems = append(r.problems, fmt.Sprintf("the sides did not settle: %v", unsettled))
 	}
 	time.Sleep(time.Second) // the primary side's puts move its state on
-	t0 := time.Now()
-	if err := g.lan.Heal(); err != nil {
-		sc.Fatal(err)
-	}
-	first, err := g.WaitViews(all, t0, memWait, func(_ int, v lan.View) bool { return v.Is(all) })
+	t0, _, _, firstAt, err := g.heal(sc, "state merge", i, all)
 	if err != nil {
-		sc.diag("state merge run %d: no view of all 5 after the heal: %v; events:\n%s", i+1, err, g.excerpt(t0.Add(-100*time.Millisecond), t0))
 		return failed("no view of all 5 after the heal: " + err.Error())
-	}
-	var firstAt time.Time
-	for _, v := range first {
-		firstAt = later(firstAt, v.At)
 	}
 	r.alt = ms(firstAt.Sub(t0))
 	// The minority takes the state; wait for each's state.installed.

@@ -195,12 +195,8 @@ func netemDrops(t *testing.T, path string) []int {
 // suspicions counts a log's member.suspected events.
 func suspicions(t *testing.T, path string) int {
 	t.Helper()
-	evs, err := logs.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for _, e := range evs {
+	for _, e := range readEvents(t, path) {
 		if e.Name == logs.MemberSuspected {
 			n++
 		}
