@@ -49,6 +49,33 @@ type Config struct {
 	// address, else a multicast-capable loopback.
 	Iface string `toml:"iface"`
 
+	// Transport is how datagrams reach the other members: "multicast"
+	// (the default: one datagram to the group address reaches every
+	// member) or "unicast" (one datagram per member, for networks that
+	// carry no multicast: container overlays, clouds, switches that stop
+	// forwarding a group). The same on every member.
+	Transport string `toml:"transport"`
+
+	// Peers lists the nodes a unicast node sends to before it has heard
+	// them, as "host:port" (a host name or an IPv4 address; without a
+	// port, addr's). Names are resolved at start and again while a peer
+	// they name stays unheard, so a DNS-based list works. A node also
+	// learns the address of every node it hears, so a node that starts
+	// later need only list nodes that run before it. Its own address may
+	// be in the list. At most 1024 entries. Unicast only.
+	Peers AddrList `toml:"peers"`
+
+	// Listen is the unicast address this node receives on, "ip:port";
+	// the repair traffic uses the next port. Default empty: the
+	// interface's IPv4 address and addr's port. Set it to run several
+	// unicast nodes on one host (each on its own port). Unicast only.
+	Listen string `toml:"listen"`
+
+	// PeersOnly drops datagrams from addresses that are neither in peers
+	// nor members of the view (counted as unlisted), instead of learning
+	// them. Default false. Unicast only.
+	PeersOnly bool `toml:"peers_only"`
+
 	// TTL is the IP time-to-live of multicast datagrams. Default 1: the
 	// group stays on the local link, which is what huddle is built for.
 	// Raise it only to cross multicast routers. 1 to 255.
@@ -454,6 +481,31 @@ func (l *IDList) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// AddrList is a list of network addresses ("host:port" or "host"),
+// written "a:7468,b:7468" in flags and the environment and as a list of
+// strings in a TOML file.
+type AddrList []string
+
+// String implements fmt.Stringer.
+func (l AddrList) String() string { return strings.Join(l, ",") }
+
+// MarshalText implements encoding.TextMarshaler.
+func (l AddrList) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler: addresses separated
+// by commas (spaces allowed); empty is the empty list. Validate checks
+// each.
+func (l *AddrList) UnmarshalText(b []byte) error {
+	var out AddrList
+	for _, f := range strings.Split(string(b), ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	*l = out
+	return nil
+}
+
 // Duration is a time.Duration that reads and writes as text such as
 // "400ms" or "1.5s" in TOML files, environment variables and flags. In a
 // TOML file, write it as a string. A number without a unit (heartbeat = 50,
@@ -551,6 +603,7 @@ func LAN() Config {
 		Profile:        ProfileLAN,
 		Group:          "huddle",
 		Addr:           "239.192.72.68:7468",
+		Transport:      "multicast",
 		TTL:            1,
 		Loopback:       true,
 		DatagramSize:   multicast.DefaultDatagramSize,

@@ -296,6 +296,13 @@ func fileSet(s setting, fk fileKey) error {
 		case number, fk.kind == unstable.String, fk.kind == unstable.Bool:
 			return s.set(fk.value)
 		}
+	case *AddrList:
+		switch {
+		case fk.kind == unstable.Array:
+			return s.set(addrItems(fk))
+		case fk.kind == unstable.String:
+			return s.set(fk.value)
+		}
 	case *string:
 		switch {
 		case fk.kind == unstable.String:
@@ -361,6 +368,19 @@ func idItems(fk fileKey) string {
 	return strings.Join(parts, ",")
 }
 
+// addrItems writes the elements of a TOML array as AddrList's text; an
+// element that is not a string is an error first.
+func addrItems(fk fileKey) string {
+	parts := make([]string, len(fk.items))
+	for i, it := range fk.items {
+		parts[i] = it.value
+		if it.kind != unstable.String {
+			parts[i] = "[" + it.value + "]" // Validate names it
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
 // shown writes a value of the file for a message.
 func shown(fk fileKey) string {
 	switch fk.kind {
@@ -398,6 +418,8 @@ func wants(s setting) string {
 		return `a duration (e.g. "400ms")`
 	case *IDList:
 		return "a list of node IDs (e.g. [3, 4])"
+	case *AddrList:
+		return `a list of addresses (e.g. ["10.0.0.1:7468", "node2:7468"])`
 	case *string:
 		return "text in quotes"
 	case *bool:

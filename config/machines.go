@@ -105,5 +105,8 @@ func (c Config) GroupSettings() []membership.Setting {
 	if a := c.Mutex.Algorithm; a != "" && a != string(mutex.RicartAgrawala) {
 		ss = append(ss, membership.Setting{Name: "mutex.algorithm", Value: a})
 	}
+	if t := c.Transport; t != "" && t != "multicast" {
+		ss = append(ss, membership.Setting{Name: "transport", Value: t})
+	}
 	return ss
 }

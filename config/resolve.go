@@ -41,7 +41,7 @@ func (c *Config) Resolve() error {
 }
 
 func (c *Config) resolve(sys system) error {
-	ifc, err := pickIface(c.Iface, sys)
+	ifc, err := pickIface(c.Iface, sys, c.Transport != "unicast")
 	if err != nil {
 		return err
 	}
@@ -107,11 +107,14 @@ func annotate(doc []byte, prefix, comment string) []byte {
 // the default route's, because that is the link the other members are
 // most likely on; else the first real multicast interface with an IPv4
 // address; else a multicast loopback, which serves nodes on one host.
-func pickIface(name string, sys system) (netIface, error) {
+//
+// The unicast transport needs no multicast: there any interface that is up
+// will do.
+func pickIface(name string, sys system, multicast bool) (netIface, error) {
 	if name != "" {
-		return checkIface(name, sys)
+		return checkIface(name, sys, multicast)
 	}
-	usable := func(i netIface) bool { return i.up && i.multicast }
+	usable := func(i netIface) bool { return i.up && (i.multicast || !multicast) }
 	for _, i := range sys.ifaces {
 		if i.name == sys.defaultRoute && usable(i) {
 			return i, nil
@@ -131,13 +134,13 @@ func pickIface(name string, sys system) (netIface, error) {
 		"set --iface, or for nodes on one host run: ip link set lo multicast on", describe(sys.ifaces, true))
 }
 
-func checkIface(name string, sys system) (netIface, error) {
+func checkIface(name string, sys system, multicast bool) (netIface, error) {
 	for _, i := range sys.ifaces {
 		switch {
 		case i.name != name:
 		case !i.up:
 			return i, fmt.Errorf("config: iface: %q is down (bring it up: ip link set %s up)", name, name)
-		case !i.multicast:
+		case !i.multicast && multicast:
 			return i, fmt.Errorf("config: iface: %q is not multicast-capable (enable it: ip link set %s multicast on)", name, name)
 		default:
 			return i, nil

@@ -67,6 +67,8 @@ func (s setting) set(text string) error {
 		return p.UnmarshalText([]byte(text))
 	case *IDList:
 		return p.UnmarshalText([]byte(text))
+	case *AddrList:
+		return p.UnmarshalText([]byte(text))
 	case *string:
 		*p = text
 	case *bool:

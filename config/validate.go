@@ -50,6 +50,10 @@ func (c *Config) problems() []error {
 		inRange("id", c.ID, 0, math.MaxInt64),
 		checkGroup(c.Group),
 		checkAddr(c.Addr),
+		oneOf("transport", "a transport", cmp.Or(c.Transport, "multicast"), "multicast", "unicast"),
+		checkPeers(c.Peers),
+		checkListen(c.Listen),
+		unicastOnly(c),
 		inRange("ttl", c.TTL, 1, 255),
 		inRange("datagram_size", c.DatagramSize, 512, 65000),
 		inRange("recv_buffer", c.RecvBuffer, 65536, 1<<30),
@@ -232,6 +236,72 @@ func factor(key string, v float64, zeroOK bool) error {
 func oneOf(key, what, v string, allowed ...string) error {
 	if !slices.Contains(allowed, v) {
 		return problem(key, "", "%q is not %s (%s)", v, what, strings.Join(allowed, ", "))
+	}
+	return nil
+}
+
+// maxPeers bounds the peer list: a unicast node sends to each listed
+// node it has not heard, paced.
+const maxPeers = 1024
+
+// checkPeers: each entry is host:port or host (addr's port), a host name
+// or an IPv4 address, the port 1 to 65534 (the next is the repair's).
+func checkPeers(l AddrList) error {
+	const allowed = `host:port or host, e.g. "10.0.0.2:7468" or "node2"`
+	if len(l) > maxPeers {
+		return problem("peers", "", "%d entries are too many (at most %d)", len(l), maxPeers)
+	}
+	for _, a := range l {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			host, port = a, ""
+		}
+		if strings.ContainsAny(host, "[]: /") || host == "" {
+			return problem("peers", "", "%q is not a peer address (%s)", a, allowed)
+		}
+		if ip, err := netip.ParseAddr(host); err == nil && (!ip.Is4() || ip.IsMulticast() || ip.IsUnspecified()) {
+			return problem("peers", "", "%q is not a unicast IPv4 address (%s)", a, allowed)
+		}
+		if port != "" {
+			if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 || p == 65535 {
+				return problem("peers", "", "port %q of %q is out of range (1 to 65534: huddle also uses the next port, for repairs)", port, a)
+			}
+		}
+	}
+	return nil
+}
+
+// checkListen: empty, or an IPv4 unicast address and port.
+func checkListen(a string) error {
+	if a == "" {
+		return nil
+	}
+	const allowed = "ip:port, e.g. 10.0.0.1:7468; empty: the interface's address and addr's port"
+	ap, err := netip.ParseAddrPort(a)
+	switch {
+	case err != nil || !ap.Addr().Is4():
+		return problem("listen", "", "%q is not an IPv4 address and port (%s)", a, allowed)
+	case ap.Addr().IsMulticast():
+		return problem("listen", "", "%s is a multicast address (%s)", ap.Addr(), allowed)
+	case ap.Port() == 0 || ap.Port() == 65535:
+		return problem("listen", "", "port %d is out of range (1 to 65534: huddle also uses the next port, for repairs)", ap.Port())
+	}
+	return nil
+}
+
+// unicastOnly refuses the unicast settings with the multicast transport,
+// where they would silently do nothing.
+func unicastOnly(c *Config) error {
+	if c.Transport == "unicast" {
+		return nil
+	}
+	switch {
+	case len(c.Peers) > 0:
+		return problem("peers", "", "%q is set but transport is %q (peers are for transport = \"unicast\")", c.Peers.String(), c.Transport)
+	case c.Listen != "":
+		return problem("listen", "", "%q is set but transport is %q (listen is for transport = \"unicast\")", c.Listen, c.Transport)
+	case c.PeersOnly:
+		return problem("peers_only", "", "true is set but transport is %q (peers_only is for transport = \"unicast\")", c.Transport)
 	}
 	return nil
 }

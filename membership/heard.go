@@ -34,6 +34,7 @@ type heardTable struct {
 	next      uint64           // the place of the next stranger
 	restarts  map[uint64]heard // members heard with a newer incarnation than the view's (restarted, or forged)
 	st        time.Duration    // the suspect timeout
+	version   uint64           // counts the changes of the set of addresses (addrs)
 }
 
 func newHeardTable(st time.Duration) heardTable {
@@ -49,6 +50,9 @@ func (t *heardTable) get(id uint64) heard { return t.nodes[id] }
 // outside v it forgot to make room.
 func (t *heardTable) hear(now time.Time, id uint64, h heard, v View) (fresh bool, evicted []uint64) {
 	if i := v.Inc(id); i != 0 && h.inc > i {
+		if r, ok := t.restarts[id]; !ok || r.addr != h.addr {
+			t.version++
+		}
 		t.restarts[id] = h
 		return true, nil
 	}
@@ -64,6 +68,9 @@ func (t *heardTable) hear(now time.Time, id uint64, h heard, v View) (fresh bool
 	}
 	if !ok {
 		p.seq, evicted = t.admit(id, v)
+	}
+	if !ok || p.addr != h.addr {
+		t.version++
 	}
 	h.seq = p.seq
 	t.nodes[id] = h
@@ -83,6 +90,7 @@ func (t *heardTable) admit(id uint64, v View) (seq uint64, evicted []uint64) {
 		if t.queued(old, v) {
 			delete(t.nodes, old.id)
 			evicted = append(evicted, old.id)
+			t.version++
 		}
 	}
 	return t.queue(id, v), evicted
@@ -126,6 +134,7 @@ func (t *heardTable) afterView(prior, v View) {
 		if v.Inc(id) >= r.inc {
 			delete(t.restarts, id)
 		}
+		t.version++
 	}
 	t.compact(v)
 }
@@ -148,6 +157,7 @@ func (t *heardTable) prune(now time.Time, v View) (forgotten []uint64) {
 		if !v.Has(id) && now.Sub(h.at) > 2*t.st {
 			delete(t.nodes, id)
 			forgotten = append(forgotten, id)
+			t.version++
 		}
 	}
 	for id, r := range t.restarts {
@@ -157,4 +167,17 @@ func (t *heardTable) prune(now time.Time, v View) (forgotten []uint64) {
 	}
 	t.compact(v)
 	return forgotten
+}
+
+// addrs appends to dst the address each node in the table was last heard
+// from (a restarted member's too), and returns it. The set changes only
+// when version does.
+func (t *heardTable) addrs(dst []netip.AddrPort) []netip.AddrPort {
+	for _, h := range t.nodes {
+		dst = append(dst, h.addr)
+	}
+	for _, h := range t.restarts {
+		dst = append(dst, h.addr)
+	}
+	return dst
 }

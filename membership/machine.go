@@ -287,6 +287,21 @@ func (m *Machine) Heard(id uint64) (wire.ViewID, time.Time) {
 	return h.view, h.at
 }
 
+// PeerAddrs appends to dst the addresses of the nodes this node hears,
+// and returns it, with the version of that set: the members of its view
+// it has heard, and the nodes outside it heard within two suspect
+// timeouts (at most maxStrangers of them), each at the address its last
+// authenticated datagram came from. The unicast transport sends to them;
+// the set is the same until the version changes. The order is not
+// defined and an address may appear twice.
+func (m *Machine) PeerAddrs(dst []netip.AddrPort) ([]netip.AddrPort, uint64) {
+	return m.heard.addrs(dst), m.heard.version
+}
+
+// PeersVersion is the version PeerAddrs would return: it changes when the
+// set of addresses may have.
+func (m *Machine) PeersVersion() uint64 { return m.heard.version }
+
 // Primary returns the installed view's generation as the primary
 // component (docs/design.md, "Primary views"), 0 when it is not primary.
 // Without a quorum policy every view is primary.

@@ -34,6 +34,8 @@ type batchIO struct {
 	rhdrs  []unix.Mmsghdr // recvmmsg's
 	riovs  []unix.Iovec
 	rnames []unix.RawSockaddrInet4 // the senders
+
+	names []unix.RawSockaddrInet4 // sendTo's destinations, one per header
 }
 
 func newBatchIO(udp *net.UDPConn, pc *ipv4.PacketConn, group *net.UDPAddr, max int) batchIO {
@@ -45,10 +47,8 @@ func newBatchIO(udp *net.UDPConn, pc *ipv4.PacketConn, group *net.UDPAddr, max i
 		if rc, err := udp.SyscallConn(); err == nil {
 			b.raw, b.hdrs, b.iovs = rc, make([]unix.Mmsghdr, max), make([]unix.Iovec, max)
 			b.rhdrs, b.riovs, b.rnames = make([]unix.Mmsghdr, max), make([]unix.Iovec, max), make([]unix.RawSockaddrInet4, max)
-			b.name = unix.RawSockaddrInet4{Family: unix.AF_INET}
-			port := (*[2]byte)(unsafe.Pointer(&b.name.Port)) // network byte order in memory
-			port[0], port[1] = byte(group.Port>>8), byte(group.Port)
-			copy(b.name.Addr[:], ip4)
+			b.names = make([]unix.RawSockaddrInet4, max)
+			b.name = sockaddr(netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip4)), uint16(group.Port)))
 		}
 	}
 	for i := range b.rmsgs {
@@ -57,6 +57,87 @@ func newBatchIO(udp *net.UDPConn, pc *ipv4.PacketConn, group *net.UDPAddr, max i
 		b.wmsgs[i].Addr = group
 	}
 	return b
+}
+
+// sockaddr is an IPv4 address and port as the system calls take it.
+func sockaddr(a netip.AddrPort) unix.RawSockaddrInet4 {
+	sa := unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: a.Addr().As4()}
+	port := (*[2]byte)(unsafe.Pointer(&sa.Port)) // network byte order in memory
+	port[0], port[1] = byte(a.Port()>>8), byte(a.Port())
+	return sa
+}
+
+// sendTo sends every datagram to every destination, datagram by
+// datagram (so each destination gets them in order), at the
+// destination's port plus offset, as many per sendmmsg as the headers
+// hold. A destination the kernel refuses is skipped, as write skips a
+// datagram; the first error is returned once the rest has gone.
+func (b *batchIO) sendTo(datagrams [][]byte, dests []netip.AddrPort, offset uint16) error {
+	if b.raw == nil {
+		return b.sendToEach(datagrams, dests, offset)
+	}
+	var first error
+	n := 0
+	flush := func() error {
+		for done := 0; done < n; {
+			k, err := b.sendmmsg(done, n-done)
+			if err != nil {
+				if isClosed(err) {
+					return err
+				}
+				first = cmp.Or(first, err)
+				k = max(k, 0) + 1
+			}
+			done += k
+		}
+		n = 0
+		return nil
+	}
+	for _, d := range datagrams {
+		for _, dst := range dests {
+			if !dst.Addr().Is4() {
+				continue
+			}
+			iov := &b.iovs[n]
+			iov.Base = nil
+			if len(d) > 0 {
+				iov.Base = &d[0]
+			}
+			iov.SetLen(len(d))
+			b.names[n] = sockaddr(netip.AddrPortFrom(dst.Addr(), dst.Port()+offset))
+			h := &b.hdrs[n].Hdr
+			h.Name, h.Namelen = (*byte)(unsafe.Pointer(&b.names[n])), unix.SizeofSockaddrInet4
+			h.Iov = iov
+			h.SetIovlen(1)
+			if n++; n == len(b.hdrs) {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	runtime.KeepAlive(datagrams)
+	return first
+}
+
+// sendToEach is sendTo without a raw connection: one datagram per call.
+func (b *batchIO) sendToEach(datagrams [][]byte, dests []netip.AddrPort, offset uint16) error {
+	var first error
+	for _, d := range datagrams {
+		for _, dst := range dests {
+			ua := net.UDPAddrFromAddrPort(netip.AddrPortFrom(dst.Addr(), dst.Port()+offset))
+			if _, err := b.pc.WriteTo(d, nil, ua); err != nil {
+				if isClosed(err) {
+					return err
+				}
+				first = cmp.Or(first, err)
+			}
+		}
+	}
+	return first
 }
 
 func (b *batchIO) read(pkts []Packet) (int, error) {
@@ -137,17 +218,24 @@ func (b *batchIO) send(datagrams [][]byte) (int, error) {
 		h.Iov = iov
 		h.SetIovlen(1)
 	}
+	sent, err := b.sendmmsg(0, n)
+	runtime.KeepAlive(datagrams)
+	return sent, err
+}
+
+// sendmmsg is one sendmmsg of headers [from, from+n), prepared by the
+// caller, as a raw system call (see send).
+func (b *batchIO) sendmmsg(from, n int) (int, error) {
 	var sent int
 	var errno syscall.Errno
 	err := b.raw.Write(func(fd uintptr) bool {
-		r, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(n), 0, 0, 0)
+		r, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.hdrs[from])), uintptr(n), 0, 0, 0)
 		if e == unix.EAGAIN || e == unix.EINTR {
 			return false // wait until writable
 		}
 		sent, errno = int(r), e
 		return true
 	})
-	runtime.KeepAlive(datagrams)
 	switch {
 	case err != nil:
 		return 0, err

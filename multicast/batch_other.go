@@ -4,6 +4,7 @@ package multicast
 
 import (
 	"net"
+	"net/netip"
 
 	"golang.org/x/net/ipv4"
 )
@@ -35,6 +36,20 @@ func (b *batchIO) write(datagrams [][]byte) error {
 	for _, d := range datagrams {
 		if _, err := b.udp.WriteToUDP(d, b.group); err != nil && first == nil {
 			first = err // skip it; send the rest
+		}
+	}
+	return first
+}
+
+// sendTo sends every datagram to every destination, at the destination's
+// port plus offset; see the Linux version.
+func (b *batchIO) sendTo(datagrams [][]byte, dests []netip.AddrPort, offset uint16) error {
+	var first error
+	for _, d := range datagrams {
+		for _, dst := range dests {
+			if _, err := b.udp.WriteToUDPAddrPort(d, netip.AddrPortFrom(dst.Addr(), dst.Port()+offset)); err != nil && first == nil {
+				first = err
+			}
 		}
 	}
 	return first

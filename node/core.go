@@ -523,6 +523,11 @@ type Ready struct {
 	// messages, suspicions, the election's and the lock's events,
 	// finished probes...
 	Events []Event
+	// Beacon is the last session, join or merge datagram of Data, nil if
+	// none: what tells a node that has not heard this one yet that it
+	// exists (the unicast transport sends it to listed peers outside the
+	// view). Like Data, it is valid until the next Ready.
+	Beacon []byte
 }
 
 // Ready hands back what the Core produced since the last call. What was
@@ -533,10 +538,19 @@ func (c *Core) Ready() Ready {
 	c.membership.Pack()
 	c.route(c.lastInput) // what packing brought: records, data, and own deliveries
 	c.ready, c.events = c.events, c.ready[:0]
-	rd := Ready{Repair: c.out.repair, Data: c.out.data, Events: c.ready}
+	rd := Ready{Repair: c.out.repair, Data: c.out.data, Events: c.ready, Beacon: c.out.beacon}
 	c.out.taken = true
 	return rd
 }
+
+// PeerAddrs appends to dst the addresses of the nodes this node hears, and
+// returns it with the set's version (membership.Machine.PeerAddrs).
+func (c *Core) PeerAddrs(dst []netip.AddrPort) ([]netip.AddrPort, uint64) {
+	return c.membership.PeerAddrs(dst)
+}
+
+// PeersVersion changes when PeerAddrs' set may have.
+func (c *Core) PeersVersion() uint64 { return c.membership.PeersVersion() }
 
 // Multicast sends a message to the view (see membership.Machine.Multicast):
 // it fails with multicast.ErrWindowFull while the send window is full, and
@@ -613,13 +627,14 @@ type outbox struct {
 	bufs   [][]byte // datagram buffers
 	used   int      // of bufs, since the last take
 	taken  bool     // Ready handed them out: the next encode starts afresh
+	beacon []byte   // the last session, join or merge datagram of data
 }
 
 // encode encodes envelopes into datagrams.
 func (c *Core) encode(envs []wire.Envelope) {
 	o := &c.out
 	if o.taken {
-		o.repair, o.data, o.used, o.taken = o.repair[:0], o.data[:0], 0, false
+		o.repair, o.data, o.used, o.taken, o.beacon = o.repair[:0], o.data[:0], 0, false, nil
 	}
 	for i := range envs {
 		env := &envs[i]
@@ -646,9 +661,13 @@ func (c *Core) emit(env *wire.Envelope) {
 	}
 	c.stats.DatagramsOut++
 	c.stats.BytesOut += uint64(len(b))
-	if env.Kind == wire.KindNack || env.Kind == wire.KindRepair {
+	switch env.Kind {
+	case wire.KindNack, wire.KindRepair:
 		o.repair = append(o.repair, b)
-	} else {
+	case wire.KindSession, wire.KindJoin, wire.KindMerge:
+		o.beacon = b
+		fallthrough
+	default:
 		o.data = append(o.data, b)
 	}
 	o.bufs[o.used-1] = b // keep it if encoding grew it

@@ -115,6 +115,7 @@ type Node struct {
 	start        time.Time     // when New made the node (uptime)
 
 	probeDone map[uint64]chan struct{} // Probe calls waiting, by the probe's ID
+	uni       *unicast                 // the unicast transport's part, nil with multicast
 }
 
 // sentAt is when an own message was sent (Histograms.Delivery).
@@ -133,11 +134,15 @@ func New(o Options) *Node {
 	if seed == 0 {
 		seed = o.Inc
 	}
-	return &Node{
+	n := &Node{
 		o: o, log: o.Log, warned: map[string]bool{}, start: time.Now(), probeDone: map[uint64]chan struct{}{},
 		sendc: make(chan *sendReq), calls: make(chan func(*Core)), stopped: make(chan struct{}),
 		core: newCore(o, seed),
 	}
+	if t, ok := o.Transport.(UnicastTransport); ok {
+		n.uni = newUnicast(t, o.Transport.LocalAddr(), o.Config)
+	}
+	return n
 }
 
 func newCore(o Options, seed uint64) *Core {
@@ -172,6 +177,11 @@ func (n *Node) Run(ctx context.Context) error {
 		defer cancel()
 	}
 	n.logStarted()
+	if n.uni != nil {
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		n.uni.startResolver(rctx)
+	}
 
 	rerr := make(chan error, 2)
 	data := startReader(o.Transport, cfg.DatagramSize, rerr)
@@ -387,7 +397,13 @@ func (n *Node) newTimer(d time.Duration) loopTimer {
 // deadline is when the loop must wake up without a datagram: the core's
 // next timer. (Calls to Multicast left for the next turn turn the loop
 // through closedChan.)
-func (n *Node) deadline() time.Time { return n.core.NextDeadline() }
+func (n *Node) deadline() time.Time {
+	d := n.core.NextDeadline()
+	if n.uni != nil && n.uni.probeAt.Before(d) {
+		return n.uni.probeAt
+	}
+	return d
+}
 
 // closedChan is always ready to receive from.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -443,6 +459,9 @@ func (n *Node) receive(b *rxBatch) {
 			n.warnOnce("truncated", "a datagram longer than datagram_size arrived and was dropped; every member must use the same datagram_size", p.Src)
 			continue
 		}
+		if n.uni != nil && !n.uni.accept(p.Src) {
+			continue
+		}
 		n.core.Receive(now, p.Src, p.Buf[:p.N])
 	}
 }
@@ -458,6 +477,9 @@ func (n *Node) afterTurn() {
 	rd := n.core.Ready()
 	for i := range rd.Events {
 		n.logEvent(&rd.Events[i])
+	}
+	if n.uni != nil {
+		n.uni.turn(n.core, &rd, time.Now(), func(key, msg string) { n.warnOnce(key, msg, netip.AddrPort{}) })
 	}
 	rt := n.o.Control
 	if rt == nil {

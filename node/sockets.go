@@ -1,6 +1,8 @@
 package node
 
 import (
+	"fmt"
+	"net"
 	"net/netip"
 
 	"github.com/rs/zerolog"
@@ -10,8 +12,53 @@ import (
 )
 
 // OpenSockets opens the group's data socket on its port and the repair
-// socket on the next port (see Options.Control).
-func OpenSockets(cfg config.Config, log zerolog.Logger) (data, ctl *multicast.Conn, err error) {
+// socket on the next port (see Options.Control): multicast sockets, or
+// with transport = "unicast" the unicast transport's (OpenUnicast).
+func OpenSockets(cfg config.Config, log zerolog.Logger) (data, ctl multicast.Transport, err error) {
+	if cfg.Transport == "unicast" {
+		u, err := OpenUnicast(cfg, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		return u, u.Repair(), nil
+	}
+	d, c, err := openMulticast(cfg, log)
+	if err != nil {
+		return nil, nil, err // not typed nils
+	}
+	return d, c, nil
+}
+
+// OpenUnicast opens the unicast transport's sockets on cfg.Listen, or on
+// the interface's first IPv4 address and addr's port.
+func OpenUnicast(cfg config.Config, log zerolog.Logger) (*multicast.Unicast, error) {
+	listen, err := ListenAddr(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return multicast.OpenUnicast(multicast.UnicastOptions{Listen: listen, RecvBuffer: cfg.RecvBuffer, SendBuffer: 4 << 20}, log)
+}
+
+// ListenAddr is the address a unicast node receives on: cfg.Listen, or
+// the interface's first IPv4 address and addr's port.
+func ListenAddr(cfg config.Config) (netip.AddrPort, error) {
+	if cfg.Listen != "" {
+		return netip.ParseAddrPort(cfg.Listen)
+	}
+	ifi, err := net.InterfaceByName(cfg.Iface)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("node: unicast: interface %q: %w", cfg.Iface, err)
+	}
+	addrs, _ := ifi.Addrs()
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() {
+			return netip.AddrPortFrom(p.Addr(), cfg.GroupAddr().Port()), nil
+		}
+	}
+	return netip.AddrPort{}, fmt.Errorf("node: unicast: interface %s has no IPv4 address to listen on; set listen", cfg.Iface)
+}
+
+func openMulticast(cfg config.Config, log zerolog.Logger) (data, ctl *multicast.Conn, err error) {
 	o := multicast.SocketOptions{Group: cfg.GroupAddr(), Iface: cfg.Iface, TTL: cfg.TTL,
 		Loopback: cfg.Loopback, RecvBuffer: cfg.RecvBuffer, SendBuffer: 4 << 20}
 	if data, err = multicast.Open(o, log); err != nil {

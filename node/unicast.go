@@ -1,0 +1,294 @@
+package node
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/huddle-lan/huddle/config"
+)
+
+// UnicastTransport is what the loop needs of a transport that sends one
+// datagram per destination (multicast.Unicast): it keeps the
+// destinations of WriteBatch up to date, and sends probes to nodes
+// outside them.
+type UnicastTransport interface {
+	// SetDestinations replaces the addresses WriteBatch sends to.
+	SetDestinations(dests []netip.AddrPort)
+	// WriteTo sends every datagram to each of dests.
+	WriteTo(datagrams [][]byte, dests []netip.AddrPort) error
+}
+
+// maxLearned bounds the addresses a unicast node remembers of nodes it
+// heard and no longer hears, to probe them after a partition heals.
+const maxLearned = 256
+
+// unicast is the loop's part of the unicast transport (docs/design.md,
+// "The unicast transport"): the destinations of every datagram are the
+// nodes the membership layer hears (PeerAddrs); the listed peers and the
+// nodes heard before that it no longer hears get the node's latest beacon
+// (a session, join or merge datagram) once per probe interval, so that
+// they hear it, and answer.
+type unicast struct {
+	t        UnicastTransport
+	self     netip.AddrPort
+	version  uint64 // of the Core's peer set, as last applied
+	applied  bool
+	scratch  []netip.AddrPort
+	dests    []netip.AddrPort // sorted, without self
+	listed   []netip.AddrPort // the peers list, resolved, without self
+	learned  []netip.AddrPort // heard once, oldest first, at most maxLearned
+	beacon   []byte           // a copy of the latest beacon
+	fresh    bool             // beacon has not been probed with yet
+	every    time.Duration    // the probe interval
+	probeAt  time.Time
+	outside  []netip.AddrPort // scratch: the probe's targets
+	only     bool             // peers_only: drop datagrams from others
+	allowed  map[netip.AddrPort]bool
+	names    []peerName       // entries of the list that are host names
+	literal  []netip.AddrPort // entries of the list that are addresses
+	resolved chan resolution
+	again    chan struct{} // asks the resolver to look the names up again
+	askedAt  time.Time
+
+	probes   uint64 // beacons sent to nodes outside the destinations
+	unlisted uint64 // datagrams dropped by peers_only
+}
+
+// peerName is an entry of the peers list that names a host.
+type peerName struct {
+	host string
+	port uint16
+}
+
+// probeInterval is how often a unicast node probes the nodes outside its
+// destinations: five heartbeats (250 ms on a LAN), as Corosync's merge
+// detection probes every listed node a few times a second.
+func probeInterval(heartbeat time.Duration) time.Duration { return 5 * heartbeat }
+
+// newUnicast sets up the unicast part of a node whose transport is t. The
+// peers list's addresses take effect at once; its names are looked up by
+// a goroutine of their own (startResolver).
+func newUnicast(t UnicastTransport, self netip.AddrPort, cfg config.Config) *unicast {
+	u := &unicast{t: t, self: self, every: probeInterval(cfg.Heartbeat.D()), only: cfg.PeersOnly,
+		resolved: make(chan resolution, 1), again: make(chan struct{}, 1)}
+	_, port, _ := net.SplitHostPort(cfg.Addr)
+	defPort, _ := strconv.ParseUint(port, 10, 16)
+	var literal []netip.AddrPort
+	for _, p := range cfg.Peers {
+		host, ps, err := net.SplitHostPort(p)
+		pn := defPort
+		if err != nil {
+			host = p
+		} else if v, err := strconv.ParseUint(ps, 10, 16); err == nil {
+			pn = v
+		}
+		if ip, err := netip.ParseAddr(host); err == nil {
+			literal = append(literal, netip.AddrPortFrom(ip, uint16(pn)))
+			continue
+		}
+		u.names = append(u.names, peerName{host, uint16(pn)})
+	}
+	u.literal = literal
+	u.setListed(literal)
+	return u
+}
+
+// resolution is one lookup of the peers list's names: the whole list's
+// addresses, and what failed.
+type resolution struct {
+	addrs  []netip.AddrPort
+	failed []string // "name: why"
+}
+
+// setListed replaces the resolved peers list.
+func (u *unicast) setListed(addrs []netip.AddrPort) {
+	u.listed = slices.DeleteFunc(slices.Clone(addrs), func(a netip.AddrPort) bool { return a == u.self })
+	slices.SortFunc(u.listed, netip.AddrPort.Compare)
+	u.listed = slices.Compact(u.listed)
+	u.allow()
+}
+
+// allow rebuilds what peers_only lets in: the listed addresses and the
+// nodes heard (members, and nodes heard because they are listed).
+func (u *unicast) allow() {
+	if !u.only {
+		return
+	}
+	u.allowed = make(map[netip.AddrPort]bool, len(u.listed)+len(u.dests))
+	for _, a := range u.listed {
+		u.allowed[a] = true
+	}
+	for _, a := range u.dests {
+		u.allowed[a] = true
+	}
+}
+
+// startResolver looks up the host names of the peers list now, and again
+// whenever the loop asks (a name none of whose addresses is heard), at
+// most every few seconds, until ctx ends. The literal addresses travel
+// with every result, so each replaces the list whole. It touches nothing
+// of the loop's: it only sends on u.resolved.
+func (u *unicast) startResolver(ctx context.Context) {
+	if len(u.names) == 0 {
+		return
+	}
+	literal := slices.Clone(u.literal)
+	names := slices.Clone(u.names)
+	go func() {
+		for {
+			r := resolution{addrs: slices.Clone(literal)}
+			for _, n := range names {
+				lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				ips, err := net.DefaultResolver.LookupNetIP(lctx, "ip4", n.host)
+				cancel()
+				if err != nil {
+					r.failed = append(r.failed, err.Error())
+				}
+				for _, ip := range ips {
+					r.addrs = append(r.addrs, netip.AddrPortFrom(ip.Unmap(), n.port))
+				}
+			}
+			select {
+			case <-u.resolved: // an older result nobody took: replace it
+			default:
+			}
+			u.resolved <- r
+			select {
+			case <-ctx.Done():
+				return
+			case <-u.again:
+			}
+		}
+	}()
+}
+
+// resolveEvery is how often the loop asks for the names again while one
+// of them names no node it hears.
+const resolveEvery = 5 * time.Second
+
+// turn follows the Core after a turn: the destinations when the set of
+// nodes it hears changed, the beacon, and a probe round when one is due.
+func (u *unicast) turn(c *Core, rd *Ready, now time.Time, warn func(key, msg string)) {
+	select {
+	case r := <-u.resolved:
+		u.setListed(r.addrs)
+		for _, f := range r.failed {
+			warn("peer_unresolved", "a name in peers does not resolve (looked up again every few seconds while it names no node heard): "+f)
+		}
+	default:
+	}
+	if v := c.PeersVersion(); !u.applied || v != u.version {
+		u.applyPeers(c)
+	}
+	if rd.Beacon != nil {
+		u.beacon = append(u.beacon[:0], rd.Beacon...)
+		u.fresh = true
+	}
+	if !now.Before(u.probeAt) {
+		u.probe(now)
+	}
+}
+
+// applyPeers makes the Core's peer set the destinations, and remembers
+// every address in it.
+func (u *unicast) applyPeers(c *Core) {
+	u.scratch, u.version = c.PeerAddrs(u.scratch[:0])
+	u.applied = true
+	d := slices.DeleteFunc(u.scratch, func(a netip.AddrPort) bool { return a == u.self || !a.IsValid() })
+	slices.SortFunc(d, netip.AddrPort.Compare)
+	d = slices.Compact(d)
+	if slices.Equal(d, u.dests) {
+		return
+	}
+	u.dests = append(u.dests[:0], d...)
+	u.t.SetDestinations(u.dests)
+	for _, a := range u.dests {
+		u.learn(a)
+	}
+	u.allow()
+}
+
+// learn remembers a, as the newest, dropping the oldest past maxLearned.
+func (u *unicast) learn(a netip.AddrPort) {
+	if i := slices.Index(u.learned, a); i >= 0 {
+		u.learned = slices.Delete(u.learned, i, i+1)
+	}
+	if len(u.learned) == maxLearned {
+		u.learned = slices.Delete(u.learned, 0, 1)
+	}
+	u.learned = append(u.learned, a)
+}
+
+// probe sends the latest beacon to every listed or learned node outside
+// the destinations, once per beacon: a node that received it already
+// would drop a second copy as a replay.
+func (u *unicast) probe(now time.Time) {
+	u.probeAt = now.Add(u.every)
+	if !u.fresh || len(u.beacon) == 0 {
+		return
+	}
+	u.outside = u.outside[:0]
+	unheardName := false
+	for _, a := range u.listed {
+		if _, in := slices.BinarySearchFunc(u.dests, a, netip.AddrPort.Compare); !in {
+			u.outside = append(u.outside, a)
+			unheardName = unheardName || len(u.names) > 0
+		}
+	}
+	for _, a := range u.learned {
+		_, in := slices.BinarySearchFunc(u.dests, a, netip.AddrPort.Compare)
+		_, listed := slices.BinarySearchFunc(u.listed, a, netip.AddrPort.Compare)
+		if !in && !listed && a != u.self {
+			u.outside = append(u.outside, a)
+		}
+	}
+	if len(u.names) > 0 && (unheardName || len(u.listed) == 0) && now.Sub(u.askedAt) >= resolveEvery {
+		u.askedAt = now
+		select {
+		case u.again <- struct{}{}:
+		default:
+		}
+	}
+	if len(u.outside) == 0 {
+		return
+	}
+	u.fresh = false
+	u.probes += uint64(len(u.outside))
+	u.t.WriteTo([][]byte{u.beacon}, u.outside)
+}
+
+// accept reports whether a datagram from src may go to the Core: with
+// peers_only, only from listed addresses and the nodes heard as members.
+func (u *unicast) accept(src netip.AddrPort) bool {
+	if !u.only || u.allowed[src] {
+		return true
+	}
+	u.unlisted++
+	return false
+}
+
+// The counters of node.stats; zero with the multicast transport (u nil).
+func (u *unicast) destCount() uint64 {
+	if u == nil {
+		return 0
+	}
+	return uint64(len(u.dests))
+}
+
+func (u *unicast) probeCount() uint64 {
+	if u == nil {
+		return 0
+	}
+	return u.probes
+}
+
+func (u *unicast) unlistedCount() uint64 {
+	if u == nil {
+		return 0
+	}
+	return u.unlisted
+}
