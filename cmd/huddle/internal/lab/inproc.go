@@ -87,6 +87,12 @@ var errNeedsProcesses = errors.New("stop and continue need the nodes as processe
 func (c *procCluster) pause(uint64) error  { return errNeedsProcesses }
 func (c *procCluster) resume(uint64) error { return errNeedsProcesses }
 
+// setMulticast is refused before the run (Action.Validate): memnet has
+// no multicast to take away.
+func (c *procCluster) setMulticast(id uint64, on bool) error {
+	return errors.New("taking multicast away needs a virtual LAN's bridge")
+}
+
 func (c *procCluster) setLoss(id uint64, m lan.LossModel) error {
 	if !randomOnly(m) {
 		return errRandomOnly

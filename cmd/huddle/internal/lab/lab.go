@@ -664,6 +664,21 @@ func (d *demo) apply(a Action) {
 			}
 		}
 		ids = hosts
+	case DoMcastOff, DoMcastOn:
+		hosts := ids
+		if len(hosts) == 0 {
+			hosts = d.ids()
+		}
+		for _, h := range hosts {
+			if err := d.cl.setMulticast(h, a.Do == DoMcastOn); err != nil {
+				errs = append(errs, fmt.Errorf("host %d: %w", h, err))
+			}
+		}
+		ids = hosts
+		text = "⊘ multicast no longer forwarded to " + strings.Replace(nodeList(ids), "node", "host", 1) + " (unicast still passes)"
+		if a.Do == DoMcastOn {
+			text = "◎ multicast forwarded again to " + strings.Replace(nodeList(ids), "node", "host", 1)
+		}
 	case DoElect:
 		each(func(id uint64) error { d.callLater(id, "elect", nil); return nil })
 	case DoLock:

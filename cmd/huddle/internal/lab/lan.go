@@ -42,6 +42,8 @@ type cluster interface {
 	resume(id uint64) error
 	// setLoss changes what host id's ingress drops, from now on.
 	setLoss(id uint64, m lan.LossModel) error
+	// setMulticast makes the LAN forward multicast to host id or not.
+	setMulticast(id uint64, on bool) error
 	// partition cuts the nodes of side off from the others; heal undoes
 	// every partition.
 	partition(side []uint64) error
@@ -200,6 +202,10 @@ func (c *lanCluster) resume(id uint64) error {
 
 func (c *lanCluster) setLoss(id uint64, m lan.LossModel) error {
 	return c.lan.SetLossModel(int(id), m)
+}
+
+func (c *lanCluster) setMulticast(id uint64, on bool) error {
+	return c.lan.SetMulticast(int(id), on)
 }
 
 func (c *lanCluster) partition(side []uint64) error {

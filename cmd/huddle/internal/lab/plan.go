@@ -21,10 +21,12 @@ const (
 	DoLoss      = "loss"      // change hosts' loss
 	DoElect     = "elect"     // start an election from a node (huddle elect)
 	DoLock      = "lock"      // take the group's lock on a node, hold it, release it (huddle lock)
+	DoMcastOff  = "mcast-off" // the bridge stops forwarding multicast to hosts (a snooping switch without a querier)
+	DoMcastOn   = "mcast-on"  // and forwards it again
 )
 
 // Kinds lists the kinds of Action, in the order the docs give them.
-var Kinds = []string{DoKill, DoRestart, DoStop, DoContinue, DoPartition, DoHeal, DoLoss, DoElect, DoLock}
+var Kinds = []string{DoKill, DoRestart, DoStop, DoContinue, DoPartition, DoHeal, DoLoss, DoElect, DoLock, DoMcastOff, DoMcastOn}
 
 // Action is one step of a run's schedule: a fault, or a request to a node.
 type Action struct {
@@ -32,9 +34,10 @@ type Action struct {
 	Do string        // one of Kinds
 	// Nodes are what it acts on: the nodes to kill, restart, stop,
 	// continue, or to elect or lock from; one side of a partition (the
-	// other nodes are the other side); the hosts whose loss changes. Empty
-	// means: for restart, the nodes killed and not restarted yet; for
-	// continue, the nodes stopped; for loss, every host.
+	// other nodes are the other side); the hosts whose loss changes, or
+	// that multicast is taken from or given back to. Empty means: for
+	// restart, the nodes killed and not restarted yet; for continue, the
+	// nodes stopped; for loss, mcast-off and mcast-on, every host.
 	Nodes []uint64
 	// Coordinator acts on the coordinator of the view the running nodes
 	// installed last, instead of Nodes (kill, stop, elect, lock, and the
@@ -72,6 +75,15 @@ func (a Action) String() string {
 		return fmt.Sprintf("%s on %s", a.Loss, where)
 	case DoLock:
 		return fmt.Sprintf("lock from %s, hold %v", who, a.Hold)
+	case DoMcastOff, DoMcastOn:
+		where := "every host"
+		if len(a.Nodes) > 0 {
+			where = strings.Replace(who, "node", "host", 1)
+		}
+		if a.Do == DoMcastOff {
+			return "multicast no longer forwarded to " + where
+		}
+		return "multicast forwarded again to " + where
 	case DoElect:
 		return "election from " + who
 	}
@@ -119,6 +131,12 @@ func (a Action) Validate(n int, inProcess bool) error {
 		if a.Hold < 0 || a.Hold > time.Hour {
 			return fmt.Errorf("lock at %v: hold %v: want 0 to 1h", a.At, a.Hold)
 		}
+	}
+	if a.Coordinator && (a.Do == DoMcastOff || a.Do == DoMcastOn) {
+		return fmt.Errorf("%s at %v: name the hosts (or none for every host), not the coordinator", a.Do, a.At)
+	}
+	if inProcess && (a.Do == DoMcastOff || a.Do == DoMcastOn) {
+		return fmt.Errorf("%s at %v: taking multicast away needs a virtual LAN's bridge", a.Do, a.At)
 	}
 	if inProcess && (a.Do == DoStop || a.Do == DoContinue) {
 		return fmt.Errorf("%s at %v: SIGSTOP and SIGCONT need the nodes as processes, on a virtual LAN", a.Do, a.At)

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,6 +119,7 @@ func (ns *Nodes) Start(host int, extra ...string) (*Node, error) {
 	argv := []string{ns.opts.Bin, "run", "--id", strconv.Itoa(host), "--iface", Iface, "--addr", ns.opts.Addr,
 		"--control-socket", sock, "--log-format", "json", "--log-file", n.Log}
 	argv = append(append(argv, ns.opts.Args...), extra...)
+	argv = append(argv, ns.peerArgs(argv)...)
 	n.Started = time.Now()
 	p, err := ns.lan.StartNode(host, name, argv)
 	if err != nil {
@@ -126,6 +128,32 @@ func (ns *Nodes) Start(host int, extra ...string) (*Node, error) {
 	n.Proc = p
 	ns.nodes[host] = n
 	return n, nil
+}
+
+// peerArgs gives a node whose flags choose the unicast transport, and list
+// no peers, the peer list of the LAN: every host's address at the group's
+// port.
+func (ns *Nodes) peerArgs(argv []string) []string {
+	unicast := false
+	for i, a := range argv {
+		switch {
+		case a == "--peers" || strings.HasPrefix(a, "--peers="):
+			return nil
+		case a == "--transport=unicast", a == "--transport" && i+1 < len(argv) && argv[i+1] == "unicast":
+			unicast = true
+		case strings.HasPrefix(a, "--transport"):
+			unicast = false // a later flag wins
+		}
+	}
+	if !unicast {
+		return nil
+	}
+	_, port, _ := net.SplitHostPort(ns.opts.Addr)
+	peers := make([]string, 0, ns.lan.Hosts())
+	for h := 1; h <= ns.lan.Hosts(); h++ {
+		peers = append(peers, net.JoinHostPort(ns.lan.Host(h).Addr.String(), port))
+	}
+	return []string{"--peers", strings.Join(peers, ",")}
 }
 
 // Node returns host's latest node, nil if none was started.

@@ -305,6 +305,31 @@ func (l *LAN) buildHost(h Host) error {
 	return err
 }
 
+// SetMulticast makes the bridge forward multicast to host's port (on) or
+// not, as a switch with IGMP snooping whose querier is gone stops
+// forwarding a group to its members after a few minutes: unicast and
+// broadcast (ARP) still pass, and the host's own multicast still reaches
+// the others. It needs only ip(8): the bridge port's mcast_flood flag,
+// which the bridge obeys for every multicast frame while its own snooping
+// is off (buildHub).
+func (l *LAN) SetMulticast(host int, on bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return errClosed
+	}
+	h, err := l.host(host)
+	if err != nil {
+		return err
+	}
+	flag := "on"
+	if !on {
+		flag = "off"
+	}
+	_, err = l.run.run("", "ip", "-n", l.hub, "link", "set", "dev", h.Port, "type", "bridge_slave", "mcast_flood", flag)
+	return err
+}
+
 // Hosts returns the number of hosts.
 func (l *LAN) Hosts() int { return len(l.hosts) }
 

@@ -29,6 +29,29 @@ func TestLANConnectivity(t *testing.T) {
 	}
 }
 
+// TestMulticastOff takes multicast away from one host, as a snooping
+// switch without a querier does: it no longer receives the group, while
+// its own multicast and unicast both ways still pass; then gives it back.
+func TestMulticastOff(t *testing.T) {
+	l := newLAN(t, lan.Options{Hosts: 3})
+	if err := l.SetMulticast(3, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := reach(t, l, 1, []int{2, 3}); !slices.Equal(got, []int{2}) {
+		t.Fatalf("with multicast off towards host 3, multicast from host 1 reached hosts %v, want [2]", got)
+	}
+	if got := reach(t, l, 3, []int{1, 2}); !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("multicast from host 3 reached hosts %v, want [1 2]", got)
+	}
+	checkUnicast(t, l)
+	if err := l.SetMulticast(3, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := reach(t, l, 1, []int{2, 3}); !slices.Equal(got, []int{2, 3}) {
+		t.Fatalf("with multicast back on, multicast from host 1 reached hosts %v, want [2 3]", got)
+	}
+}
+
 // TestRootless runs the unprivileged mode (a private user namespace), even
 // as root, when the kernel allows it.
 func TestRootless(t *testing.T) {

@@ -140,6 +140,10 @@ func Diagnose(o Observation) Diagnosis {
 		d.Notes = append(d.Notes, fmt.Sprintf("its address %s is not in %s's subnet (%s): it sends from another interface or subnet; check its --iface (and this host's)",
 			o.Addr, o.Iface, o.subnets()))
 	}
+	switch d.Cause {
+	case "igmp-snooping", "multicast-blocked", "multicast-one-way", "ttl", "routing":
+		d.Notes = append(d.Notes, `unicast gets through: where multicast cannot be mended, run the group with transport = "unicast" and a peers list (docs/configuration.md, "Transports")`)
+	}
 	if d.OK {
 		for _, l := range []struct {
 			path string
