@@ -212,7 +212,16 @@ func Start(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...O
 	if err != nil {
 		return nil, err
 	}
-	return start(ctx, cfg, log, node.Options{Transport: data, Control: ctl, PreciseTimer: true, Keys: keys}, opts), nil
+	o := node.Options{Transport: data, Control: ctl, PreciseTimer: true, Keys: keys}
+	if cfg.Transport != "unicast" {
+		if p, err := node.OpenPath(data, log); err != nil {
+			log.Warn().Str(logs.EventKey, logs.NodeWarning).Str(logs.WhatKey, "path").Err(err).
+				Msg("no unicast socket for the per-peer fallback: a peer whose multicast stops reaching this node (or this node's, it) is lost to it")
+		} else {
+			o.Path, o.PathNotes = p, p.Repair()
+		}
+	}
+	return start(ctx, cfg, log, o, opts), nil
 }
 
 // StartOn is Start over transports of the caller's (an in-memory network,

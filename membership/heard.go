@@ -121,6 +121,7 @@ func (t *heardTable) compact(v View) {
 // afterView follows a new view v: the members it dropped join the
 // eviction order, and a restarted incarnation it holds is the member now.
 func (t *heardTable) afterView(prior, v View) {
+	t.version++ // who is a member changed (memberAddrs)
 	for _, x := range prior.Members {
 		if h, ok := t.nodes[x.ID]; ok && !v.Has(x.ID) {
 			h.seq = t.queue(x.ID, v)
@@ -178,6 +179,17 @@ func (t *heardTable) addrs(dst []netip.AddrPort) []netip.AddrPort {
 	}
 	for _, h := range t.restarts {
 		dst = append(dst, h.addr)
+	}
+	return dst
+}
+
+// memberAddrs appends to dst the address each member of v other than
+// self was last heard from, and returns it.
+func (t *heardTable) memberAddrs(dst []netip.AddrPort, v View, self uint64) []netip.AddrPort {
+	for _, x := range v.Members {
+		if h, ok := t.nodes[x.ID]; ok && x.ID != self && h.addr.IsValid() {
+			dst = append(dst, h.addr)
+		}
 	}
 	return dst
 }

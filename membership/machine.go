@@ -298,6 +298,13 @@ func (m *Machine) PeerAddrs(dst []netip.AddrPort) ([]netip.AddrPort, uint64) {
 	return m.heard.addrs(dst), m.heard.version
 }
 
+// MemberAddrs appends to dst the addresses of the members of the
+// installed view this node has heard, itself aside, and returns it. It
+// changes only when PeersVersion does.
+func (m *Machine) MemberAddrs(dst []netip.AddrPort) []netip.AddrPort {
+	return m.heard.memberAddrs(dst, m.view, m.self)
+}
+
 // PeersVersion is the version PeerAddrs would return: it changes when the
 // set of addresses may have.
 func (m *Machine) PeersVersion() uint64 { return m.heard.version }

@@ -76,6 +76,40 @@ func OpenUnicast(o UnicastOptions, log zerolog.Logger) (*Unicast, error) {
 	return u, nil
 }
 
+// OpenPath opens the multicast transport's unicast sockets, for the
+// per-peer fallback: bound to addr (the interface's address and the
+// group's port) and to the next port, with SO_REUSEADDR, as huddle ping's
+// unicast socket is, so that a node's unicast address is the one its
+// multicast comes from, and several nodes of one host can bind them (one
+// of them receives). The first takes the path probes and the traffic a
+// peer sends this node by unicast; the second (Repair) the path datagrams,
+// which WriteToNext sends.
+func OpenPath(addr netip.AddrPort, log zerolog.Logger) (*Unicast, error) {
+	udp, err := ListenUnicast(addr)
+	if err != nil {
+		return nil, err
+	}
+	next := netip.AddrPortFrom(addr.Addr(), addr.Port()+1)
+	req, err := ListenUnicast(next)
+	if err != nil {
+		udp.Close()
+		return nil, err
+	}
+	u := &Unicast{data: udp, repair: req, local: addr}
+	u.dbatch = newBatchIO(udp, ipv4.NewPacketConn(udp), net.UDPAddrFromAddrPort(addr), 0)
+	u.rbatch = newBatchIO(req, ipv4.NewPacketConn(req), net.UDPAddrFromAddrPort(next), 16)
+	c := &Conn{udp: udp}
+	c.setRecvBuffer(1<<20, log)
+	u.RcvBuf = c.RcvBuf
+	return u, nil
+}
+
+// WriteToNext sends every datagram to each of dests at the port after
+// theirs (the repair socket, or OpenPath's second).
+func (u *Unicast) WriteToNext(datagrams [][]byte, dests []netip.AddrPort) error {
+	return u.write(datagrams, dests, 1)
+}
+
 // SetDestinations replaces the addresses WriteBatch sends to (data
 // ports). The transport keeps its own copy.
 func (u *Unicast) SetDestinations(dests []netip.AddrPort) {

@@ -109,6 +109,7 @@ type Core struct {
 	state      statePart         // state transfer, on the state service
 	drop       *dropper          // built-in fault injection
 	seal       sealing           // datagram sealing with the group key
+	paths      pathNotes         // path notes in, for the runtime (Ready.Paths)
 	started    time.Time         // when the Core was made
 	leaving    bool              // Leave was called
 	view       viewKey           // the view the election and the lock were told of last
@@ -300,6 +301,10 @@ func (c *Core) Receive(now time.Time, src netip.AddrPort, data []byte) {
 		return
 	}
 	if c.env.Kind == wire.KindChunk && !c.assemble(now) {
+		return
+	}
+	if c.env.Kind == wire.KindPath {
+		c.pathIn(src)
 		return
 	}
 	c.lastInput = now
@@ -523,6 +528,10 @@ type Ready struct {
 	// messages, suspicions, the election's and the lock's events,
 	// finished probes...
 	Events []Event
+	// Paths are the path notes that arrived since the last Ready: nodes
+	// that asked this one to send to them by unicast too, or no longer
+	// (the per-peer fallback; the runtime acts on them).
+	Paths []PathNote
 	// Beacon is the last session, join or merge datagram of Data, nil if
 	// none: what tells a node that has not heard this one yet that it
 	// exists (the unicast transport sends it to listed peers outside the
@@ -538,7 +547,8 @@ func (c *Core) Ready() Ready {
 	c.membership.Pack()
 	c.route(c.lastInput) // what packing brought: records, data, and own deliveries
 	c.ready, c.events = c.events, c.ready[:0]
-	rd := Ready{Repair: c.out.repair, Data: c.out.data, Events: c.ready, Beacon: c.out.beacon}
+	rd := Ready{Repair: c.out.repair, Data: c.out.data, Events: c.ready, Beacon: c.out.beacon, Paths: c.paths.in}
+	c.paths.in, c.paths.spare = c.paths.spare[:0], c.paths.in
 	c.out.taken = true
 	return rd
 }
@@ -549,7 +559,13 @@ func (c *Core) PeerAddrs(dst []netip.AddrPort) ([]netip.AddrPort, uint64) {
 	return c.membership.PeerAddrs(dst)
 }
 
-// PeersVersion changes when PeerAddrs' set may have.
+// MemberAddrs appends to dst the addresses of the view's members this
+// node has heard, itself aside (membership.Machine.MemberAddrs).
+func (c *Core) MemberAddrs(dst []netip.AddrPort) []netip.AddrPort {
+	return c.membership.MemberAddrs(dst)
+}
+
+// PeersVersion changes when PeerAddrs' or MemberAddrs' set may have.
 func (c *Core) PeersVersion() uint64 { return c.membership.PeersVersion() }
 
 // Multicast sends a message to the view (see membership.Machine.Multicast):

@@ -29,6 +29,15 @@ type Options struct {
 	// a NACK behind the sender's own looped-back data. Nil: everything
 	// travels on Transport.
 	Control multicast.Transport
+	// Path, with the multicast transport, is a unicast socket on the
+	// interface's address and the group's port (multicast.OpenPath) for
+	// the per-peer fallback: a peer whose multicast does not reach this
+	// node, or this node's theirs, is sent to by unicast as well. Nil: no
+	// fallback. It must implement UnicastTransport.
+	Path multicast.Transport
+	// PathNotes reads the fallback's path datagrams, which peers send to
+	// the port after Path's (multicast.Unicast.Repair of OpenPath's).
+	PathNotes multicast.Transport
 	// PreciseTimer wakes the loop with a timerfd (Linux) instead of the
 	// Go runtime's timers, which round to the millisecond. Real nodes
 	// want it; tests in virtual time (testing/synctest) must not use it.
@@ -116,6 +125,10 @@ type Node struct {
 
 	probeDone map[uint64]chan struct{} // Probe calls waiting, by the probe's ID
 	uni       *unicast                 // the unicast transport's part, nil with multicast
+	fb        *fallback                // the per-peer fallback, nil without Options.Path
+	path      *reader                  // Options.Path's, nil without it
+	pnotes    *reader                  // Options.PathNotes'; nil without it
+	ctlPort   uint16                   // the multicast repair socket's port, whose sources the Core sees at the data port; 0: none
 }
 
 // sentAt is when an own message was sent (Histograms.Delivery).
@@ -141,6 +154,12 @@ func New(o Options) *Node {
 	}
 	if t, ok := o.Transport.(UnicastTransport); ok {
 		n.uni = newUnicast(t, o.Transport.LocalAddr(), o.Config)
+	}
+	if t, ok := o.Path.(pathTransport); ok && n.uni == nil && o.PathNotes != nil {
+		n.fb = newFallback(t, o.Config.Heartbeat.D())
+	}
+	if c, ok := o.Control.(*multicast.Conn); ok {
+		n.ctlPort = c.LocalAddr().Port()
 	}
 	return n
 }
@@ -183,11 +202,15 @@ func (n *Node) Run(ctx context.Context) error {
 		n.uni.startResolver(rctx)
 	}
 
-	rerr := make(chan error, 2)
+	rerr := make(chan error, 4)
 	data := startReader(o.Transport, cfg.DatagramSize, rerr)
 	ctl := data
 	if o.Control != nil {
 		ctl = startReader(o.Control, cfg.DatagramSize, rerr)
+	}
+	if n.fb != nil {
+		n.path = startReader(o.Path, cfg.DatagramSize, rerr)
+		n.pnotes = startReader(o.PathNotes, cfg.DatagramSize, rerr)
 	}
 	err := n.loop(ctx, ctl, data, rerr)
 	if err == nil && !n.core.Left() {
@@ -199,6 +222,10 @@ func (n *Node) Run(ctx context.Context) error {
 	data.stop()
 	if ctl != data {
 		ctl.stop()
+	}
+	if n.path != nil {
+		n.path.stop()
+		n.pnotes.stop()
 	}
 	n.failPending(ErrStopped)
 	n.logStats("exit")
@@ -312,6 +339,10 @@ func (n *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 		if n.sendsDue {
 			again = closedChan
 		}
+		var pathFull, notesFull chan *rxBatch
+		if n.path != nil {
+			pathFull, notesFull = n.path.full, n.pnotes.full
+		}
 		select {
 		case <-again:
 		case <-ctx.Done():
@@ -322,13 +353,19 @@ func (n *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 			}
 			return fmt.Errorf("node: receive: %w", err)
 		case b := <-ctl.full:
-			n.receive(b)
+			n.receive(b, ctl.from(n))
 			ctl.free <- b
+		case b := <-pathFull:
+			n.receivePath(b)
+			n.path.free <- b
+		case b := <-notesFull:
+			n.receive(b, fromNotes)
+			n.pnotes.free <- b
 		case b := <-data.full:
 			if ctl != data {
 				n.drain(ctl) // repairs first: they unblock delivery
 			}
-			n.receive(b)
+			n.receive(b, fromGroup)
 			data.free <- b
 			// Take what else has arrived before answering: one turn's
 			// output (an order record, acknowledgements, NACKs) then
@@ -402,6 +439,9 @@ func (n *Node) deadline() time.Time {
 	if n.uni != nil && n.uni.probeAt.Before(d) {
 		return n.uni.probeAt
 	}
+	if n.fb != nil && n.fb.probeAt.Before(d) {
+		return n.fb.probeAt
+	}
 	return d
 }
 
@@ -442,7 +482,11 @@ func (n *Node) drainUpTo(x *reader, k int) {
 	for ; k != 0; k-- {
 		select {
 		case b := <-x.full:
-			n.receive(b)
+			if x == n.path {
+				n.receivePath(b)
+			} else {
+				n.receive(b, x.from(n))
+			}
 			x.free <- b
 		default:
 			return
@@ -450,7 +494,33 @@ func (n *Node) drainUpTo(x *reader, k int) {
 	}
 }
 
-func (n *Node) receive(b *rxBatch) {
+// Where a batch was read: the group's socket, the repair socket, or the
+// fallback's path notes socket.
+type source int
+
+const (
+	fromGroup source = iota
+	fromRepair
+	fromNotes
+)
+
+// from says which of the node's sockets x reads.
+func (x *reader) from(n *Node) source {
+	switch {
+	case x == n.pnotes:
+		return fromNotes
+	case x.t == n.o.Control && x.t != n.o.Transport:
+		return fromRepair
+	}
+	return fromGroup
+}
+
+// receive hands a batch of the node's sockets to the Core. A multicast
+// repair socket sends from the port after the group's: its sources are
+// given to the Core at the group's port, so that a node is known by one
+// address (the one its unicast socket, Options.Path, listens on). What
+// the group's socket brings tells the fallback whose multicast arrives.
+func (n *Node) receive(b *rxBatch, from source) {
 	now := time.Now()
 	limit := n.o.Config.DatagramSize
 	for _, p := range b.pkts[:b.n] {
@@ -459,10 +529,32 @@ func (n *Node) receive(b *rxBatch) {
 			n.warnOnce("truncated", "a datagram longer than datagram_size arrived and was dropped; every member must use the same datagram_size", p.Src)
 			continue
 		}
-		if n.uni != nil && !n.uni.accept(p.Src) {
+		src := p.Src
+		switch {
+		case n.uni != nil && !n.uni.accept(src):
+			continue
+		case from == fromRepair && n.ctlPort != 0 && src.Port() == n.ctlPort:
+			src = netip.AddrPortFrom(src.Addr(), src.Port()-1)
+		case from == fromGroup && n.fb != nil:
+			n.fb.noteMulticast(src, now)
+		}
+		n.core.Receive(now, src, p.Buf[:p.N])
+	}
+}
+
+// receivePath hands the Core what the unicast socket of the per-peer
+// fallback read, less the copies of what multicast brings.
+func (n *Node) receivePath(b *rxBatch) {
+	now := time.Now()
+	limit := n.o.Config.DatagramSize
+	for _, p := range b.pkts[:b.n] {
+		if p.N > limit {
+			n.truncated++
 			continue
 		}
-		n.core.Receive(now, p.Src, p.Buf[:p.N])
+		if n.fb.admitUnicast(p.Src, now) {
+			n.core.Receive(now, p.Src, p.Buf[:p.N])
+		}
 	}
 }
 
@@ -487,6 +579,11 @@ func (n *Node) afterTurn() {
 	}
 	n.write(rt, rd.Repair)
 	n.write(n.o.Transport, rd.Data)
+	if n.fb != nil {
+		n.fb.turn(n, &rd, time.Now())
+		n.fb.write(n, rd.Repair)
+		n.fb.write(n, rd.Data)
+	}
 	if n.o.Handle != nil {
 		for i := range rd.Events {
 			n.o.Handle(&rd.Events[i])

@@ -58,6 +58,14 @@ func ListenAddr(cfg config.Config) (netip.AddrPort, error) {
 	return netip.AddrPort{}, fmt.Errorf("node: unicast: interface %s has no IPv4 address to listen on; set listen", cfg.Iface)
 }
 
+// OpenPath opens the multicast transport's unicast socket for the
+// per-peer fallback (Options.Path) on the data socket's address: the
+// interface's address and the group's port. A node that cannot open it
+// runs without the fallback: the caller logs why.
+func OpenPath(data multicast.Transport, log zerolog.Logger) (*multicast.Unicast, error) {
+	return multicast.OpenPath(data.LocalAddr(), log)
+}
+
 func openMulticast(cfg config.Config, log zerolog.Logger) (data, ctl *multicast.Conn, err error) {
 	o := multicast.SocketOptions{Group: cfg.GroupAddr(), Iface: cfg.Iface, TTL: cfg.TTL,
 		Loopback: cfg.Loopback, RecvBuffer: cfg.RecvBuffer, SendBuffer: 4 << 20}

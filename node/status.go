@@ -134,6 +134,7 @@ func (n *Node) counters() Counters {
 	es, edropped := n.core.ElectionStats()
 	st := n.core.StateStats()
 	ls, ldropped := n.core.MutexStats()
+	pp, pr, pc, pch := n.fb.counts()
 	return Counters{
 		{"views_installed", gs.ViewsInstalled},
 		{"flushes_started", gs.FlushesStarted}, {"flush_restarts", gs.FlushRestarts},
@@ -186,6 +187,8 @@ func (n *Node) counters() Counters {
 		{"state_sent", st.Sent}, {"state_installed", st.Installed}, {"state_failed", st.Failed},
 		{"state_bytes_sent", st.BytesSent}, {"state_bytes_recv", st.BytesRecv}, {"state_bad", st.Bad}, {"state_discarded", st.Discarded},
 		{"unicast_dests", n.uni.destCount()}, {"unicast_probes", n.uni.probeCount()}, {"unlisted_dropped", n.uni.unlistedCount()},
+		{"path_unicast_out", n.fb.outCount()}, {"path_unicast_in", n.fb.deafCount()},
+		{"path_probes", pp}, {"path_requests", pr}, {"path_copies", pc}, {"path_changes", pch},
 	}
 }
 

@@ -31,6 +31,7 @@ const (
 	PeerVersion   = "peer.version"
 	PeerLagging   = "peer.lagging"
 	PeerConflict  = "peer.conflict"
+	PeerPath      = "peer.path"
 	StreamSkipped = "stream.skipped"
 
 	// Membership.

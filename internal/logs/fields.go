@@ -110,7 +110,8 @@ const (
 	FinalKey           = "final"
 
 	// election.message, mutex.message (trace), node.config (debug)
-	DirKey     = "dir"     // sent or received
+	DirKey     = "dir"     // sent or received; peer.path: out (how this node sends to the peer) or in (how it hears it)
+	PathKey    = "path"    // peer.path: multicast or unicast
 	ContentKey = "content" // the message, decoded: "ELECTION round 3 id 7"
 	ConfigKey  = "config"  // node.config: every setting by its TOML key
 

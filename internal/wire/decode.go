@@ -154,6 +154,10 @@ func (d *Decoder) body(env *Envelope) error {
 		return d.refuse(&env.Refuse)
 	case KindChunk:
 		return d.chunk(&env.Chunk)
+	case KindPath:
+		u, err := d.uintMax(1)
+		env.Path.Unicast = u == 1
+		return err
 	}
 	return fmt.Errorf("%w: %v", ErrUnknownKind, env.Kind)
 }

@@ -90,6 +90,8 @@ func bodyFields(env *Envelope) (int, error) {
 		return 7, nil
 	case KindChunk:
 		return 4, nil
+	case KindPath:
+		return 1, nil
 	case KindFlushOK:
 		return 11, nil
 	}
@@ -149,6 +151,8 @@ func (e *Encoder) membership(env *Envelope) {
 		c := &env.Chunk
 		e.uints(c.Message, uint64(c.Index), uint64(c.Count))
 		e.bytes(c.Bytes)
+	case KindPath:
+		e.uints(b2u(env.Path.Unicast))
 	case KindRefuse:
 		r := &env.Refuse
 		e.uints(r.Target, r.TargetInc)
@@ -261,4 +265,11 @@ func (a *appendBuf) Write(p []byte) (int, error) {
 func (a *appendBuf) WriteByte(c byte) error {
 	a.b = append(a.b, c)
 	return nil
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -144,6 +144,16 @@ type ViewCommit struct {
 	Behind []uint64
 }
 
+// Path (KindPath) tells its receiver, by unicast, how its sender hears
+// it: [unicast]. Unicast 1 says "your multicast does not reach me, but
+// this unicast path does: send to me by unicast too"; 0 says multicast
+// reaches it again. A node in multicast mode sends it to a peer whose
+// unicast probes it hears and whose multicast it does not (the
+// per-peer fallback, docs/design.md).
+type Path struct {
+	Unicast bool
+}
+
 // Refuse (KindRefuse) is the coordinator's answer to a joiner it will not
 // admit: [target, target incarnation, setting, ours, theirs]. Setting names
 // the setting that differs; "id" means a live node already has the joiner's

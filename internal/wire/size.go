@@ -166,6 +166,8 @@ func membershipSize(env *Envelope) int {
 	case KindChunk:
 		c := &env.Chunk
 		return uintsSize(c.Message, uint64(c.Index), uint64(c.Count)) + binSize(len(c.Bytes))
+	case KindPath:
+		return 1
 	}
 	return 0
 }

@@ -47,14 +47,15 @@ const (
 	KindMerge   Kind = 12 // membership: coordinator beacon for merging
 	KindRefuse  Kind = 13 // membership: the coordinator refuses a joiner
 	KindChunk   Kind = 14 // a piece of a membership message too large for one datagram
-	kindLimit   Kind = 15 // first unassigned number
+	KindPath    Kind = 15 // sent by unicast: how the sender hears the receiver (per-peer fallback)
+	kindLimit   Kind = 16 // first unassigned number
 )
 
 var kindNames = [...]string{
 	KindData: "data", KindBatch: "batch", KindNack: "nack", KindRepair: "repair",
 	KindSession: "session", KindJoin: "join", KindLeave: "leave", KindFlush: "flush",
 	KindFlushOK: "flush-ok", KindView: "view", KindOrder: "order", KindMerge: "merge",
-	KindRefuse: "refuse", KindChunk: "chunk",
+	KindRefuse: "refuse", KindChunk: "chunk", KindPath: "path",
 }
 
 func (k Kind) String() string {
@@ -231,6 +232,7 @@ type Envelope struct {
 	Commit  ViewCommit // KindView (Header.View is the sender's current view)
 	Refuse  Refuse     // KindRefuse
 	Chunk   Chunk      // KindChunk
+	Path    Path       // KindPath
 }
 
 // GroupHash is the 32-bit FNV-1a hash of a group name, carried in every
