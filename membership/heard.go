@@ -121,7 +121,7 @@ func (t *heardTable) compact(v View) {
 // afterView follows a new view v: the members it dropped join the
 // eviction order, and a restarted incarnation it holds is the member now.
 func (t *heardTable) afterView(prior, v View) {
-	t.version++ // who is a member changed (memberAddrs)
+	t.version++ // who is a member changed (peers)
 	for _, x := range prior.Members {
 		if h, ok := t.nodes[x.ID]; ok && !v.Has(x.ID) {
 			h.seq = t.queue(x.ID, v)
@@ -170,25 +170,29 @@ func (t *heardTable) prune(now time.Time, v View) (forgotten []uint64) {
 	return forgotten
 }
 
-// addrs appends to dst the address each node in the table was last heard
-// from (a restarted member's too), and returns it. The set changes only
-// when version does.
-func (t *heardTable) addrs(dst []netip.AddrPort) []netip.AddrPort {
-	for _, h := range t.nodes {
-		dst = append(dst, h.addr)
-	}
-	for _, h := range t.restarts {
-		dst = append(dst, h.addr)
-	}
-	return dst
+// PeerAddr is a node this node knows of, for the transports: its ID, the
+// address its last authenticated datagram came from (invalid for a member
+// of the view not heard yet, or not since it was forgotten), and whether
+// it is a member of the view.
+type PeerAddr struct {
+	ID     uint64
+	Addr   netip.AddrPort
+	Member bool
 }
 
-// memberAddrs appends to dst the address each member of v other than
-// self was last heard from, and returns it.
-func (t *heardTable) memberAddrs(dst []netip.AddrPort, v View, self uint64) []netip.AddrPort {
+// peers appends to dst every node in the table (a restarted member's new
+// incarnation too) and every member of v other than self, and returns it.
+// The set changes only when version does.
+func (t *heardTable) peers(dst []PeerAddr, v View, self uint64) []PeerAddr {
+	for id, h := range t.nodes {
+		dst = append(dst, PeerAddr{ID: id, Addr: h.addr, Member: v.Has(id)})
+	}
+	for id, h := range t.restarts {
+		dst = append(dst, PeerAddr{ID: id, Addr: h.addr, Member: true})
+	}
 	for _, x := range v.Members {
-		if h, ok := t.nodes[x.ID]; ok && x.ID != self && h.addr.IsValid() {
-			dst = append(dst, h.addr)
+		if _, ok := t.nodes[x.ID]; !ok && x.ID != self {
+			dst = append(dst, PeerAddr{ID: x.ID, Member: true})
 		}
 	}
 	return dst

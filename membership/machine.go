@@ -287,22 +287,14 @@ func (m *Machine) Heard(id uint64) (wire.ViewID, time.Time) {
 	return h.view, h.at
 }
 
-// PeerAddrs appends to dst the addresses of the nodes this node hears,
-// and returns it, with the version of that set: the members of its view
-// it has heard, and the nodes outside it heard within two suspect
-// timeouts (at most maxStrangers of them), each at the address its last
-// authenticated datagram came from. The unicast transport sends to them;
-// the set is the same until the version changes. The order is not
-// defined and an address may appear twice.
-func (m *Machine) PeerAddrs(dst []netip.AddrPort) ([]netip.AddrPort, uint64) {
-	return m.heard.addrs(dst), m.heard.version
-}
-
-// MemberAddrs appends to dst the addresses of the members of the
-// installed view this node has heard, itself aside, and returns it. It
-// changes only when PeersVersion does.
-func (m *Machine) MemberAddrs(dst []netip.AddrPort) []netip.AddrPort {
-	return m.heard.memberAddrs(dst, m.view, m.self)
+// PeerAddrs appends to dst the nodes this node knows of, and returns it
+// with the version of that set: the members of its view, and the nodes
+// outside it heard within two suspect timeouts (at most maxStrangers of
+// them), each at the address its last authenticated datagram came from
+// (a member not heard yet has none). The transports send to them; the
+// set is the same until the version changes. The order is not defined.
+func (m *Machine) PeerAddrs(dst []PeerAddr) ([]PeerAddr, uint64) {
+	return m.heard.peers(dst, m.view, m.self), m.heard.version
 }
 
 // PeersVersion is the version PeerAddrs would return: it changes when the

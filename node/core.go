@@ -553,19 +553,14 @@ func (c *Core) Ready() Ready {
 	return rd
 }
 
-// PeerAddrs appends to dst the addresses of the nodes this node hears, and
-// returns it with the set's version (membership.Machine.PeerAddrs).
-func (c *Core) PeerAddrs(dst []netip.AddrPort) ([]netip.AddrPort, uint64) {
+// PeerAddrs appends to dst the nodes this node knows of, with their
+// addresses, and returns it with the set's version
+// (membership.Machine.PeerAddrs).
+func (c *Core) PeerAddrs(dst []membership.PeerAddr) ([]membership.PeerAddr, uint64) {
 	return c.membership.PeerAddrs(dst)
 }
 
-// MemberAddrs appends to dst the addresses of the view's members this
-// node has heard, itself aside (membership.Machine.MemberAddrs).
-func (c *Core) MemberAddrs(dst []netip.AddrPort) []netip.AddrPort {
-	return c.membership.MemberAddrs(dst)
-}
-
-// PeersVersion changes when PeerAddrs' or MemberAddrs' set may have.
+// PeersVersion changes when PeerAddrs' set may have.
 func (c *Core) PeersVersion() uint64 { return c.membership.PeersVersion() }
 
 // Multicast sends a message to the view (see membership.Machine.Multicast):

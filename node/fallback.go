@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/logs"
+	"github.com/huddle-lan/huddle/membership"
 )
 
 // The per-peer fallback of the multicast transport (docs/design.md,
@@ -28,15 +29,15 @@ type fallback struct {
 	hold    time.Duration // a peer's request lasts this long: eight heartbeats
 	probeAt time.Time
 
-	version uint64 // of the Core's peer set, as last applied
-	applied bool
-	scratch []netip.AddrPort
-	members []netip.AddrPort
-	known   map[netip.AddrPort]*peerPath // the nodes the Core hears, by address
-	addrs   []netip.AddrPort             // known's keys, sorted
-	out     []netip.AddrPort             // peers that asked for unicast, sorted: every datagram goes to them too
-	beacon  []byte
-	fresh   bool
+	version  uint64 // of the Core's peer set, as last applied
+	applied  bool
+	scratch  []membership.PeerAddr
+	dscratch []netip.AddrPort
+	known    map[netip.AddrPort]*peerPath // the nodes the Core hears, by address
+	addrs    []netip.AddrPort             // known's keys, sorted
+	out      []netip.AddrPort             // peers that asked for unicast, sorted: every datagram goes to them too
+	beacon   []byte
+	fresh    bool
 
 	lastSrc netip.AddrPort // the last multicast source noted (noteMulticast)
 	lastAt  *peerPath
@@ -119,9 +120,17 @@ func (f *fallback) applyPeers(n *Node, now time.Time) {
 	f.scratch, f.version = n.core.PeerAddrs(f.scratch[:0])
 	f.applied = true
 	self := n.o.Transport.LocalAddr()
-	d := slices.DeleteFunc(f.scratch, func(a netip.AddrPort) bool { return a == self || !a.IsValid() })
+	d := f.dscratch[:0]
+	member := map[netip.AddrPort]bool{}
+	for _, p := range f.scratch {
+		if a := p.Addr; a.IsValid() && a != self {
+			d = append(d, a)
+			member[a] = member[a] || p.Member
+		}
+	}
 	slices.SortFunc(d, netip.AddrPort.Compare)
 	d = slices.Compact(d)
+	f.dscratch = d
 	for a, p := range f.known {
 		if _, in := slices.BinarySearchFunc(d, a, netip.AddrPort.Compare); !in {
 			if !p.outTill.IsZero() {
@@ -131,16 +140,12 @@ func (f *fallback) applyPeers(n *Node, now time.Time) {
 		}
 	}
 	for _, a := range d {
-		if f.known[a] == nil {
-			f.known[a] = &peerPath{mcastAt: now}
+		p := f.known[a]
+		if p == nil {
+			p = &peerPath{mcastAt: now}
+			f.known[a] = p
 		}
-		f.known[a].member = false
-	}
-	f.members = n.core.MemberAddrs(f.members[:0])
-	for _, a := range f.members {
-		if p := f.known[a]; p != nil {
-			p.member = true
-		}
+		p.member = member[a]
 	}
 	f.addrs = append(f.addrs[:0], d...)
 	f.lastSrc, f.lastAt = netip.AddrPort{}, nil

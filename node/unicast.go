@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/membership"
 )
 
 // UnicastTransport is what the loop needs of a transport that sends one
@@ -37,13 +38,15 @@ type unicast struct {
 	self     netip.AddrPort
 	version  uint64 // of the Core's peer set, as last applied
 	applied  bool
-	scratch  []netip.AddrPort
-	dests    []netip.AddrPort // sorted, without self
-	listed   []netip.AddrPort // the peers list, resolved, without self
-	learned  []netip.AddrPort // heard once, oldest first, at most maxLearned
-	beacon   []byte           // a copy of the latest beacon
-	fresh    bool             // beacon has not been probed with yet
-	every    time.Duration    // the probe interval
+	scratch  []membership.PeerAddr
+	dscratch []netip.AddrPort
+	dests    []netip.AddrPort          // sorted, without self
+	listed   []netip.AddrPort          // the peers list, resolved, without self
+	learned  map[uint64]netip.AddrPort // the address each node was last heard at, at most maxLearned
+	order    []uint64                  // learned's IDs, the one heard longest ago first
+	beacon   []byte                    // a copy of the latest beacon
+	fresh    bool                      // beacon has not been probed with yet
+	every    time.Duration             // the probe interval
 	probeAt  time.Time
 	outside  []netip.AddrPort // scratch: the probe's targets
 	only     bool             // peers_only: drop datagrams from others
@@ -73,7 +76,7 @@ func probeInterval(heartbeat time.Duration) time.Duration { return 5 * heartbeat
 // peers list's addresses take effect at once; its names are looked up by
 // a goroutine of their own (startResolver).
 func newUnicast(t UnicastTransport, self netip.AddrPort, cfg config.Config) *unicast {
-	u := &unicast{t: t, self: self, every: probeInterval(cfg.Heartbeat.D()), only: cfg.PeersOnly,
+	u := &unicast{t: t, self: self, every: probeInterval(cfg.Heartbeat.D()), only: cfg.PeersOnly, learned: map[uint64]netip.AddrPort{},
 		resolved: make(chan resolution, 1), again: make(chan struct{}, 1)}
 	_, port, _ := net.SplitHostPort(cfg.Addr)
 	defPort, _ := strconv.ParseUint(port, 10, 16)
@@ -193,34 +196,50 @@ func (u *unicast) turn(c *Core, rd *Ready, now time.Time, warn func(key, msg str
 	}
 }
 
-// applyPeers makes the Core's peer set the destinations, and remembers
-// every address in it.
+// applyPeers makes the Core's peer set the destinations: the nodes it
+// heard, at the addresses it heard them from, and the members of its view
+// it has not heard (yet, or since it forgot them in a partition) at the
+// address this node last heard them at. Without the latter, a view that
+// merges two sides would have members that send nothing to each other
+// until a probe round, and suspect each other first.
 func (u *unicast) applyPeers(c *Core) {
 	u.scratch, u.version = c.PeerAddrs(u.scratch[:0])
 	u.applied = true
-	d := slices.DeleteFunc(u.scratch, func(a netip.AddrPort) bool { return a == u.self || !a.IsValid() })
+	d := u.dscratch[:0]
+	for _, p := range u.scratch {
+		a := p.Addr
+		switch {
+		case a.IsValid():
+			u.learn(p.ID, a)
+		case p.Member:
+			a = u.learned[p.ID]
+		}
+		if a.IsValid() && a != u.self {
+			d = append(d, a)
+		}
+	}
 	slices.SortFunc(d, netip.AddrPort.Compare)
 	d = slices.Compact(d)
+	u.dscratch = d
 	if slices.Equal(d, u.dests) {
 		return
 	}
 	u.dests = append(u.dests[:0], d...)
 	u.t.SetDestinations(u.dests)
-	for _, a := range u.dests {
-		u.learn(a)
-	}
 	u.allow()
 }
 
-// learn remembers a, as the newest, dropping the oldest past maxLearned.
-func (u *unicast) learn(a netip.AddrPort) {
-	if i := slices.Index(u.learned, a); i >= 0 {
-		u.learned = slices.Delete(u.learned, i, i+1)
+// learn remembers that node id was heard at a, as the newest, forgetting
+// the one heard longest ago past maxLearned.
+func (u *unicast) learn(id uint64, a netip.AddrPort) {
+	if _, ok := u.learned[id]; ok {
+		u.order = slices.DeleteFunc(u.order, func(x uint64) bool { return x == id })
+	} else if len(u.order) == maxLearned {
+		delete(u.learned, u.order[0])
+		u.order = slices.Delete(u.order, 0, 1)
 	}
-	if len(u.learned) == maxLearned {
-		u.learned = slices.Delete(u.learned, 0, 1)
-	}
-	u.learned = append(u.learned, a)
+	u.learned[id] = a
+	u.order = append(u.order, id)
 }
 
 // probe sends the latest beacon to every listed or learned node outside
@@ -239,10 +258,11 @@ func (u *unicast) probe(now time.Time) {
 			unheardName = unheardName || len(u.names) > 0
 		}
 	}
-	for _, a := range u.learned {
+	for _, id := range u.order {
+		a := u.learned[id]
 		_, in := slices.BinarySearchFunc(u.dests, a, netip.AddrPort.Compare)
 		_, listed := slices.BinarySearchFunc(u.listed, a, netip.AddrPort.Compare)
-		if !in && !listed && a != u.self {
+		if !in && !listed && a != u.self && !slices.Contains(u.outside, a) {
 			u.outside = append(u.outside, a)
 		}
 	}
