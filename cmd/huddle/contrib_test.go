@@ -4,9 +4,11 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,5 +78,65 @@ func TestContribConfig(t *testing.T) {
 	}
 	if _, warnings, err := config.Load(nil, nil, env); err != nil || len(warnings) > 0 {
 		t.Fatalf("contrib/huddle.env: %v %v", err, warnings)
+	}
+}
+
+// TestContribCompose: each service of the Compose example has settings
+// that load and validate as huddle run reads them (its environment, then
+// its command's flags), on the unicast transport with the services as
+// peers; and the image its Dockerfile builds is this module's command.
+// Docker itself is not run here (docs/configuration.md, "Containers",
+// says what was tried).
+func TestContribCompose(t *testing.T) {
+	raw, err := os.ReadFile("../../contrib/compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	services := map[string][]string{}
+	var service string
+	for _, line := range strings.Split(string(raw), "\n") {
+		switch trimmed := strings.TrimSpace(line); {
+		case strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ") && strings.HasSuffix(trimmed, ":"):
+			service = strings.TrimSuffix(trimmed, ":")
+		case strings.HasPrefix(trimmed, "HUDDLE_"):
+			k, v, _ := strings.Cut(trimmed, ":")
+			services[service] = append(services[service], k+"="+strings.Trim(strings.TrimSpace(v), `"`))
+		}
+	}
+	if len(services) != 3 {
+		t.Fatalf("contrib/compose.yaml: %d services with HUDDLE_ settings, want 3: %v", len(services), services)
+	}
+	ids := map[uint64]bool{}
+	for name, env := range services {
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		flags := config.AddFlags(fs)
+		if err := fs.Parse([]string{"--send-rate", "10", "--send-order", "total"}); err != nil {
+			t.Fatal(err)
+		}
+		cfg, warnings, err := config.Load(fs, flags, env)
+		if err != nil || len(warnings) > 0 {
+			t.Fatalf("service %s: %v %v", name, err, warnings)
+		}
+		if cfg.Transport != "unicast" || !slices.Contains(cfg.Peers, name+":7468") {
+			t.Errorf("service %s: transport %q, peers %v: want unicast, with the service itself among the peers", name, cfg.Transport, cfg.Peers)
+		}
+		ids[cfg.ID] = true
+	}
+	if len(ids) != 3 {
+		t.Errorf("the services' IDs %v are not three different ones", ids)
+	}
+	docker, err := os.ReadFile("../../contrib/Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, goVersion, _ := strings.Cut(string(mod), "\ngo ")
+	goVersion, _, _ = strings.Cut(goVersion, "\n")
+	minor := strings.Join(strings.SplitN(goVersion, ".", 3)[:2], ".")
+	if !strings.Contains(string(docker), "FROM golang:"+minor+" ") || !strings.Contains(string(docker), "./cmd/huddle") {
+		t.Errorf("contrib/Dockerfile must build ./cmd/huddle with Go %s (go.mod's %s)", minor, goVersion)
 	}
 }

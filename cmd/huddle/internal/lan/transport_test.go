@@ -1,6 +1,9 @@
 package lan_test
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -127,4 +130,74 @@ func TestFallbackKeepsOneView(t *testing.T) {
 	}
 	r := g.check(true)
 	g.wantDeliveries(r)
+}
+
+// TestUnicastPeersByName runs a unicast group whose peers list names
+// hosts, as a container runtime's DNS or a headless service does: each
+// host resolves the names through a hosts file of its own (ip netns exec
+// mounts /etc/netns/NAME/hosts over /etc/hosts, as a container has its
+// own), and the group forms. A name that resolves nowhere is warned of
+// (node.warning peer_unresolved) and does not stop the others. Root mode
+// only: the hosts files live under /etc/netns.
+func TestUnicastPeersByName(t *testing.T) {
+	l := newLAN(t, keepLogs(t, lan.Options{Hosts: 3}))
+	if l.Mode() != "root" {
+		t.Skip("per-namespace hosts files need ip netns exec as root (/etc/netns); this LAN is " + l.Mode())
+	}
+	var hosts strings.Builder
+	for h := 1; h <= 3; h++ {
+		fmt.Fprintf(&hosts, "%s node%d\n", l.Host(h).Addr, h)
+	}
+	for h := 1; h <= 3; h++ {
+		dir := filepath.Join("/etc/netns", l.Host(h).Netns)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		if err := os.WriteFile(filepath.Join(dir, "hosts"), []byte("127.0.0.1 localhost\n"+hosts.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := buildHuddle(t)
+	var procs []*lan.Proc
+	for h := 1; h <= 3; h++ {
+		procs = append(procs, startNode(t, l, bin, h, "--transport", "unicast",
+			"--peers", "node1:7468,node2:7468,node3,nowhere.invalid:7468"))
+	}
+	waitUntil(t, "one view of the three, found by name", viewTimeout, func() bool {
+		for h := 1; h <= 3; h++ {
+			if !sawView(l, h, 3) {
+				return false
+			}
+		}
+		return true
+	}, procs...)
+	stopNodes(t, procs...)
+	evs, err := logs.ReadFile(nodeLog(l, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warned := false
+	for _, e := range evs {
+		if what, _ := e.Str(logs.WhatKey); e.Name == logs.NodeWarning && what == "peer_unresolved" {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Error("node 1 did not warn that nowhere.invalid does not resolve")
+	}
+}
+
+// sawView reports whether host's node installed a view of n members.
+func sawView(l *lan.LAN, host, n int) bool {
+	evs, _ := logs.ReadFile(nodeLog(l, host))
+	for _, e := range evs {
+		if e.Name != logs.ViewInstalled {
+			continue
+		}
+		if ms, ok := e.Uints(logs.MembersKey); ok && len(ms) == n {
+			return true
+		}
+	}
+	return false
 }
