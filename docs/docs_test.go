@@ -542,6 +542,7 @@ func TestREADMEIsAFrontDoor(t *testing.T) {
 		{"When multicast does not get through", "nft insert rule"},
 		{"When multicast does not get through", "Container overlays"},
 		{"When multicast does not get through", "Cloud networks"},
+		{"When multicast does not get through", "--transport unicast"},
 		{"Running a node", "journalctl -u huddle -o cat"},
 		{"Running a node", "huddle check node-*.json"},
 		{"Tests", "-short"},

@@ -2,10 +2,12 @@ package node
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/rs/zerolog"
 
@@ -45,7 +47,17 @@ type Status struct {
 	LockMessages int      `json:"lock_messages"`
 	Drop         *Drop    `json:"drop,omitempty"` // the built-in fault injection, when on
 	Keys         []string `json:"keys,omitempty"` // the group keys' fingerprints, the sealing one first; none: in the clear
-	Counters     Counters `json:"counters"`
+	// Transport is multicast or unicast (config transport).
+	Transport string `json:"transport"`
+	// Destinations, with the unicast transport, are the addresses every
+	// datagram goes to.
+	Destinations []string `json:"destinations,omitempty"`
+	// UnicastTo and UnicastFrom, with the multicast transport, are the
+	// per-peer fallback's peers: those this node sends to by unicast as
+	// well (they asked), and those it hears by unicast only (it asked).
+	UnicastTo   []string `json:"unicast_to,omitempty"`
+	UnicastFrom []string `json:"unicast_from,omitempty"`
+	Counters    Counters `json:"counters"`
 	// Histograms are the node's distributions of durations, for the
 	// metrics endpoint; not in the JSON.
 	Histograms *Histograms `json:"-"`
@@ -111,7 +123,27 @@ func (n *Node) status() Status {
 	for i, m := range v.Members {
 		s.Members[i] = Member{m.ID, m.Inc}
 	}
+	s.Transport = cmp.Or(c.Transport, "multicast")
+	if n.uni != nil {
+		s.Destinations = addrStrings(n.uni.dests)
+	}
+	if n.fb != nil {
+		s.UnicastTo = addrStrings(n.fb.out)
+		for _, a := range n.fb.addrs {
+			if n.fb.known[a].deaf {
+				s.UnicastFrom = append(s.UnicastFrom, a.String())
+			}
+		}
+	}
 	return s
+}
+
+func addrStrings(as []netip.AddrPort) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.String()
+	}
+	return out
 }
 
 // A Counter is one named counter. Value is a uint64, int, int64 or

@@ -358,6 +358,14 @@ func printStatus(w io.Writer, st huddle.Status, path string) {
 	default:
 		fmt.Fprintf(w, "lock: %s\n", st.Lock)
 	}
+	switch {
+	case st.Transport == "unicast":
+		fmt.Fprintf(w, "transport unicast, to %d address%s: %s\n", len(st.Destinations), map[bool]string{true: "es"}[len(st.Destinations) != 1],
+			cmp.Or(strings.Join(st.Destinations, " "), "none yet"))
+	case len(st.UnicastTo)+len(st.UnicastFrom) > 0:
+		fmt.Fprintf(w, "transport multicast, with unicast too to: %s; heard by unicast only: %s\n",
+			cmp.Or(strings.Join(st.UnicastTo, " "), "none"), cmp.Or(strings.Join(st.UnicastFrom, " "), "none"))
+	}
 	peers := make([]string, len(st.Peers))
 	for i, p := range st.Peers {
 		peers[i] = fmt.Sprint(p)
