@@ -34,7 +34,12 @@ func (s *simCore) TakeOutbox() [][]byte {
 }
 
 // coreOf returns the Core of a simulated node.
-func coreOf(m sim.Machine) *Core { return m.(*simCore).Core }
+func coreOf(m sim.Machine) *Core {
+	if u, ok := m.(*simUnicast); ok {
+		return u.Core
+	}
+	return m.(*simCore).Core
+}
 
 // drain takes a Core's Ready outside the simulator, as the node's loop
 // does, keeping its events for the test and dropping its datagrams.

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/netmodel"
@@ -20,6 +22,26 @@ func (w *World) multicast(from *node, data []byte) {
 			w.stats.Copies++
 			w.carry(from, to, data)
 		}
+	}
+}
+
+// unicast sends one datagram to the live nodes at the addresses to, as
+// one datagram per destination: each is counted as sent, each copy meets
+// its own fate (a sender's loss takes each alone).
+func (w *World) unicast(from *node, data []byte, to []netip.AddrPort) {
+	data = w.keep(data)
+	for _, n := range w.order {
+		if n == from || !n.alive || !slices.Contains(to, n.addr) {
+			continue
+		}
+		w.stats.Sent++
+		w.stats.Copies++
+		if w.model.SenderLost(w.rng) {
+			w.stats.Dropped.SenderLoss++
+			w.log(traceEntry{kind: trDrop, cause: netmodel.CauseSenderLoss, node: from.id, n: 1})
+			continue
+		}
+		w.carry(from, n, data)
 	}
 }
 

@@ -23,3 +23,19 @@ type Machine interface {
 	// call into the machine: the simulator copies what it keeps.
 	TakeOutbox() [][]byte
 }
+
+// Addressed is a datagram for some nodes only, named by their addresses
+// (netmodel.Addr).
+type Addressed struct {
+	Data []byte
+	To   []netip.AddrPort
+}
+
+// Unicaster is a Machine whose datagrams go to chosen nodes, as a unicast
+// transport sends them: after TakeOutbox the world calls TakeUnicast and
+// sends each datagram to the live nodes at its addresses only, each copy
+// meeting its own fate as a multicast's copies do. The datagrams and the
+// addresses need stay valid only until the next call into the machine.
+type Unicaster interface {
+	TakeUnicast() []Addressed
+}

@@ -141,6 +141,14 @@ func (w *World) after(n *node) {
 			w.multicast(n, d)
 		}
 	}
+	if u, ok := n.machine.(Unicaster); ok {
+		if out := u.TakeUnicast(); len(out) > 0 {
+			w.log(traceEntry{kind: trSend, node: n.id, n: len(out)})
+			for _, d := range out {
+				w.unicast(n, d.Data, d.To)
+			}
+		}
+	}
 	w.arm(n)
 }
 

@@ -1,0 +1,158 @@
+package node
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/huddle-lan/huddle/config"
+	"github.com/huddle-lan/huddle/internal/netmodel"
+	"github.com/huddle-lan/huddle/internal/sim"
+	"github.com/huddle-lan/huddle/internal/testutil"
+	"github.com/huddle-lan/huddle/membership"
+	"github.com/huddle-lan/huddle/multicast"
+)
+
+// simUnicast is a Core with the loop's unicast part (node/unicast.go) as
+// the simulator drives it: every datagram of a turn goes to the
+// destinations the unicast part keeps, and its probes to the nodes
+// outside them (sim.Unicaster); nothing is multicast.
+type simUnicast struct {
+	*Core
+	u    *unicast
+	w    *sim.World
+	dsts []netip.AddrPort
+	out  []sim.Addressed
+}
+
+var _ sim.Unicaster = (*simUnicast)(nil)
+
+// SetDestinations implements UnicastTransport.
+func (s *simUnicast) SetDestinations(d []netip.AddrPort) { s.dsts = slices.Clone(d) }
+
+// WriteTo implements UnicastTransport: the probes.
+func (s *simUnicast) WriteTo(datagrams [][]byte, dests []netip.AddrPort) error {
+	for _, d := range datagrams {
+		s.out = append(s.out, sim.Addressed{Data: d, To: slices.Clone(dests)})
+	}
+	return nil
+}
+
+// TakeOutbox implements sim.Machine: the Core's Ready goes through the
+// unicast part, as in the loop's afterTurn.
+func (s *simUnicast) TakeOutbox() [][]byte {
+	rd := s.Core.Ready()
+	s.keep(rd.Events)
+	s.u.turn(s.Core, &rd, s.w.Now(), func(string, string) {})
+	for _, d := range append(rd.Repair, rd.Data...) {
+		s.out = append(s.out, sim.Addressed{Data: d, To: s.dsts})
+	}
+	return nil
+}
+
+// TakeUnicast implements sim.Unicaster.
+func (s *simUnicast) TakeUnicast() []sim.Addressed {
+	out := s.out
+	s.out = s.out[:0]
+	return out
+}
+
+// NextDeadline is the Core's, or the next probe round's when earlier.
+func (s *simUnicast) NextDeadline() time.Time {
+	d := s.Core.NextDeadline()
+	if p := s.u.probeAt; !p.IsZero() && (d.IsZero() || p.Before(d)) {
+		return p
+	}
+	return d
+}
+
+// addUnicast adds nodes on the unicast transport, each listing every
+// node of all (its own address included, which it skips).
+func addUnicast(w *sim.World, all []uint64, ids ...uint64) {
+	cfg := config.Local()
+	cfg.Heartbeat = config.Duration(testHeartbeat)
+	for _, id := range all {
+		cfg.Peers = append(cfg.Peers, netmodel.Addr(id).String())
+	}
+	for _, id := range ids {
+		w.Add(id, func(id, inc uint64, seed int64, addr netip.AddrPort) sim.Machine {
+			o := CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 256}}}
+			s := &simUnicast{Core: NewCore(o, w.Now()), w: w}
+			s.u = newUnicast(s, addr, cfg)
+			return s
+		})
+	}
+}
+
+// TestUnicastUnderFaults runs the Core with the unicast transport's loop
+// part in the simulator, where a datagram reaches only the addresses it
+// is sent to, at 5 % loss: the group forms from the peer list alone,
+// splits at a partition and merges after the heal, takes a crashed node
+// back after its restart, and every message of every order sent in the
+// final view reaches every member, with the virtual synchrony checks after
+// every step.
+func TestUnicastUnderFaults(t *testing.T) {
+	testutil.ForSeeds(t, 8, func(t *testing.T, seed int64) {
+		const n, perSender = 4, 40
+		w := sim.New(sim.Options{Seed: seed, Loss: 0.05, Jitter: 100 * time.Microsecond})
+		l := newVSLedger()
+		w.Check("view synchrony", l.check)
+		all := ids(n)
+		addUnicast(w, all, all...)
+		settleViews(t, w, 5*time.Second, all)
+		send := func(k int) []msgKey {
+			var keys []msgKey
+			for step := 0; step < k; step++ {
+				for _, id := range all {
+					w.Do(id, func(m sim.Machine) {
+						c := coreOf(m)
+						p := binary.BigEndian.AppendUint64(nil, uint64(step))
+						if key, err := l.multicast(c, id, c.inc, p, orders[(step+int(id))%len(orders)]); err == nil {
+							keys = append(keys, key)
+						}
+					})
+				}
+				if err := w.RunFor(3 * time.Millisecond); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return keys
+		}
+		send(perSender / 2)
+
+		w.Partition([]uint64{1, 2}, []uint64{3, 4})
+		settleViews(t, w, 5*time.Second, []uint64{1, 2})
+		settleViews(t, w, 5*time.Second, []uint64{3, 4})
+		send(5)
+		w.Partition()
+		if took := settleViews(t, w, 5*time.Second, all); took > time.Second {
+			t.Errorf("the merge took %v after the heal, want at most 1s", took)
+		}
+
+		w.Crash(3)
+		settleViews(t, w, 5*time.Second, []uint64{1, 2, 4})
+		w.Restart(3)
+		settleViews(t, w, 5*time.Second, all)
+
+		keys := send(perSender)
+		if err := w.RunFor(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := agreed(w, all); err != nil {
+			t.Fatalf("%v\n%s", err, w.Trace())
+		}
+		for _, id := range all {
+			lf := l.life(id, core(w, id).inc)
+			for _, k := range keys {
+				if !lf.seen[k] {
+					t.Fatalf("node %d never delivered %v", id, k)
+				}
+			}
+			if d := len(w.Machine(id).(*simUnicast).dsts); d != n-1 {
+				t.Errorf("node %d sends to %d destinations, want %d", id, d, n-1)
+			}
+		}
+	})
+}
