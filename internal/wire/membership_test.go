@@ -53,6 +53,8 @@ func normalizeMembership(e *Envelope, out *Envelope) {
 	case KindChunk:
 		out.Chunk = e.Chunk
 		out.Chunk.Bytes = bs(e.Chunk.Bytes)
+	case KindPath:
+		out.Path = e.Path
 	}
 }
 
@@ -86,7 +88,9 @@ func edgeSamples() []*Envelope {
 	c1.Chunk = Chunk{Message: max, Index: MaxChunks - 1, Count: MaxChunks, Bytes: make([]byte, 70000)}
 	rp := mk(KindRepair)
 	rp.Repair = Repair{Source: max, SourceInc: max, View: ViewID{max, max}, Data: Data{Seq: MaxSeq - 1}}
-	return []*Envelope{j0, j1, l, f0, f1, ok0, ok1, v0, v1, r0, c1, rp}
+	p0, p1 := mk(KindPath), mk(KindPath)
+	p1.Path.Unicast = true
+	return []*Envelope{j0, j1, l, f0, f1, ok0, ok1, v0, v1, r0, c1, rp, p0, p1}
 }
 
 func TestMembershipEdges(t *testing.T) {
@@ -302,6 +306,9 @@ func TestMembershipShapes(t *testing.T) {
 		"bytes for a member":     raw(KindLeave, 3, func(e *Encoder) { e.bytes([]byte{4}); e.uints(77, 0) }),
 		"int for refuse bytes":   raw(KindRefuse, 5, func(e *Encoder) { e.uints(6, 12, 5); e.bytes(nil); e.bytes(nil) }),
 		"refuse bytes beyond":    raw(KindRefuse, 5, func(e *Encoder) { e.uints(6, 12); e.bytes(nil); e.bytes(nil); e.enc.EncodeBytesLen(100) }),
+		"path unicast 2":         raw(KindPath, 1, func(e *Encoder) { e.uints(2) }),
+		"path unicast bytes":     raw(KindPath, 1, func(e *Encoder) { e.bytes([]byte{1}) }),
+		"path without its field": raw(KindPath, 0, func(e *Encoder) {}),
 	}
 	for name, b := range bad {
 		if err := NewDecoder().Decode(b, NewEnvelope(1400)); !errors.Is(err, ErrMalformed) {
