@@ -32,6 +32,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.Nodes, "nodes", lab.DefaultNodes, fmt.Sprintf("`number` of nodes, %d to %d", lab.MinNodes, lab.MaxNodes))
 	fs.Float64Var(&o.Loss, "loss", lab.DefaultLoss, fmt.Sprintf("`probability` that a node's host drops a datagram it receives, 0 to %v", lab.MaxLoss))
 	fs.DurationVar(&o.Duration, "duration", lab.DefaultDuration, fmt.Sprintf("`time` from the start of the nodes to their stop, %v to %v", lab.MinDuration, lab.MaxDuration))
+	fs.StringVar(&o.Transport, "transport", "multicast", "`transport` of the nodes: multicast, or unicast (one datagram per member, as where a network carries no multicast; needs the virtual LAN)")
 	fs.BoolVar(&o.InProcess, "in-process", false, "run the nodes in this process over a simulated network, even where a virtual LAN can be built")
 	fs.Int64Var(&o.Seed, "seed", 0, "`seed` of the simulated network's loss when the nodes run in this process; 0 draws one (the console prints it)")
 	fs.StringVar(&o.LogDir, "log-dir", "", "`directory` for the nodes' logs; default: a new temporary directory")

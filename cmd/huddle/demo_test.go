@@ -5,8 +5,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -105,6 +107,34 @@ func TestDemoOnAVirtualLAN(t *testing.T) {
 		t.Errorf("exit code %d, want 0", code)
 	}
 	wantLines(t, out, append(demoPassed, "network namespaces on a bridge", "killed (SIGKILL)")...)
+}
+
+// TestDemoUnicast runs the demo on the unicast transport, on a virtual
+// LAN (the lab gives each node the others as its peers): it passes as
+// over multicast, and every node sent by unicast to the two others. In
+// this process, where the nodes share a simulated multicast network, the
+// unicast transport is refused.
+func TestDemoUnicast(t *testing.T) {
+	testutil.NeedLAN(t, lan.Available())
+	bin := buildHuddle(t)
+	dir := t.TempDir()
+	code, out := runDemo(t, bin, nil, "--nodes", "3", "--duration", "6s", "--loss", "0.03", "--transport", "unicast", "--log-dir", dir)
+	if code != exitOK {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	wantLines(t, out, append(demoPassed, "network namespaces on a bridge", "killed (SIGKILL)")...)
+	for id := 1; id <= 3; id++ {
+		raw, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("node%d.json", id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(raw), `"unicast_dests":2`) {
+			t.Errorf("node %d never logged node.stats with unicast_dests 2", id)
+		}
+	}
+	if code, out := runDemo(t, bin, nil, "--in-process", "--transport", "unicast"); code != exitUsage || !strings.Contains(out, "needs a virtual LAN") {
+		t.Errorf("--in-process --transport unicast: exit %d, want %d and why:\n%s", code, exitUsage, out)
+	}
 }
 
 // TestDemoFallsBackInProcess runs the demo where no virtual LAN can be

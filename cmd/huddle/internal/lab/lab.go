@@ -70,6 +70,10 @@ type Options struct {
 	// terminal): time, view, deliveries/s, repairs, elections, lock
 	// entries, faults applied.
 	Live bool
+	// Transport is the nodes' transport: "" or "multicast" (the
+	// default), or "unicast", which needs a virtual LAN (the lab gives
+	// each node the others as its peers).
+	Transport string
 }
 
 // Validate checks the options, naming the flag at fault.
@@ -87,6 +91,10 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--duration %v: want %v to %v", o.Duration, MinDuration, maxDuration)
 	case o.Rate < 0 || o.Rate > 2000:
 		return fmt.Errorf("rate %d: want 0 to 2000 messages per second", o.Rate)
+	case o.Transport != "" && o.Transport != "multicast" && o.Transport != "unicast":
+		return fmt.Errorf("--transport %q: want multicast or unicast", o.Transport)
+	case o.Transport == "unicast" && o.InProcess:
+		return errors.New("--transport unicast needs a virtual LAN: in this process (--in-process) the nodes share a simulated multicast network")
 	}
 	if o.Plan != nil {
 		n := cmp.Or(o.Nodes, DefaultNodes)
@@ -282,6 +290,11 @@ func (d *demo) setup() error {
 		}
 		d.why = "no virtual LAN here: " + strings.TrimPrefix(oneLine(err), lan.ErrUnavailable.Error()+": ")
 	}
+	for id := uint64(1); id <= uint64(d.o.Nodes); id++ {
+		if c, err := NodeConfig(d.flags(id)); err == nil && c.Transport == "unicast" {
+			return fmt.Errorf("the unicast transport needs a virtual LAN, and the nodes would run in this process (%s), over a simulated multicast network", d.why)
+		}
+	}
 	if d.o.Plan != nil {
 		// The schedule was checked for a LAN: what a LAN alone can do is
 		// refused now, before anything runs.
@@ -321,6 +334,9 @@ func (d *demo) flags(id uint64) []string {
 	f := []string{"--profile", "local", "--trace-deliveries", "--stats-interval", "1s",
 		// A safety net: the nodes stop by themselves should the run vanish.
 		"--duration", (d.o.Duration + 30*time.Second).String()}
+	if d.o.Transport != "" {
+		f = append(f, "--transport", d.o.Transport)
+	}
 	if p := d.o.Plan; p != nil {
 		return append(append(f, p.Args...), p.NodeArgs[id]...)
 	}
