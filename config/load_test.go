@@ -604,3 +604,19 @@ func TestDurationText(t *testing.T) {
 		t.Errorf("0: %v, %v", d, err)
 	}
 }
+
+// TestLoadPeersList: peers is a list of strings in a file, or one string
+// of commas; a list with a number in it is refused, naming the key.
+func TestLoadPeersList(t *testing.T) {
+	got, err := load(t, []string{"--config", writeFile(t, "transport = \"unicast\"\npeers = [\"10.0.0.2:7468\", \"node3\"]\n")}, nil)
+	if err != nil || !reflect.DeepEqual(got.Peers, AddrList{"10.0.0.2:7468", "node3"}) {
+		t.Fatalf("peers %v, %v", got.Peers, err)
+	}
+	got, err = load(t, []string{"--config", writeFile(t, "transport = \"unicast\"\npeers = \"a:1, b:2\"\n")}, nil)
+	if err != nil || !reflect.DeepEqual(got.Peers, AddrList{"a:1", "b:2"}) {
+		t.Fatalf("peers %v, %v", got.Peers, err)
+	}
+	if _, err := load(t, []string{"--config", writeFile(t, "transport = \"unicast\"\npeers = [\"a\", 7]\n")}, nil); err == nil || !strings.Contains(err.Error(), "peers") {
+		t.Fatalf("a number in peers: %v", err)
+	}
+}
