@@ -48,7 +48,7 @@ type Status struct {
 	Drop         *Drop    `json:"drop,omitempty"` // the built-in fault injection, when on
 	Keys         []string `json:"keys,omitempty"` // the group keys' fingerprints, the sealing one first; none: in the clear
 	// Transport is multicast or unicast (config transport).
-	Transport string `json:"transport"`
+	Transport string `json:"transport,omitempty"`
 	// Destinations, with the unicast transport, are the addresses every
 	// datagram goes to.
 	Destinations []string `json:"destinations,omitempty"`
