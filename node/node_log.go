@@ -219,7 +219,7 @@ func (n *Node) logStarted() {
 	c := n.o.Config
 	n.log.Info().Str(logs.EventKey, logs.NodeStarted).
 		Uint64(logs.IncarnationKey, n.o.Inc).Str(logs.GroupKey, c.Group).Str(logs.AddrKey, c.Addr).Str(logs.IfaceKey, c.Iface).
-		Str(logs.SrcKey, n.o.Transport.LocalAddr().String()).Str(logs.ProfileKey, c.Profile).
+		Str(logs.SrcKey, n.o.Transport.LocalAddr().String()).Str(logs.TransportKey, cmp.Or(c.Transport, "multicast")).Str(logs.ProfileKey, c.Profile).
 		Int64(logs.HeartbeatMsKey, c.Heartbeat.D().Milliseconds()).Int64(logs.SuspectMsKey, c.SuspectTimeout.D().Milliseconds()).
 		Int(logs.DatagramSizeKey, c.DatagramSize).Int(logs.TTLKey, c.TTL).Bool(logs.LoopbackKey, c.Loopback).
 		Str(logs.ControlSocketKey, c.ControlSocket).Str(logs.MetricsKey, cmp.Or(c.Metrics.Addr, "off")).

@@ -30,6 +30,7 @@ const (
 	AddrKey          = "addr" // also node.warning, peer.seen, peer.conflict, member.refused
 	IfaceKey         = "iface"
 	SrcKey           = "src"
+	TransportKey     = "transport" // multicast or unicast
 	ProfileKey       = "profile"
 	HeartbeatMsKey   = "heartbeat_ms"
 	SuspectMsKey     = "suspect_ms"
