@@ -41,6 +41,7 @@ type fallback struct {
 
 	lastSrc netip.AddrPort // the last multicast source noted (noteMulticast)
 	lastAt  *peerPath
+	due     bool // the loop drained every socket before this turn: a probe round may judge the paths
 
 	probes, requests, copies, changes uint64
 }
@@ -52,8 +53,19 @@ type peerPath struct {
 	mcastAt time.Time // its last multicast datagram
 	uniAt   time.Time // its last unicast datagram
 	deaf    bool      // this node hears it only by unicast, and asked it to send so
+	rounds  int       // probe rounds in a row that heard it by unicast and not by multicast
 	outTill time.Time // it asked this node to send to it by unicast, until then; zero: it did not
 }
+
+// deafRounds is how many probe rounds in a row must hear a member by
+// unicast and not by multicast before the node asks it for unicast: one
+// round can be fooled by a loop that ran late and took the unicast socket's
+// batch before the group's (the rounds run only after the loop drained
+// every socket, and this asks for the silence twice). Three heartbeats of
+// silence and two rounds: five heartbeats (250 ms on the lan profile,
+// 100 ms on the local), which leaves the peer time to answer within the
+// suspect timeout.
+const deafRounds = 2
 
 // pathTransport is what the fallback needs of OpenPath's sockets.
 type pathTransport interface {
@@ -108,9 +120,10 @@ func (f *fallback) turn(n *Node, rd *Ready, now time.Time) {
 		f.beacon = append(f.beacon[:0], rd.Beacon...)
 		f.fresh = true
 	}
-	if !now.Before(f.probeAt) {
+	if f.due && !now.Before(f.probeAt) {
 		f.probe(n, now)
 	}
+	f.due = false
 }
 
 // applyPeers follows the Core's peer set: new peers count as heard by
@@ -203,8 +216,13 @@ func (f *fallback) probe(n *Node, now time.Time) {
 		// a session message every heartbeat, where a joiner may be quiet.
 		mcastGone := p.member && now.Sub(p.mcastAt) >= f.stale
 		uniHeard := now.Sub(p.uniAt) < 2*f.every+f.stale
+		if mcastGone && uniHeard {
+			p.rounds++
+		} else {
+			p.rounds = 0
+		}
 		switch {
-		case mcastGone && uniHeard:
+		case p.rounds >= deafRounds:
 			if !p.deaf {
 				p.deaf = true
 				f.logPath(n, a, p, "in", "unicast", "its multicast does not reach this node; its unicast does")

@@ -385,6 +385,13 @@ func (n *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 			if data != ctl {
 				n.drain(data)
 			}
+			if n.fb != nil {
+				// The fallback's probe round judges whose multicast
+				// arrives: everything read must be taken first.
+				n.drain(n.path)
+				n.drain(n.pnotes)
+				n.fb.due = true
+			}
 			n.core.Tick(time.Now())
 		case <-stats:
 			n.logStats("periodic")
