@@ -24,7 +24,7 @@
 // 2-core machine, LAN takes about 4 minutes, Membership about 2 (plus
 // Membership/nofalse's BENCH_NOFALSE_DURATION, 60 s by default, per run),
 // Order about 3, Election and Lock about 70 s each, State about 2 (50 s
-// with -benchtime 1x), Unicast about 1½ (40 s with -benchtime 1x);
+// with -benchtime 1x), Unicast about 2¾ (1 with -benchtime 1x);
 // docs/benchmarks.md has
 // the figures and how they are made. Each benchmark prints one table with
 // every figure, its target, PASS/FAIL and the raw numbers behind it; the
