@@ -48,7 +48,7 @@ bench:
 run *args:
     go run ./cmd/huddle run --log-format console {{args}}
 
-# the virtual-LAN benchmarks, as root: reliable multicast against raw UDP, membership, total order, elections, the lock, state transfer
+# the virtual-LAN benchmarks, as root: reliable multicast against raw UDP, membership, total order, elections, the lock, state transfer, the unicast transport
 lab-bench count="3":
     go test -run '^$' -bench LAN -benchtime {{count}}x ./cmd/huddle/internal/bench
     go test -run '^$' -bench Membership -benchtime {{count}}x ./cmd/huddle/internal/bench
@@ -56,6 +56,7 @@ lab-bench count="3":
     go test -run '^$' -bench Election -benchtime {{count}}x ./cmd/huddle/internal/bench
     go test -run '^$' -bench Lock -benchtime {{count}}x ./cmd/huddle/internal/bench
     go test -run '^$' -bench State -benchtime {{count}}x ./cmd/huddle/internal/bench
+    go test -run '^$' -bench Unicast -benchtime {{count}}x ./cmd/huddle/internal/bench
 
 # the demo: a group on a private virtual LAN, with loss, a crash and a rejoin
 demo *args:

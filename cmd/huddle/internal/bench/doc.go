@@ -1,7 +1,7 @@
 // Package bench benchmarks huddle on virtual LANs of network namespaces
 // (internal/lab): its reliable multicast against raw UDP multicast, its
 // membership, ordered delivery, elections, lock and state transfer. It has
-// no code of its own outside its tests. There are six benchmarks:
+// no code of its own outside its tests. There are seven benchmarks:
 //
 //	BenchmarkLAN         reliable multicast against a raw UDP blaster (the scenarios below)
 //	BenchmarkMembership  crash, coordinator crash, hang, join, leave, merge, no false suspicions
@@ -9,6 +9,7 @@
 //	BenchmarkElection    ring and bully: failover after the leader's SIGKILL, messages per election
 //	BenchmarkLock        Ricart–Agrawala under contention, at loss, messages per entry
 //	BenchmarkState       state transfer: 1, 16, 100 MiB to a restarted node against the raw ceiling, the group's load meanwhile, merge
+//	BenchmarkUnicast     the unicast transport: FIFO at 3 and 8 members against a raw unicast fan-out, NACKs and repairs at 5 % loss, crash and join beside multicast
 //
 // Run one of them with
 //
@@ -23,7 +24,8 @@
 // 2-core machine, LAN takes about 4 minutes, Membership about 2 (plus
 // Membership/nofalse's BENCH_NOFALSE_DURATION, 60 s by default, per run),
 // Order about 3, Election and Lock about 70 s each, State about 2 (50 s
-// with -benchtime 1x); docs/benchmarks.md has
+// with -benchtime 1x), Unicast about 2¾ (1 with -benchtime 1x);
+// docs/benchmarks.md has
 // the figures and how they are made. Each benchmark prints one table with
 // every figure, its target, PASS/FAIL and the raw numbers behind it; the
 // main ratios are also reported as benchmark metrics.
@@ -43,8 +45,10 @@
 // figures read off the nodes' JSON logs (internal/logs), /proc and their
 // control sockets. The lock's safety is logcheck.CheckMutex's. The raw
 // baselines are the test binary re-executed in the hosts
-// (HUDDLE_BENCH_HELPER=1): the multicast blaster and sinks, and the token
-// ring.
+// (HUDDLE_BENCH_HELPER=1): the multicast blaster and sinks (or, for
+// BenchmarkUnicast, the blaster sending each datagram to a list of unicast
+// addresses and sinks bound to their host's address, through
+// multicast.OpenUnicast), and the token ring.
 //
 // Environment:
 //

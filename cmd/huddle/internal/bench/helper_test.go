@@ -1,7 +1,9 @@
 package bench
 
 // The test binary doubles as the raw UDP multicast blaster and its sinks
-// inside the lab's hosts, and as a node of the raw token ring: run with
+// inside the lab's hosts (or their unicast fan-out twins: the blaster
+// sending each datagram to a list of unicast addresses, the sinks bound
+// to one), and as a node of the raw token ring: run with
 // HUDDLE_BENCH_HELPER=1 it blasts, counts or passes the token on instead
 // of benchmarking (see TestMain).
 
@@ -10,9 +12,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -27,7 +31,8 @@ const helperEnv = "HUDDLE_BENCH_HELPER"
 
 // blastResult is what the blaster prints (one JSON line) when it is done.
 type blastResult struct {
-	Sent    int64   `json:"sent"`
+	Sent    int64   `json:"sent"`            // datagrams, each sent to every destination
+	Dests   int     `json:"dests,omitempty"` // unicast destinations; 0: the multicast group
 	Errors  int64   `json:"errors"`
 	Seconds float64 `json:"seconds"`
 	CPU     float64 `json:"cpu"` // user+system CPU seconds
@@ -49,9 +54,9 @@ func helperMain(args []string) error {
 		return errors.New("no mode")
 	}
 	switch args[0] {
-	case "blast": // blast GROUP:PORT IFACE SIZE DURATION BATCH RATE
+	case "blast": // blast GROUP:PORT|ADDR:PORT,... IFACE SIZE DURATION BATCH RATE
 		if len(args) != 7 {
-			return errors.New("usage: blast group:port iface size duration batch rate")
+			return errors.New("usage: blast group:port|addr:port,... iface size duration batch rate")
 		}
 		size, err1 := strconv.Atoi(args[3])
 		d, err2 := time.ParseDuration(args[4])
@@ -61,9 +66,9 @@ func helperMain(args []string) error {
 			return err
 		}
 		return blast(args[1], args[2], size, d, batch, rate)
-	case "sink": // sink GROUP:PORT IFACE RCVBUF IDLE TOTAL
+	case "sink": // sink GROUP:PORT|ADDR:PORT IFACE RCVBUF IDLE TOTAL
 		if len(args) != 6 {
-			return errors.New("usage: sink group:port iface rcvbuf idle total")
+			return errors.New("usage: sink group:port|addr:port iface rcvbuf idle total")
 		}
 		rcvbuf, err1 := strconv.Atoi(args[3])
 		idle, err2 := time.ParseDuration(args[4])
@@ -88,12 +93,15 @@ func helperMain(args []string) error {
 // (multicast.Open, WriteBatch), with huddle's socket options, so that the
 // ceiling and huddle differ by the protocol alone, not by how they make
 // their system calls.
+//
+// When group is a comma-separated list of unicast addresses instead, it
+// sends every datagram to each of them in turn, as huddle's unicast
+// transport does (multicast.OpenUnicast bound to iface's address at the
+// first destination's port, WriteBatch: sendmmsg with an address per
+// datagram, batch headers a call); rate and the count sent are then
+// datagrams before the fan-out, each one per destination.
 func blast(group, iface string, size int, d time.Duration, batch int, rate float64) error {
-	ga, err := netip.ParseAddrPort(group)
-	if err != nil {
-		return err
-	}
-	c, err := multicast.Open(multicast.SocketOptions{Group: ga, Iface: iface, TTL: 1, SendBuffer: 4 << 20, MaxBatch: batch}, zerolog.Nop())
+	c, dests, err := openBlaster(group, iface, batch)
 	if err != nil {
 		return err
 	}
@@ -102,7 +110,7 @@ func blast(group, iface string, size int, d time.Duration, batch int, rate float
 	for i := range dgrams {
 		dgrams[i] = make([]byte, size)
 	}
-	var res blastResult
+	res := blastResult{Dests: dests}
 	start := time.Now()
 	end := start.Add(d)
 	for seq := uint64(0); ; {
@@ -137,21 +145,95 @@ func blast(group, iface string, size int, d time.Duration, batch int, rate float
 	return json.NewEncoder(os.Stdout).Encode(res)
 }
 
+// blaster is what blast sends through: a multicast.Conn, or a
+// multicast.Unicast with its destinations set.
+type blaster interface {
+	WriteBatch(datagrams [][]byte) error
+	Close() error
+}
+
+// openBlaster opens blast's socket for target, a group address or a list
+// of unicast addresses, and says how many destinations the list has (0
+// for a group).
+func openBlaster(target, iface string, batch int) (blaster, int, error) {
+	if !strings.Contains(target, ",") {
+		if ga, err := netip.ParseAddrPort(target); err == nil && ga.Addr().IsMulticast() {
+			c, err := multicast.Open(multicast.SocketOptions{Group: ga, Iface: iface, TTL: 1, SendBuffer: 4 << 20, MaxBatch: batch}, zerolog.Nop())
+			return c, 0, err
+		}
+	}
+	var dests []netip.AddrPort
+	for _, a := range strings.Split(target, ",") {
+		ap, err := netip.ParseAddrPort(a)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !ap.Addr().Is4() || ap.Addr().IsMulticast() {
+			return nil, 0, fmt.Errorf("%v: not an IPv4 unicast destination (a list must be of unicast addresses)", ap)
+		}
+		dests = append(dests, ap)
+	}
+	src, err := ifaceAddr(iface)
+	if err != nil {
+		return nil, 0, err
+	}
+	u, err := multicast.OpenUnicast(multicast.UnicastOptions{Listen: netip.AddrPortFrom(src, dests[0].Port()), SendBuffer: 4 << 20, MaxBatch: batch}, zerolog.Nop())
+	if err != nil {
+		return nil, 0, err
+	}
+	u.SetDestinations(dests)
+	return unicastSockets{u}, len(dests), nil
+}
+
+// unicastSockets is a Unicast whose Close closes both its sockets.
+type unicastSockets struct{ *multicast.Unicast }
+
+func (u unicastSockets) Close() error { u.Repair().Close(); return u.Unicast.Close() }
+
+// ifaceAddr is the first IPv4 address of iface.
+func ifaceAddr(iface string) (netip.Addr, error) {
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() {
+			return p.Addr(), nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("%s has no IPv4 address", iface)
+}
+
 // sink joins group on iface through huddle's socket layer, as huddle does
 // (multicast.Open, ReadBatch of 64), prints "ready", counts the datagrams
 // that arrive, and stops after idle without a datagram once the first
-// arrived, or after total. It prints a sinkResult.
+// arrived, or after total. It prints a sinkResult. When group is a
+// unicast address (this host's), the sink binds it as huddle's unicast
+// transport binds its data port (multicast.OpenUnicast, which takes the
+// next port too) and counts what arrives there.
 func sink(group, iface string, rcvbuf int, idle, total time.Duration) error {
 	ga, err := netip.ParseAddrPort(group)
 	if err != nil {
 		return err
 	}
-	c, err := multicast.Open(multicast.SocketOptions{Group: ga, Iface: iface, TTL: 1, RecvBuffer: rcvbuf}, zerolog.Nop())
+	var c sinkConn
+	if ga.Addr().IsMulticast() {
+		c, err = multicast.Open(multicast.SocketOptions{Group: ga, Iface: iface, TTL: 1, RecvBuffer: rcvbuf}, zerolog.Nop())
+	} else {
+		var u *multicast.Unicast
+		if u, err = multicast.OpenUnicast(multicast.UnicastOptions{Listen: ga, RecvBuffer: rcvbuf}, zerolog.Nop()); err == nil {
+			c = unicastSockets{u}
+		}
+	}
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	res := sinkResult{RcvBuf: c.RcvBuf}
+	res := sinkResult{RcvBuf: c.ReceiveBuffer()}
 	pkts := make([]huddle.Packet, 64)
 	for i := range pkts {
 		pkts[i].Buf = make([]byte, 65536)
@@ -197,6 +279,13 @@ func sink(group, iface string, rcvbuf int, idle, total time.Duration) error {
 		res.CtxSw = ru.Nvcsw + ru.Nivcsw
 	}
 	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// sinkConn is what sink reads: a multicast.Conn or a multicast.Unicast.
+type sinkConn interface {
+	ReadBatch(pkts []huddle.Packet) (int, error)
+	ReceiveBuffer() int
+	Close() error
 }
 
 // udpDrops sums the drops column of /proc/net/udp over the sockets bound

@@ -124,7 +124,13 @@ func noFalseDuration(b *testing.B) time.Duration {
 // hosts, each sending rate messages/s, with the LAN profile; g.err says
 // why it did not form.
 func memberGroup(sc *scenario, lanHosts int, hs []int, rate int) *group {
-	g := sc.newGroup(lanHosts, false, "--profile", "lan")
+	return memberGroupWith(sc, lanHosts, hs, rate)
+}
+
+// memberGroupWith is memberGroup with more flags for every node after
+// the profile's (the transport, say).
+func memberGroupWith(sc *scenario, lanHosts int, hs []int, rate int, args ...string) *group {
+	g := sc.newGroup(lanHosts, false, append([]string{"--profile", "lan"}, args...)...)
 	g.form(hs, func(int) []string { return memberLoad(rate) })
 	return g
 }
@@ -159,20 +165,24 @@ func timings(sc *scenario, f func(i int, g *group) timing) []timing {
 // timingsOf is timings with a group of the nodes on hs of a LAN of
 // lanHosts hosts, each sending rate messages/s.
 func timingsOf(sc *scenario, lanHosts int, hs []int, rate int, f func(i int, g *group) timing) []timing {
-	return repeat(sc.N, func(i int) timing {
-		r := func() timing {
-			g := memberGroup(sc, lanHosts, hs, rate)
-			defer g.stop(3 * time.Second)
-			if g.err != nil {
-				return failed(g.err.Error())
-			}
-			time.Sleep(memSettle)
-			return f(i, g)
-		}()
-		r.run = i + 1
-		sc.Logf("run %d: %s ms; %s", r.run, fmtMs(r.ms), r.detail)
-		return r
-	})
+	return repeat(sc.N, func(i int) timing { return timingOf(sc, lanHosts, hs, rate, nil, i, f) })
+}
+
+// timingOf is iteration i of timingsOf, the nodes with the flags args
+// besides (memberGroupWith).
+func timingOf(sc *scenario, lanHosts int, hs []int, rate int, args []string, i int, f func(i int, g *group) timing) timing {
+	r := func() timing {
+		g := memberGroupWith(sc, lanHosts, hs, rate, args...)
+		defer g.stop(3 * time.Second)
+		if g.err != nil {
+			return failed(g.err.Error())
+		}
+		time.Sleep(memSettle)
+		return f(i, g)
+	}()
+	r.run = i + 1
+	sc.Logf("run %d: %s ms; %s", r.run, fmtMs(r.ms), r.detail)
+	return r
 }
 
 // report adds a scenario's rows: its median figure against target (a
@@ -180,6 +190,12 @@ func timingsOf(sc *scenario, lanHosts int, hs []int, rate int, f func(i int, g *
 // of every run, and the median of the second figure when alt names it,
 // which it returns (NaN: none).
 func report(sc *scenario, what string, target float64, rs []timing, alt string) float64 {
+	return reportAs(sc, what, target, rs, alt, "ms")
+}
+
+// reportAs is report with the main figure's metric reported as unit
+// (two figures of one scenario need two units).
+func reportAs(sc *scenario, what string, target float64, rs []timing, alt, unit string) float64 {
 	med, sorted := medianBy(rs, func(r timing) float64 { return r.ms })
 	var vs, as []string
 	var altv []float64
@@ -205,7 +221,7 @@ func report(sc *scenario, what string, target float64, rs []timing, alt string) 
 	if alt != "" {
 		sc.add("  "+alt, fmtMs(v)+" ms", "-", "info", "runs in order, ms: "+strings.Join(as, ", "))
 	}
-	sc.metric(med.ms, "ms")
+	sc.metric(med.ms, unit)
 	return v
 }
 
@@ -350,29 +366,30 @@ func benchCrashLarge(sc *scenario) {
 
 // benchJoin: a 6th node started into the running group.
 func benchJoin(sc *scenario) {
-	rs := timings(sc, func(i int, g *group) timing { return join(sc, g, i) })
+	rs := timings(sc, func(i int, g *group) timing { return join(sc, g, i, hosts(1, memMembers), memJoiner) })
 	if v := report(sc, "6th node's node.started → view with it at every member", 200, rs,
 		"the same from the lab's Start call (adds the process start)"); !math.IsNaN(v) {
 		sc.metric(v, "ms-from-exec")
 	}
 }
 
-func join(sc *scenario, g *group, i int) timing {
-	all := hosts(1, memMembers)
-	n := g.start(memJoiner, memberLoad(memRate)...)
-	six := append(slices.Clone(all), memJoiner)
-	got, err := g.WaitViews(six, n.Started, memWait, func(_ int, v lan.View) bool { return slices.Contains(v.Members, memJoiner) })
+// join starts a node on joiner (ID joiner) into g's group of the nodes on
+// all, and times it.
+func join(sc *scenario, g *group, i int, all []int, joiner int) timing {
+	n := g.start(joiner, memberLoad(memRate)...)
+	withJoiner := append(slices.Clone(all), joiner)
+	got, err := g.WaitViews(withJoiner, n.Started, memWait, func(_ int, v lan.View) bool { return slices.Contains(v.Members, uint64(joiner)) })
 	if err != nil {
 		sc.diag("join run %d: %v; events:\n%s", i+1, err, g.excerpt(n.Started.Add(-100*time.Millisecond), n.Started))
 		return failed("no view with the joiner: " + err.Error())
 	}
-	started, _, ok := g.firstEvent([]int{memJoiner}, logs.NodeStarted, n.Started, nil)
+	started, _, ok := g.firstEvent([]int{joiner}, logs.NodeStarted, n.Started, nil)
 	if !ok {
 		return failed("the joiner logged no node.started")
 	}
 	var last lan.View
 	var per []string
-	for _, h := range six {
+	for _, h := range withJoiner {
 		v := got[h]
 		if v.At.After(last.At) {
 			last = v
@@ -382,7 +399,7 @@ func join(sc *scenario, g *group, i int) timing {
 	r := timing{ms: ms(last.At.Sub(started.Time)), alt: ms(last.At.Sub(n.Started))}
 	var d strings.Builder
 	fmt.Fprintf(&d, "node.started %.0f ms after the Start call; ", ms(started.Time.Sub(n.Started)))
-	if jv := g.views(memJoiner); len(jv) == 0 || !jv[0].Is(six) {
+	if jv := g.views(joiner); len(jv) == 0 || !jv[0].Is(withJoiner) {
 		p := fmt.Sprintf("the joiner's first view is %v, not the group's", jv[:min(len(jv), 1)])
 		r.problems = append(r.problems, p)
 		d.WriteString(p + "; ")
@@ -392,10 +409,10 @@ func join(sc *scenario, g *group, i int) timing {
 	}
 	fmt.Fprintf(&d, "view %s (joined %v, flush_ms %d) installed at ms after node.started: %s",
 		last, last.Joined, last.FlushMs, strings.Join(per, ", "))
-	if fin, err := g.settle(six, memQuiet, memWait); err != nil || fin[memJoiner].ID != last.ID {
+	if fin, err := g.settle(withJoiner, memQuiet, memWait); err != nil || fin[joiner].ID != last.ID {
 		p := fmt.Sprintf("after %s the views went on changing: %v", last, err)
 		if err == nil {
-			p = fmt.Sprintf("the view changed again after %s: %s", last, fin[memJoiner])
+			p = fmt.Sprintf("the view changed again after %s: %s", last, fin[joiner])
 		}
 		r.problems = append(r.problems, p)
 		sc.diag("join run %d: %s; events:\n%s", i+1, p, g.excerpt(n.Started.Add(-100*time.Millisecond), n.Started))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -21,6 +22,9 @@ type rawRun struct {
 	hosts []int
 	load  string  // the machine's CPU use during the blast
 	pace  float64 // datagrams/s the blaster was paced to; 0: unpaced
+	// unicast: the blaster sent each datagram to every sink's unicast
+	// address (blast.Dests of them) instead of multicasting it once
+	unicast bool
 	// of a loss-free search (lossFree): the unpaced blast it began with,
 	// and the paced runs it made
 	unpaced *rawRun
@@ -59,7 +63,15 @@ const (
 // The result is the loss-free run whose slowest receiver got the most.
 func lossFree(sc *scenario, l *lan.LAN, sender int, receivers []int, size int) *rawRun {
 	sc.Helper()
-	top := runRaw(sc, l, sender, receivers, size, blastFor, 0)
+	return lossFreeOf(sc, l, sender, receivers, size, false)
+}
+
+// lossFreeOf is lossFree, of the unicast fan-out when unicast is set
+// (runRawOf); the rates it searches are then datagrams per second before
+// the fan-out, what each receiver gets.
+func lossFreeOf(sc *scenario, l *lan.LAN, sender int, receivers []int, size int, unicast bool) *rawRun {
+	sc.Helper()
+	top := runRawOf(sc, l, sender, receivers, size, blastFor, 0, unicast)
 	if top.loss() < lossFreeLimit {
 		top.tries = []string{"none: the unpaced blast lost nothing, the sender is the bound"}
 		return top
@@ -67,7 +79,7 @@ func lossFree(sc *scenario, l *lan.LAN, sender int, receivers []int, size int) *
 	var best *rawRun
 	var tries []string
 	searchRate(float64(top.blast.Sent)/top.blast.Seconds, func(try float64) bool {
-		r := runRaw(sc, l, sender, receivers, size, searchFor, try)
+		r := runRawOf(sc, l, sender, receivers, size, searchFor, try, unicast)
 		tries = append(tries, fmt.Sprintf("%s %.2f%%", rate(try, "/s"), 100*r.loss()))
 		if r.loss() >= lossFreeLimit {
 			return false
@@ -140,12 +152,31 @@ func (r *rawRun) slowest() int {
 // pace datagrams per second (0: as fast as the blaster can).
 func runRaw(sc *scenario, l *lan.LAN, sender int, receivers []int, size int, d time.Duration, pace float64) *rawRun {
 	sc.Helper()
-	group := groupAddr + ":" + strconv.Itoa(nextPort())
+	return runRawOf(sc, l, sender, receivers, size, d, pace, false)
+}
+
+// runRawOf is runRaw, or with unicast the fan-out of huddle's unicast
+// transport: each sink bound to its host's address, and the blaster
+// sending every datagram to each of them (pace counts datagrams before
+// the fan-out).
+func runRawOf(sc *scenario, l *lan.LAN, sender int, receivers []int, size int, d time.Duration, pace float64, unicast bool) *rawRun {
+	sc.Helper()
+	port := strconv.Itoa(nextPort())
+	group := groupAddr + ":" + port
+	sinkAddr := func(int) string { return group }
+	if unicast {
+		sinkAddr = func(h int) string { return net.JoinHostPort(l.Host(h).Addr.String(), port) }
+		var dests []string
+		for _, h := range receivers {
+			dests = append(dests, sinkAddr(h))
+		}
+		group = strings.Join(dests, ",")
+	}
 	runSeq++
 	var procs []*lan.Proc
 	for _, h := range receivers {
 		name := fmt.Sprintf("raw%d-sink%d", runSeq, h)
-		p, err := l.Start(h, name, helperArgv(sc, "sink", group, lan.Iface, strconv.Itoa(8<<20), "500ms", (d+10*time.Second).String()))
+		p, err := l.Start(h, name, helperArgv(sc, "sink", sinkAddr(h), lan.Iface, strconv.Itoa(8<<20), "500ms", (d+10*time.Second).String()))
 		if err != nil {
 			sc.Fatal(err)
 		}
@@ -156,7 +187,7 @@ func runRaw(sc *scenario, l *lan.LAN, sender int, receivers []int, size int, d t
 			sc.Fatal(err)
 		}
 	}
-	r := &rawRun{size: size, hosts: receivers, pace: pace}
+	r := &rawRun{size: size, hosts: receivers, pace: pace, unicast: unicast}
 	c0 := readCPU()
 	out, err := l.Exec(sender, helperArgv(sc, "blast", group, lan.Iface, strconv.Itoa(size), d.String(), "64",
 		strconv.FormatFloat(pace, 'f', 0, 64))...)
@@ -230,6 +261,10 @@ func rawDetail(r *rawRun, runs int) string {
 			100*lossFreeLimit, rate(float64(u.blast.Sent)/u.blast.Seconds, "/s"), rate(u.rate(u.slowest()), "/s"), strings.Join(r.tries, ", "))
 	case len(r.tries) > 0:
 		search = fmt.Sprintf("loss-free rate (< %.1f %% at every receiver): %s; ", 100*lossFreeLimit, r.tries[0])
+	}
+	if d := int64(r.blast.Dests); d > 0 {
+		search += fmt.Sprintf("unicast fan-out: every datagram to each of %d sinks, %s and %.2f µs of the blaster's CPU per datagram on the wire; ",
+			d, rate(sent*float64(d), "dgram/s on the wire"), usPer(r.blast.CPU, r.blast.Sent*d))
 	}
 	return search + fmt.Sprintf("median of %d; blaster sent %d in %.2fs (%s, %d errors, sendmmsg of 64); received %s; "+
 		"socket drops %s; rcvbuf %d B; lost at slowest %.1f %%; CPU µs/datagram: blaster %.1f (%.0f %% of a CPU), sinks %s; %s",
