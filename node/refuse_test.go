@@ -104,6 +104,10 @@ func TestJoinerWithOtherSettingsIsRefused(t *testing.T) {
 		{"election.algorithm", func(c *config.Config) { c.Election.Algorithm = "bully" }},
 		{"election.ring_order", func(c *config.Config) { c.Election.RingOrder = "join" }},
 		{"mutex.algorithm", func(c *config.Config) { c.Mutex.Algorithm = "token" }},
+		// Two transports seldom hear each other; where they do (a
+		// unicast node's probe reaching a multicast node's fallback
+		// socket), the joiner is refused all the same.
+		{"transport", func(c *config.Config) { c.Transport = "unicast" }},
 	} {
 		t.Run(tc.setting, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
