@@ -28,7 +28,7 @@ type UnicastTransport interface {
 const maxLearned = 256
 
 // unicast is the loop's part of the unicast transport (docs/design.md,
-// "The unicast transport"): the destinations of every datagram are the
+// "Transports"): the destinations of every datagram are the
 // nodes the membership layer hears (PeerAddrs); the listed peers and the
 // nodes heard before that it no longer hears get the node's latest beacon
 // (a session, join or merge datagram) once per probe interval, so that
