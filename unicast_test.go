@@ -3,7 +3,6 @@ package huddle_test
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -98,8 +97,5 @@ func TestUnicastGroup(t *testing.T) {
 	_, s3 := start(3)
 	for _, s := range []*huddle.Service{ss[0], ss[1], s3} {
 		waitForMembers(s, n)
-	}
-	if addr, err := netip.ParseAddrPort(unicastConfig(3, n).Listen); err != nil || !addr.IsValid() {
-		t.Fatal(err)
 	}
 }

@@ -98,17 +98,8 @@ func (b *batchIO) sendTo(datagrams [][]byte, dests []netip.AddrPort, offset uint
 			if !dst.Addr().Is4() {
 				continue
 			}
-			iov := &b.iovs[n]
-			iov.Base = nil
-			if len(d) > 0 {
-				iov.Base = &d[0]
-			}
-			iov.SetLen(len(d))
 			b.names[n] = sockaddr(netip.AddrPortFrom(dst.Addr(), dst.Port()+offset))
-			h := &b.hdrs[n].Hdr
-			h.Name, h.Namelen = (*byte)(unsafe.Pointer(&b.names[n])), unix.SizeofSockaddrInet4
-			h.Iov = iov
-			h.SetIovlen(1)
+			b.header(n, d, &b.names[n])
 			if n++; n == len(b.hdrs) {
 				if err := flush(); err != nil {
 					return err
@@ -207,20 +198,25 @@ func isClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
 func (b *batchIO) send(datagrams [][]byte) (int, error) {
 	n := min(len(datagrams), len(b.hdrs))
 	for i, d := range datagrams[:n] {
-		iov := &b.iovs[i]
-		iov.Base = nil
-		if len(d) > 0 {
-			iov.Base = &d[0]
-		}
-		iov.SetLen(len(d))
-		h := &b.hdrs[i].Hdr
-		h.Name, h.Namelen = (*byte)(unsafe.Pointer(&b.name)), unix.SizeofSockaddrInet4
-		h.Iov = iov
-		h.SetIovlen(1)
+		b.header(i, d, &b.name)
 	}
 	sent, err := b.sendmmsg(0, n)
 	runtime.KeepAlive(datagrams)
 	return sent, err
+}
+
+// header points sendmmsg's header i at datagram d and address name.
+func (b *batchIO) header(i int, d []byte, name *unix.RawSockaddrInet4) {
+	iov := &b.iovs[i]
+	iov.Base = nil
+	if len(d) > 0 {
+		iov.Base = &d[0]
+	}
+	iov.SetLen(len(d))
+	h := &b.hdrs[i].Hdr
+	h.Name, h.Namelen = (*byte)(unsafe.Pointer(name)), unix.SizeofSockaddrInet4
+	h.Iov = iov
+	h.SetIovlen(1)
 }
 
 // sendmmsg is one sendmmsg of headers [from, from+n), prepared by the

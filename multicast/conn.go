@@ -110,23 +110,29 @@ func (c *Conn) setup(ifi *net.Interface, o SocketOptions, log zerolog.Logger) er
 // setRecvBuffer asks for n bytes and warns when the kernel grants less,
 // naming the sysctl that caps it: a short buffer drops datagrams under
 // bursts, and SRM then has to repair what the host itself lost.
-func (c *Conn) setRecvBuffer(n int, log zerolog.Logger) error {
+func (c *Conn) setRecvBuffer(n int, log zerolog.Logger) (err error) {
+	c.RcvBuf, err = setRecvBuffer(c.udp, n, log)
+	return err
+}
+
+// setRecvBuffer asks for an n-byte receive buffer on udp and returns what
+// the kernel granted (0: unknown), warning when it is less.
+func setRecvBuffer(udp *net.UDPConn, n int, log zerolog.Logger) (int, error) {
 	if n <= 0 {
-		return nil
+		return 0, nil
 	}
-	if err := c.udp.SetReadBuffer(n); err != nil {
-		return fmt.Errorf("multicast: receive buffer %d bytes: %w", n, err)
+	if err := udp.SetReadBuffer(n); err != nil {
+		return 0, fmt.Errorf("multicast: receive buffer %d bytes: %w", n, err)
 	}
-	got, err := recvBufferSize(c.udp)
+	got, err := recvBufferSize(udp)
 	if err != nil {
-		return nil // the size is only informative
+		return 0, nil // the size is only informative
 	}
-	c.RcvBuf = got
 	if got < n {
 		log.Warn().Str(logs.EventKey, logs.SocketRcvbufCapped).Int(logs.RequestedKey, n).Int(logs.GrantedKey, got).
 			Msgf("the kernel capped the receive buffer at %d bytes (asked for %d); raise net.core.rmem_max (sysctl -w net.core.rmem_max=%d) to avoid drops under bursts", got, n, n)
 	}
-	return nil
+	return got, nil
 }
 
 // ReceiveBuffer is the receive buffer the kernel granted, in bytes (0:

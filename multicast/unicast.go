@@ -66,13 +66,12 @@ func OpenUnicast(o UnicastOptions, log zerolog.Logger) (*Unicast, error) {
 	if o.SendBuffer > 0 {
 		data.SetWriteBuffer(o.SendBuffer)
 	}
-	c := &Conn{udp: data}
-	if err := c.setRecvBuffer(o.RecvBuffer, log); err != nil {
+	if u.RcvBuf, err = setRecvBuffer(data, o.RecvBuffer, log); err != nil {
 		u.Close()
+		repair.Close()
 		return nil, err
 	}
-	u.RcvBuf = c.RcvBuf
-	(&Conn{udp: repair}).setRecvBuffer(min(o.RecvBuffer, 1<<20), log)
+	setRecvBuffer(repair, min(o.RecvBuffer, 1<<20), log)
 	return u, nil
 }
 
@@ -98,9 +97,7 @@ func OpenPath(addr netip.AddrPort, log zerolog.Logger) (*Unicast, error) {
 	u := &Unicast{data: udp, repair: req, local: addr}
 	u.dbatch = newBatchIO(udp, ipv4.NewPacketConn(udp), net.UDPAddrFromAddrPort(addr), 0)
 	u.rbatch = newBatchIO(req, ipv4.NewPacketConn(req), net.UDPAddrFromAddrPort(next), 16)
-	c := &Conn{udp: udp}
-	c.setRecvBuffer(1<<20, log)
-	u.RcvBuf = c.RcvBuf
+	u.RcvBuf, _ = setRecvBuffer(udp, 1<<20, log)
 	return u, nil
 }
 

@@ -141,8 +141,7 @@ func (f *fallback) applyPeers(n *Node, now time.Time) {
 			member[a] = member[a] || p.Member
 		}
 	}
-	slices.SortFunc(d, netip.AddrPort.Compare)
-	d = slices.Compact(d)
+	d = sortedAddrs(d)
 	f.dscratch = d
 	for a, p := range f.known {
 		if _, in := slices.BinarySearchFunc(d, a, netip.AddrPort.Compare); !in {

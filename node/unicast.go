@@ -110,8 +110,7 @@ type resolution struct {
 // setListed replaces the resolved peers list.
 func (u *unicast) setListed(addrs []netip.AddrPort) {
 	u.listed = slices.DeleteFunc(slices.Clone(addrs), func(a netip.AddrPort) bool { return a == u.self })
-	slices.SortFunc(u.listed, netip.AddrPort.Compare)
-	u.listed = slices.Compact(u.listed)
+	u.listed = sortedAddrs(u.listed)
 	u.allow()
 }
 
@@ -218,8 +217,7 @@ func (u *unicast) applyPeers(c *Core) {
 			d = append(d, a)
 		}
 	}
-	slices.SortFunc(d, netip.AddrPort.Compare)
-	d = slices.Compact(d)
+	d = sortedAddrs(d)
 	u.dscratch = d
 	if slices.Equal(d, u.dests) {
 		return
@@ -227,6 +225,13 @@ func (u *unicast) applyPeers(c *Core) {
 	u.dests = append(u.dests[:0], d...)
 	u.t.SetDestinations(u.dests)
 	u.allow()
+}
+
+// sortedAddrs sorts d and drops its repeats, in place: the destination
+// sets are kept so, for binary search and comparison.
+func sortedAddrs(d []netip.AddrPort) []netip.AddrPort {
+	slices.SortFunc(d, netip.AddrPort.Compare)
+	return slices.Compact(d)
 }
 
 // learn remembers that node id was heard at a, as the newest, forgetting
