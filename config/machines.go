@@ -23,6 +23,7 @@ func (c Config) Membership() membership.Options {
 			DatagramSize: c.DatagramSize, Heartbeat: c.Heartbeat.D(), SuspectTimeout: c.SuspectTimeout.D(),
 			Window: c.SendWindow, WindowBytes: multicast.WindowBytes(c.RecvBuffer), MaxMessage: c.MaxMessageSize,
 			C1: c.SRM.C1, C2: c.SRM.C2, D1: c.SRM.D1, D2: c.SRM.D2, MinDelay: c.SRM.MinDelay.D(),
+			Directed: c.Transport == "unicast",
 		},
 		JoinTimeout: c.JoinTimeout.D(),
 		Settings:    c.GroupSettings(),

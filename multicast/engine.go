@@ -30,6 +30,20 @@ type Options struct {
 	WindowBytes int
 	MaxMessage  int // largest message, reassembled, bytes (default DefaultMaxMessage)
 
+	// Directed is for a transport that sends each datagram to each
+	// member apart (unicast): a NACK goes to the source alone while the
+	// source is live, and the source's repair to the member that asked
+	// (wire.Envelope.To), instead of to the whole group; the others
+	// never hear them, so a member that lost a message asks for it
+	// itself, without waiting for a slot that only suppression needs.
+	Directed bool
+	// FanOutBytes, with Directed, bounds the payload bytes of the
+	// unstable own messages times the destinations each goes to (the
+	// other members): every copy waits in this node's socket send
+	// buffer, and a full one would park the node's loop. The node sets
+	// WindowBytes of the send buffer the kernel granted; 0: no bound.
+	FanOutBytes int
+
 	// SRM timer constants (Floyd et al. 1997 §III): requests wait
 	// uniform [C1·d, (C1+C2)·d], repairs [D1·d, (D1+D2)·d]. When all four
 	// are zero: DefaultC1, DefaultC2, DefaultD1, DefaultD2.

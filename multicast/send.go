@@ -109,16 +109,38 @@ func (e *Engine) limit(order wire.Order) int {
 const minShare = 64
 
 // byteLimit is limit in payload bytes (Options.WindowBytes), shared the
-// same way, at least minShare datagrams' worth; 0 when there is no bound.
+// same way, at least minShare datagrams' worth; with Directed, at most
+// the fan-out bound too (fanOutLimit); 0 when there is no bound.
 func (e *Engine) byteLimit(order wire.Order) int {
 	w := e.opt.WindowBytes
-	if w <= 0 {
+	if w > 0 {
+		if order != wire.Record {
+			w -= w / 8
+		}
+		w = max(min(minShare*e.opt.DatagramSize, w), w/max(1, e.senders))
+	}
+	if f := e.fanOutLimit(); f > 0 {
+		if order != wire.Record {
+			f -= f / 8
+		}
+		if w <= 0 || f < w {
+			w = f
+		}
+	}
+	return w
+}
+
+// fanOutLimit is the payload bytes of unstable own messages whose copies,
+// one per destination, fit Options.FanOutBytes (at least a datagram's
+// worth); 0 without the bound. The destinations are the other members
+// of the view, or the live peers when they are more (a joiner hears the
+// group's data too). It is this node's own send buffer, not shared.
+func (e *Engine) fanOutLimit() int {
+	if !e.opt.Directed || e.opt.FanOutBytes <= 0 {
 		return 0
 	}
-	if order != wire.Record {
-		w -= w / 8
-	}
-	return max(min(minShare*e.opt.DatagramSize, w), w/max(1, e.senders))
+	n := max(1, len(e.members)-1, len(e.peers))
+	return max(e.opt.DatagramSize, e.opt.FanOutBytes/n)
 }
 
 // countSenders counts this node and the sources that sent data within

@@ -205,10 +205,7 @@ func (e *Engine) sendSession(now time.Time) {
 	ids := e.streamIDs()
 	per := e.peersPerSession()
 	for first := 0; first == 0 || first < len(ids); first += per {
-		env := wire.Envelope{Header: e.header(wire.KindSession)}
-		env.Session.Sent = now.UnixNano()
-		env.Session.Seq = e.own.received()
-		env.Session.Low = e.own.stable + 1
+		env := e.session(now)
 		chunk := ids[first:min(first+per, len(ids))]
 		env.Session.Peers = make([]wire.PeerState, 0, len(chunk))
 		for _, id := range chunk {
@@ -218,16 +215,32 @@ func (e *Engine) sendSession(now time.Time) {
 				// the view holds it to, which its source must keep.
 				continue
 			}
-			ps := wire.PeerState{ID: id, Inc: st.inc, Seq: st.received()}
-			st.reported, st.gotTold = ps.Seq, st.got
-			if p := e.peers[id]; p != nil && p.inc == st.inc && p.echo != 0 {
-				ps.Echo, ps.Held = p.echo, int64(now.Sub(p.echoAt))
-			}
-			env.Session.Peers = append(env.Session.Peers, ps)
+			env.Session.Peers = append(env.Session.Peers, e.report(now, st))
 		}
 		e.out = append(e.out, env)
 		e.stats.SessionsSent++
 	}
+}
+
+// session is a session message of this node's own stream, without the
+// receive reports.
+func (e *Engine) session(now time.Time) wire.Envelope {
+	env := wire.Envelope{Header: e.header(wire.KindSession)}
+	env.Session.Sent = now.UnixNano()
+	env.Session.Seq = e.own.received()
+	env.Session.Low = e.own.stable + 1
+	return env
+}
+
+// report is this node's receive report of st for a session message, with
+// the echo of its source's last session message; st counts it as told.
+func (e *Engine) report(now time.Time, st *stream) wire.PeerState {
+	ps := wire.PeerState{ID: st.src, Inc: st.inc, Seq: st.received()}
+	st.reported, st.gotTold = ps.Seq, st.got
+	if p := e.peers[st.src]; p != nil && p.inc == st.inc && p.echo != 0 {
+		ps.Echo, ps.Held = p.echo, int64(now.Sub(p.echoAt))
+	}
+	return ps
 }
 
 // peersPerSession is how many peer entries one session datagram can carry

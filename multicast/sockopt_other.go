@@ -15,6 +15,8 @@ func reuseAddr(_, _ string, _ syscall.RawConn) error { return nil }
 
 func recvBufferSize(*net.UDPConn) (int, error) { return 0, errors.ErrUnsupported }
 
+func sendBufferSize(*net.UDPConn) (int, error) { return 0, errors.ErrUnsupported }
+
 func connectFD(uintptr, netip.AddrPort) error { return nil }
 
 // setMulticastIF sends through ifi.

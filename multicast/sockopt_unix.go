@@ -27,7 +27,12 @@ func reuseAddr(_, _ string, c syscall.RawConn) error {
 
 // recvBufferSize reads back SO_RCVBUF. Linux reports twice the usable size
 // (it counts its bookkeeping), so halve it to compare with what was asked.
-func recvBufferSize(c *net.UDPConn) (int, error) {
+func recvBufferSize(c *net.UDPConn) (int, error) { return bufferSize(c, syscall.SO_RCVBUF) }
+
+// sendBufferSize reads back SO_SNDBUF, halved as recvBufferSize's.
+func sendBufferSize(c *net.UDPConn) (int, error) { return bufferSize(c, syscall.SO_SNDBUF) }
+
+func bufferSize(c *net.UDPConn, opt int) (int, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return 0, err
@@ -35,7 +40,7 @@ func recvBufferSize(c *net.UDPConn) (int, error) {
 	var n int
 	var gerr error
 	err = raw.Control(func(fd uintptr) {
-		n, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF)
+		n, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, opt)
 	})
 	if err != nil {
 		return 0, err

@@ -105,6 +105,11 @@ func (e *Engine) slot(st *stream, s uint64, lo, hi time.Duration) (time.Duration
 	if n <= 1 || hi <= lo {
 		return lo, hi
 	}
+	if e.toSource(st) {
+		// Nobody hears this node's request but the source: there is no
+		// suppression to take turns for. The first slot's timer.
+		return lo, lo + (hi-lo)/time.Duration(8*n)
+	}
 	mine, rank := slotKey(st.src, s, e.opt.Self), 0
 	for id := range e.peers {
 		if id == st.src {
@@ -203,7 +208,7 @@ func (e *Engine) fireTimers(now time.Time) {
 			}
 		case repairTimer:
 			if r := st.repairs[t.seq]; r != nil && r.pending && r.gen == t.gen {
-				e.sendRepair(now, st, t.seq, r)
+				e.sendRepair(now, st, t.seq, r, 0)
 			}
 		}
 	}
@@ -247,6 +252,9 @@ func (e *Engine) nack(now time.Time, st *stream, ranges []wire.SeqRange) {
 	}
 	env := wire.Envelope{Header: e.header(wire.KindNack)}
 	env.Nack = wire.Nack{Source: st.src, SourceInc: st.inc, Attempt: uint64(attempt), Ranges: ranges}
+	if e.toSource(st) {
+		env.To = st.src
+	}
 	e.out = append(e.out, env)
 	e.stats.NacksSent++
 	for _, r := range ranges {
@@ -261,6 +269,15 @@ func (e *Engine) nack(now time.Time, st *stream, ranges []wire.SeqRange) {
 			e.armRequest(now, st, s, g)
 		}
 	}
+}
+
+// toSource reports whether requests for st's messages go to its source
+// alone (Options.Directed): while the source is live. A source that is
+// gone leaves its messages to the other holders, which every member's
+// requests reach.
+func (e *Engine) toSource(st *stream) bool {
+	_, live := e.peers[st.src]
+	return e.opt.Directed && live
 }
 
 // countSeqs is how many sequence numbers the ranges cover.
@@ -339,6 +356,15 @@ func (e *Engine) onRequest(now time.Time, p *peer, st *stream, s, attempt uint64
 		}
 		return
 	}
+	source := st == e.own
+	if source && e.opt.Directed {
+		// The repair goes to p alone (Options.Directed): no other
+		// member's request is answered by it, so none is held down.
+		if e.spend(now, p, st, s, repairs) {
+			e.sendRepair(now, st, s, nil, p.id)
+		}
+		return
+	}
 	r := st.repairs[s]
 	if r == nil {
 		r = &repairState{}
@@ -361,7 +387,6 @@ func (e *Engine) onRequest(now time.Time, p *peer, st *stream, s, attempt uint64
 	if r.pending || attempt < r.answered {
 		return
 	}
-	source := st == e.own
 	if _, live := e.peers[st.src]; !source && live && attempt < 2 {
 		// While the source is alive, requests are its to answer; other
 		// holders step in from the second retry on, which means its
@@ -378,7 +403,7 @@ func (e *Engine) onRequest(now time.Time, p *peer, st *stream, s, attempt uint64
 	if source {
 		// The source answers at once. On a LAN it is as close to the
 		// requester as anyone: one repair per loss.
-		e.sendRepair(now, st, s, r)
+		e.sendRepair(now, st, s, r, 0)
 		return
 	}
 	r.pending = true
@@ -410,16 +435,19 @@ func (e *Engine) spend(now time.Time, p *peer, st *stream, s uint64, repairs *in
 func (e *Engine) holdRounds() time.Duration { return max(e.opt.SuspectTimeout/4, 3*e.opt.MinDelay) }
 
 // sendRepair multicasts message s of st: it answers every request round
-// seen so far.
-func (e *Engine) sendRepair(now time.Time, st *stream, s uint64, r *repairState) {
-	r.pending = false
-	r.answered = max(r.answered, r.seen+1)
-	r.holdTill = now.Add(e.holdRounds())
+// seen so far (r). With to, it goes to that member alone, and answers
+// its request only (r nil).
+func (e *Engine) sendRepair(now time.Time, st *stream, s uint64, r *repairState, to uint64) {
+	if r != nil {
+		r.pending = false
+		r.answered = max(r.answered, r.seen+1)
+		r.holdTill = now.Add(e.holdRounds())
+	}
 	en := st.ring.get(s)
 	if en == nil {
 		return
 	}
-	env := wire.Envelope{Header: e.header(wire.KindRepair)}
+	env := wire.Envelope{Header: e.header(wire.KindRepair), To: to}
 	env.Repair = wire.Repair{Source: st.src, SourceInc: st.inc, View: en.view, Data: en.data}
 	e.out = append(e.out, env)
 	e.stats.RepairsSent++

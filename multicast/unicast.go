@@ -37,6 +37,7 @@ type Unicast struct {
 	local        netip.AddrPort
 	dests        []netip.AddrPort
 	RcvBuf       int // receive buffer the kernel granted the data socket, bytes
+	SndBuf       int // send buffer the kernel granted the data socket, bytes (0: unknown)
 }
 
 var _ Transport = (*Unicast)(nil)
@@ -66,6 +67,7 @@ func OpenUnicast(o UnicastOptions, log zerolog.Logger) (*Unicast, error) {
 	if o.SendBuffer > 0 {
 		data.SetWriteBuffer(o.SendBuffer)
 	}
+	u.SndBuf, _ = sendBufferSize(data) // only informative: 0 when unknown
 	if u.RcvBuf, err = setRecvBuffer(data, o.RecvBuffer, log); err != nil {
 		u.Close()
 		repair.Close()
@@ -145,6 +147,10 @@ func (u *Unicast) LocalAddr() netip.AddrPort { return u.local }
 // ReceiveBuffer is the receive buffer the kernel granted the data socket,
 // in bytes (0: unknown).
 func (u *Unicast) ReceiveBuffer() int { return u.RcvBuf }
+
+// SendBuffer is the send buffer the kernel granted the data socket, in
+// bytes (0: unknown). Every datagram waits in it once per destination.
+func (u *Unicast) SendBuffer() int { return u.SndBuf }
 
 // Close implements Transport: it closes the data socket (Repair's Close
 // closes the repair socket).

@@ -520,10 +520,19 @@ type Ready struct {
 	// Repair is the repair traffic (NACKs and repairs), which the node
 	// may send on a socket of its own.
 	Repair [][]byte
+	// RepairTo says whom each datagram of Repair is for: RepairTo[i] is
+	// the ID of the one node Repair[i] goes to (a NACK to its source, a
+	// repair to the member that asked, with the unicast transport), or 0
+	// for the whole group.
+	RepairTo []uint64
 	// Data is every other datagram, in order: data and session messages
 	// must stay in order with each other (a session message announces
 	// the data sent before it).
 	Data [][]byte
+	// DataTo says whom each datagram of Data is for, as RepairTo does
+	// (an early acknowledgement to its source alone, with the unicast
+	// transport); nil when every one is for the whole group.
+	DataTo []uint64
 	// Events are what happened, in order: views, the application's
 	// messages, suspicions, the election's and the lock's events,
 	// finished probes...
@@ -547,7 +556,10 @@ func (c *Core) Ready() Ready {
 	c.membership.Pack()
 	c.route(c.lastInput) // what packing brought: records, data, and own deliveries
 	c.ready, c.events = c.events, c.ready[:0]
-	rd := Ready{Repair: c.out.repair, Data: c.out.data, Events: c.ready, Beacon: c.out.beacon, Paths: c.paths.in}
+	rd := Ready{Repair: c.out.repair, RepairTo: c.out.repairTo, Data: c.out.data, Events: c.ready, Beacon: c.out.beacon, Paths: c.paths.in}
+	if c.out.directed {
+		rd.DataTo = c.out.dataTo
+	}
 	c.paths.in, c.paths.spare = c.paths.spare[:0], c.paths.in
 	c.out.taken = true
 	return rd
@@ -634,18 +646,25 @@ func (c *Core) Stats() (CoreStats, multicast.Stats) { return c.stats, c.engine.S
 // reused from turn to turn.
 type outbox struct {
 	repair [][]byte // NACKs and repairs
-	data   [][]byte // everything else
-	bufs   [][]byte // datagram buffers
-	used   int      // of bufs, since the last take
-	taken  bool     // Ready handed them out: the next encode starts afresh
-	beacon []byte   // the last session, join or merge datagram of data
+	// repairTo is the node each of repair is for, 0 for the group
+	repairTo []uint64
+	data     [][]byte // everything else
+	// dataTo is the node each of data is for, 0 for the group, kept
+	// only in a turn with a datagram for one node (directed)
+	dataTo   []uint64
+	directed bool
+	bufs     [][]byte // datagram buffers
+	used     int      // of bufs, since the last take
+	taken    bool     // Ready handed them out: the next encode starts afresh
+	beacon   []byte   // the last session, join or merge datagram of data
 }
 
 // encode encodes envelopes into datagrams.
 func (c *Core) encode(envs []wire.Envelope) {
 	o := &c.out
 	if o.taken {
-		o.repair, o.data, o.used, o.taken, o.beacon = o.repair[:0], o.data[:0], 0, false, nil
+		o.repair, o.repairTo, o.data, o.used, o.taken, o.beacon = o.repair[:0], o.repairTo[:0], o.data[:0], 0, false, nil
+		o.dataTo, o.directed = o.dataTo[:0], false
 	}
 	for i := range envs {
 		env := &envs[i]
@@ -675,11 +694,21 @@ func (c *Core) emit(env *wire.Envelope) {
 	switch env.Kind {
 	case wire.KindNack, wire.KindRepair:
 		o.repair = append(o.repair, b)
+		o.repairTo = append(o.repairTo, env.To)
 	case wire.KindSession, wire.KindJoin, wire.KindMerge:
-		o.beacon = b
+		if env.To == 0 {
+			o.beacon = b
+		}
 		fallthrough
 	default:
+		if env.To != 0 && !o.directed {
+			o.directed = true
+			o.dataTo = append(o.dataTo[:0], make([]uint64, len(o.data))...)
+		}
 		o.data = append(o.data, b)
+		if o.directed {
+			o.dataTo = append(o.dataTo, env.To)
+		}
 	}
 	o.bufs[o.used-1] = b // keep it if encoding grew it
 }

@@ -175,6 +175,11 @@ func newCore(o Options, seed uint64) *Core {
 		e := &co.Membership.Engine
 		e.WindowBytes = min(e.WindowBytes, multicast.WindowBytes(t.ReceiveBuffer()))
 	}
+	// With the unicast transport, every copy of the window, one per
+	// destination, fits the send buffer the kernel granted.
+	if t, ok := o.Transport.(interface{ SendBuffer() int }); ok && t.SendBuffer() > 0 {
+		co.Membership.Engine.FanOutBytes = multicast.WindowBytes(t.SendBuffer())
+	}
 	return NewCore(co, time.Now())
 }
 
@@ -579,13 +584,18 @@ func (n *Node) afterTurn() {
 	}
 	if n.uni != nil {
 		n.uni.turn(n.core, &rd, time.Now(), func(key, msg string) { n.warnOnce(key, msg, netip.AddrPort{}) })
+		rd.Repair = n.uni.direct(rd.Repair, rd.RepairTo)
 	}
 	rt := n.o.Control
 	if rt == nil {
 		rt = n.o.Transport
 	}
 	n.write(rt, rd.Repair)
-	n.write(n.o.Transport, rd.Data)
+	if n.uni != nil {
+		n.uni.sendData(rd.Data, rd.DataTo, func(run [][]byte) { n.write(n.o.Transport, run) })
+	} else {
+		n.write(n.o.Transport, rd.Data)
+	}
 	if n.fb != nil {
 		n.fb.turn(n, &rd, time.Now())
 		n.fb.write(n, rd.Repair)

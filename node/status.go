@@ -218,7 +218,7 @@ func (n *Node) counters() Counters {
 		{"probes_answered", n.core.probe.answered}, {"probe_bad", n.core.probe.bad}, {"probe_dropped", n.core.probe.out.dropped},
 		{"state_sent", st.Sent}, {"state_installed", st.Installed}, {"state_failed", st.Failed},
 		{"state_bytes_sent", st.BytesSent}, {"state_bytes_recv", st.BytesRecv}, {"state_bad", st.Bad}, {"state_discarded", st.Discarded},
-		{"unicast_dests", n.uni.destCount()}, {"unicast_probes", n.uni.probeCount()}, {"unlisted_dropped", n.uni.unlistedCount()},
+		{"unicast_dests", n.uni.destCount()}, {"unicast_probes", n.uni.probeCount()}, {"unicast_directed", n.uni.directedCount()}, {"unlisted_dropped", n.uni.unlistedCount()},
 		{"path_unicast_out", n.fb.outCount()}, {"path_unicast_in", n.fb.deafCount()},
 		{"path_probes", pp}, {"path_requests", pr}, {"path_copies", pc}, {"path_changes", pch},
 	}

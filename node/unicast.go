@@ -21,6 +21,9 @@ type UnicastTransport interface {
 	SetDestinations(dests []netip.AddrPort)
 	// WriteTo sends every datagram to each of dests.
 	WriteTo(datagrams [][]byte, dests []netip.AddrPort) error
+	// WriteToNext sends every datagram to each of dests at the port
+	// after theirs, the repair socket's.
+	WriteToNext(datagrams [][]byte, dests []netip.AddrPort) error
 }
 
 // maxLearned bounds the addresses a unicast node remembers of nodes it
@@ -57,7 +60,10 @@ type unicast struct {
 	again    chan struct{} // asks the resolver to look the names up again
 	askedAt  time.Time
 
+	one [1]netip.AddrPort // scratch: a directed datagram's destination
+
 	probes   uint64 // beacons sent to nodes outside the destinations
+	directed uint64 // NACKs and repairs sent to one node, not the group
 	unlisted uint64 // datagrams dropped by peers_only
 }
 
@@ -286,6 +292,48 @@ func (u *unicast) probe(now time.Time) {
 	u.t.WriteTo([][]byte{u.beacon}, u.outside)
 }
 
+// direct sends the datagrams of repair that are for one node
+// (Ready.RepairTo: a NACK to its source, a repair to the member that
+// asked) to that node alone, at its repair port; it returns the others,
+// for the whole group, reusing repair's array.
+func (u *unicast) direct(repair [][]byte, to []uint64) [][]byte {
+	rest := repair[:0]
+	u.split(repair, to, func(run [][]byte) { rest = append(rest, run...) }, u.t.WriteToNext)
+	return rest
+}
+
+// sendData sends the turn's data datagrams in their order: those for one
+// node (Ready.DataTo: an early acknowledgement to its source) to it alone,
+// the others through group.
+func (u *unicast) sendData(data [][]byte, to []uint64, group func([][]byte)) {
+	if to == nil {
+		group(data)
+		return
+	}
+	u.split(data, to, group, u.t.WriteTo)
+}
+
+// split cuts dgs into runs of consecutive datagrams for the same node
+// (to, 0 for the group), in order: a run for the group, or for a node
+// whose address is not known (it was heard, or it would not be asked or
+// answered), goes to group; a run for one node goes to it with send.
+func (u *unicast) split(dgs [][]byte, to []uint64, group func([][]byte), send func([][]byte, []netip.AddrPort) error) {
+	for i := 0; i < len(dgs); {
+		j := i + 1
+		for j < len(dgs) && to[j] == to[i] {
+			j++
+		}
+		if a, ok := u.learned[to[i]]; to[i] != 0 && ok {
+			u.one[0] = a
+			send(dgs[i:j], u.one[:])
+			u.directed += uint64(j - i)
+		} else {
+			group(dgs[i:j])
+		}
+		i = j
+	}
+}
+
 // accept reports whether a datagram from src may go to the Core: with
 // peers_only, only from listed addresses and the nodes heard as members.
 func (u *unicast) accept(src netip.AddrPort) bool {
@@ -309,6 +357,13 @@ func (u *unicast) probeCount() uint64 {
 		return 0
 	}
 	return u.probes
+}
+
+func (u *unicast) directedCount() uint64 {
+	if u == nil {
+		return 0
+	}
+	return u.directed
 }
 
 func (u *unicast) unlistedCount() uint64 {

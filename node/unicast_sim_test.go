@@ -40,15 +40,25 @@ func (s *simUnicast) WriteTo(datagrams [][]byte, dests []netip.AddrPort) error {
 	return nil
 }
 
+// WriteToNext implements UnicastTransport: the simulator's nodes have
+// one address each, whatever the port.
+func (s *simUnicast) WriteToNext(datagrams [][]byte, dests []netip.AddrPort) error {
+	return s.WriteTo(datagrams, dests)
+}
+
 // TakeOutbox implements sim.Machine: the Core's Ready goes through the
 // unicast part, as in the loop's afterTurn.
 func (s *simUnicast) TakeOutbox() [][]byte {
 	rd := s.Core.Ready()
 	s.keep(rd.Events)
 	s.u.turn(s.Core, &rd, s.w.Now(), func(string, string) {})
-	for _, d := range append(rd.Repair, rd.Data...) {
-		s.out = append(s.out, sim.Addressed{Data: d, To: s.dsts})
+	group := func(run [][]byte) {
+		for _, d := range run {
+			s.out = append(s.out, sim.Addressed{Data: d, To: s.dsts})
+		}
 	}
+	group(s.u.direct(rd.Repair, rd.RepairTo))
+	s.u.sendData(rd.Data, rd.DataTo, group)
 	return nil
 }
 
@@ -78,7 +88,8 @@ func addUnicast(w *sim.World, all []uint64, ids ...uint64) {
 	}
 	for _, id := range ids {
 		w.Add(id, func(id, inc uint64, seed int64, addr netip.AddrPort) sim.Machine {
-			o := CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 256}}}
+			o := CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: testSuspect, Window: 256,
+				Directed: true, FanOutBytes: multicast.WindowBytes(4 << 20)}}}
 			s := &simUnicast{Core: NewCore(o, w.Now()), w: w}
 			s.u = newUnicast(s, addr, cfg)
 			return s
@@ -92,7 +103,8 @@ func addUnicast(w *sim.World, all []uint64, ids ...uint64) {
 // splits at a partition and merges after the heal, takes a crashed node
 // back after its restart, and every message of every order sent in the
 // final view reaches every member, with the virtual synchrony checks after
-// every step.
+// every step. NACKs and repairs go to the nodes they are for
+// (multicast.Options.Directed).
 func TestUnicastUnderFaults(t *testing.T) {
 	testutil.ForSeeds(t, 8, func(t *testing.T, seed int64) {
 		const n, perSender = 4, 40
@@ -142,6 +154,13 @@ func TestUnicastUnderFaults(t *testing.T) {
 		}
 		if err := agreed(w, all); err != nil {
 			t.Fatalf("%v\n%s", err, w.Trace())
+		}
+		var directed uint64
+		for _, id := range all {
+			directed += w.Machine(id).(*simUnicast).u.directed
+		}
+		if directed == 0 {
+			t.Error("no NACK went to its source alone and no repair to its requester alone, at 5 % loss")
 		}
 		for _, id := range all {
 			lf := l.life(id, core(w, id).inc)

@@ -233,6 +233,12 @@ type Envelope struct {
 	Refuse  Refuse     // KindRefuse
 	Chunk   Chunk      // KindChunk
 	Path    Path       // KindPath
+
+	// To is not on the wire: the one node an outgoing envelope is for
+	// (a NACK to its source, a repair to its requester, when the
+	// transport sends to each member apart), 0 for the whole group.
+	// Decoding leaves it 0.
+	To uint64
 }
 
 // GroupHash is the 32-bit FNV-1a hash of a group name, carried in every

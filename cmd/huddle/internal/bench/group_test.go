@@ -322,19 +322,36 @@ func (s *stats) has(k string) bool   { _, ok := s.c[k]; return ok }
 func (m *member) readStats() {
 	m.periodic, m.hasFinal = m.periodic[:0], false
 	for _, ev := range m.Events(logs.NodeStats) {
-		s := stats{time: ev.Time, c: map[string]int64{}}
-		s.why, _ = ev.Str(logs.WhyKey)
-		for k := range ev.Keys() {
-			if i, ok := ev.Int(k); ok && k != logs.NodeKey {
-				s.c[k] = i
-			}
-		}
+		s := statsOf(ev)
 		if s.why == "exit" {
 			m.final, m.hasFinal = s, true
 		} else {
 			m.periodic = append(m.periodic, s)
 		}
 	}
+}
+
+// statsOf reads the counters of a node.stats event.
+func statsOf(ev logs.Event) stats {
+	s := stats{time: ev.Time, c: map[string]int64{}}
+	s.why, _ = ev.Str(logs.WhyKey)
+	for k := range ev.Keys() {
+		if i, ok := ev.Int(k); ok && k != logs.NodeKey {
+			s.c[k] = i
+		}
+	}
+	return s
+}
+
+// latest is m's newest node.stats, read from the end of its log alone:
+// for polls, which must not take the CPU the nodes are measured with.
+func (m *member) latest() *stats {
+	ev, ok := m.LastEvent(logs.NodeStats)
+	if !ok {
+		return &stats{}
+	}
+	s := statsOf(ev)
+	return &s
 }
 
 // last is m's last periodic stats.

@@ -167,8 +167,7 @@ func runMulticast(sc *scenario, n int, spec multicastSpec) *multicastRun {
 		time.Sleep(100 * time.Millisecond)
 		done := true
 		for _, m := range r.receivers {
-			m.readStats()
-			done = done && processed(m.last()) >= uint64(spec.count)
+			done = done && processed(m.latest()) >= uint64(spec.count)
 		}
 		if done || slices.ContainsFunc(r.nodes(), (*member).Exited) {
 			r.complete = done

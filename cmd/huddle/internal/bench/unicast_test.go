@@ -231,9 +231,13 @@ func (s *suite) benchUnicastLoss(sc *scenario) {
 	runs := len(rs)
 	tp := slowestRate(r)
 	dests := uniLossHosts - 1
+	directed := sumOf(r.nodes(), func(m *member) uint64 { return m.final.get("unicast_directed") })
 	sc.add(fmt.Sprintf("unicast, paced at %d msg/s, %.0f %% loss/receiver: msgs/s", pacedRate, 100*lossRate), rate(tp, "msg/s"), "-", "info",
-		fmt.Sprintf("median of %d by NACKs per loss; each NACK and repair goes to the %d other members: %d NACK and %d repair datagrams on the wire; %s; %s",
-			runs, dests, sumNacks(r)*uint64(dests), sumRepairs(r)*uint64(dests), unicastDetail(r, nil), multicastDetail(r, runs)))
+		fmt.Sprintf("median of %d by NACKs per loss; %d NACKs and %d repairs; datagrams sent to one node alone (unicast_directed: "+
+			"NACKs to their source, repairs to the member that asked, early acknowledgements to their source) %d, the rest to the %d other members; "+
+			"duplicates at the receivers %s; %s; %s",
+			runs, sumNacks(r), sumRepairs(r), directed, dests, perNode(r.receivers, "duplicates"),
+			unicastDetail(r, nil), multicastDetail(r, runs)))
 	s.addDelivery(sc, r)
 	lost, lostDetail := receiverLosses(r)
 	nr, rr := s.addRepairs(sc, r, lost, uniNackMax, uniRepairMax, lostDetail)

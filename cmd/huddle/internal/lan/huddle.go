@@ -328,6 +328,45 @@ func (n *Node) Events(names ...string) []logs.Event {
 	return evs
 }
 
+// LastEvent is the last complete line of the node's log that is the
+// named event, looked for in the log's last 256 KiB only: what a poll
+// that waits for a node's progress needs, at a cost that does not grow
+// with the log (re-reading a long log every few milliseconds takes CPU
+// from the nodes being measured).
+func (n *Node) LastEvent(name string) (logs.Event, bool) {
+	f, err := os.Open(n.Log)
+	if err != nil {
+		return logs.Event{}, false
+	}
+	defer f.Close()
+	const tail = 256 << 10
+	st, err := f.Stat()
+	if err != nil {
+		return logs.Event{}, false
+	}
+	off := max(0, st.Size()-tail)
+	data := make([]byte, st.Size()-off)
+	k, _ := f.ReadAt(data, off)
+	data = data[:k]
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i+1] // leave out a line being written
+	} else {
+		return logs.Event{}, false
+	}
+	tag := logs.Tag(name)
+	for len(data) > 0 {
+		i := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
+		line := data[i:]
+		data = data[:i]
+		if bytes.Contains(line, tag) {
+			if ev, ok := logs.Parse(line); ok && ev.Name == name {
+				return ev, true
+			}
+		}
+	}
+	return logs.Event{}, false
+}
+
 // View is a view.installed event of a node.
 type View struct {
 	Host                           int // of the node that installed it

@@ -97,6 +97,7 @@ var catalogue = map[string]spec{
 	"state_discarded":       counter("huddle_state_discarded", "Deliveries of a replicated service dropped while behind, after a failed transfer."),
 	"unicast_dests":         gauge("huddle_unicast_destinations", "Unicast transport: addresses every datagram is sent to."),
 	"unicast_probes":        counter("huddle_unicast_probes", "Unicast transport: beacons sent to listed or learned nodes not heard."),
+	"unicast_directed":      counter("huddle_unicast_directed", "Unicast transport: datagrams sent to one node alone (NACKs to their source, repairs to the member that asked, early acknowledgements to their source)."),
 	"path_unicast_out":      gauge("huddle_path_unicast_out", "Per-peer fallback: peers this node sends to by unicast too, because its multicast does not reach them."),
 	"path_unicast_in":       gauge("huddle_path_unicast_in", "Per-peer fallback: peers heard by unicast only, asked to send so."),
 	"path_probes":           counter("huddle_path_probes", "Per-peer fallback: beacons sent by unicast to test the path."),
