@@ -67,11 +67,15 @@ func sockaddr(a netip.AddrPort) unix.RawSockaddrInet4 {
 	return sa
 }
 
-// sendTo sends every datagram to every destination, datagram by
-// datagram (so each destination gets them in order), at the
-// destination's port plus offset, as many per sendmmsg as the headers
-// hold. A destination the kernel refuses is skipped, as write skips a
-// datagram; the first error is returned once the rest has gone.
+// sendTo sends every datagram to every destination, in order for each,
+// at the destination's port plus offset, as many per sendmmsg as the
+// headers hold. Each sendmmsg gives every destination a run of
+// consecutive datagrams (the headers shared out among the destinations)
+// rather than one datagram in turn: a receiver then wakes once per run,
+// as a multicast receiver does for a burst, where one datagram every
+// len(dests) sends woke it about once per datagram. A destination the
+// kernel refuses is skipped, as write skips a datagram; the first error
+// is returned once the rest has gone.
 func (b *batchIO) sendTo(datagrams [][]byte, dests []netip.AddrPort, offset uint16) error {
 	if b.raw == nil {
 		return b.sendToEach(datagrams, dests, offset)
@@ -93,16 +97,20 @@ func (b *batchIO) sendTo(datagrams [][]byte, dests []netip.AddrPort, offset uint
 		n = 0
 		return nil
 	}
-	for _, d := range datagrams {
+	run := max(1, len(b.hdrs)/max(1, len(dests)))
+	for lo := 0; lo < len(datagrams); lo += run {
+		chunk := datagrams[lo:min(len(datagrams), lo+run)]
 		for _, dst := range dests {
 			if !dst.Addr().Is4() {
 				continue
 			}
-			b.names[n] = sockaddr(netip.AddrPortFrom(dst.Addr(), dst.Port()+offset))
-			b.header(n, d, &b.names[n])
-			if n++; n == len(b.hdrs) {
-				if err := flush(); err != nil {
-					return err
+			for _, d := range chunk {
+				b.names[n] = sockaddr(netip.AddrPortFrom(dst.Addr(), dst.Port()+offset))
+				b.header(n, d, &b.names[n])
+				if n++; n == len(b.hdrs) {
+					if err := flush(); err != nil {
+						return err
+					}
 				}
 			}
 		}
