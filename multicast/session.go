@@ -246,9 +246,20 @@ func (e *Engine) report(now time.Time, st *stream) wire.PeerState {
 // peersPerSession is how many peer entries one session datagram can carry
 // at worst: a header, three session fields and the list header, then
 // entries of at most 1+5·9 bytes.
-func (e *Engine) peersPerSession() int {
+func (e *Engine) peersPerSession() int { return sessionEntries(e.opt.DatagramSize) }
+
+func sessionEntries(datagramSize int) int {
 	const fixed, entry = wire.MaxHeader + 3*9 + 5, 1 + 5*9
-	return max(1, (e.opt.DatagramSize-fixed)/entry)
+	return max(1, (datagramSize-fixed)/entry)
+}
+
+// SessionDatagrams is how many datagrams one session message of a member
+// of an idle group of n members takes at most (an entry per other
+// member's stream): what every member sends each heartbeat. An idle
+// group's traffic is this per member and heartbeat, no more (docs/design.md,
+// "The cost of a group").
+func SessionDatagrams(n, datagramSize int) int {
+	return max(1, (n-1+sessionEntries(datagramSize)-1)/sessionEntries(datagramSize))
 }
 
 // updateStability moves every stream's stable point up to what all live

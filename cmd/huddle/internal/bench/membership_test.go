@@ -64,6 +64,10 @@ import (
 //     --send-rate 500, for BENCH_NOFALSE_DURATION (default 60s; the issue
 //     asks for 10m): member.suspected and view.installed events after the
 //     group formed. Target 0 of each. It runs once whatever -benchtime.
+//   - idle: what an idle group costs as it grows (benchIdle): groups of
+//     4, 8, 16 and 32, datagrams per member and second against the
+//     design's formula (target within 10 %), and CPU per member. Once
+//     whatever -benchtime.
 //
 // The package documentation says how to run it; BENCH_HUDDLE_ARGS changes
 // the LAN profile's figures (the table's header says so).
@@ -80,6 +84,7 @@ func BenchmarkMembership(b *testing.B) {
 	s.run("merge", benchMerge)
 	s.run("crash32", benchCrashLarge)
 	s.run("nofalse", func(sc *scenario) { benchNoFalse(sc, noFalse) })
+	s.run("idle", benchIdle)
 	s.print("huddle membership benchmark", fmt.Sprintf("%d nodes on a virtual LAN, --profile lan (heartbeat 50ms, "+
 		"suspect_timeout 400ms, join_timeout 500ms), --send-rate %d --send-size 1000 per node; nofalse %v", memMembers, memRate, noFalse),
 		func() string {
