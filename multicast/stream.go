@@ -137,8 +137,8 @@ func (e *Engine) ackEarly(now time.Time, src uint64) {
 	if st == nil || !st.lostAt.IsZero() || now.Sub(e.earlyAt) < e.opt.Heartbeat/earlyAckGap {
 		return
 	}
-	if st.received()-st.reported >= uint64(max(1, e.limit(wire.FIFO)/4)) ||
-		e.byteLimit(wire.FIFO) > 0 && st.got-st.gotTold >= uint64(max(1, e.byteLimit(wire.FIFO)/4)) {
+	if b := e.byteLimit(wire.FIFO); st.received()-st.reported >= uint64(max(1, e.limit(wire.FIFO)/4)) ||
+		b > 0 && st.got-st.gotTold >= uint64(max(1, b/4)) {
 		if e.toSource(st) && !st.unplaced {
 			e.ackTo(now, st)
 		} else {
@@ -152,9 +152,7 @@ func (e *Engine) ackEarly(now time.Time, src uint64) {
 // ackTo is the early acknowledgement of st with Options.Directed: a
 // session message to its source alone, with st's report only. The other
 // members would only take it in, every one of them, for a report they
-// get at the next heartbeat anyway (at 8 members, the early
-// acknowledgements the others exchanged were a twentieth of a receiver's
-// datagrams and more of its CPU).
+// get at the next heartbeat anyway.
 func (e *Engine) ackTo(now time.Time, st *stream) {
 	env := e.session(now)
 	env.To = st.src

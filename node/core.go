@@ -557,7 +557,7 @@ func (c *Core) Ready() Ready {
 	c.route(c.lastInput) // what packing brought: records, data, and own deliveries
 	c.ready, c.events = c.events, c.ready[:0]
 	rd := Ready{Repair: c.out.repair, RepairTo: c.out.repairTo, Data: c.out.data, Events: c.ready, Beacon: c.out.beacon, Paths: c.paths.in}
-	if c.out.directed {
+	if len(c.out.dataTo) > 0 {
 		rd.DataTo = c.out.dataTo
 	}
 	c.paths.in, c.paths.spare = c.paths.spare[:0], c.paths.in
@@ -649,14 +649,13 @@ type outbox struct {
 	// repairTo is the node each of repair is for, 0 for the group
 	repairTo []uint64
 	data     [][]byte // everything else
-	// dataTo is the node each of data is for, 0 for the group, kept
-	// only in a turn with a datagram for one node (directed)
-	dataTo   []uint64
-	directed bool
-	bufs     [][]byte // datagram buffers
-	used     int      // of bufs, since the last take
-	taken    bool     // Ready handed them out: the next encode starts afresh
-	beacon   []byte   // the last session, join or merge datagram of data
+	// dataTo is the node each of data is for, 0 for the group; empty
+	// in a turn without a datagram for one node
+	dataTo []uint64
+	bufs   [][]byte // datagram buffers
+	used   int      // of bufs, since the last take
+	taken  bool     // Ready handed them out: the next encode starts afresh
+	beacon []byte   // the last session, join or merge datagram of data
 }
 
 // encode encodes envelopes into datagrams.
@@ -664,7 +663,7 @@ func (c *Core) encode(envs []wire.Envelope) {
 	o := &c.out
 	if o.taken {
 		o.repair, o.repairTo, o.data, o.used, o.taken, o.beacon = o.repair[:0], o.repairTo[:0], o.data[:0], 0, false, nil
-		o.dataTo, o.directed = o.dataTo[:0], false
+		o.dataTo = o.dataTo[:0]
 	}
 	for i := range envs {
 		env := &envs[i]
@@ -701,14 +700,13 @@ func (c *Core) emit(env *wire.Envelope) {
 		}
 		fallthrough
 	default:
-		if env.To != 0 && !o.directed {
-			o.directed = true
-			o.dataTo = append(o.dataTo[:0], make([]uint64, len(o.data))...)
-		}
-		o.data = append(o.data, b)
-		if o.directed {
+		if env.To != 0 || len(o.dataTo) > 0 {
+			// The turn's first datagram for one node: the ones before
+			// it were for the group.
+			o.dataTo = append(o.dataTo, make([]uint64, len(o.data)-len(o.dataTo))...)
 			o.dataTo = append(o.dataTo, env.To)
 		}
+		o.data = append(o.data, b)
 	}
 	o.bufs[o.used-1] = b // keep it if encoding grew it
 }

@@ -425,11 +425,17 @@ func (n *Node) write(t multicast.Transport, out [][]byte) {
 		return
 	}
 	start := time.Now()
-	if err := t.WriteBatch(out); err != nil {
+	n.sendFailed(t.WriteBatch(out))
+	n.noticePause(time.Since(start))
+}
+
+// sendFailed counts a failed send (send_errors) and warns of it once;
+// err nil is no failure.
+func (n *Node) sendFailed(err error) {
+	if err != nil {
 		n.sendErrors++
 		n.warnOnce("send", err.Error(), netip.AddrPort{})
 	}
-	n.noticePause(time.Since(start))
 }
 
 // newTimer returns the loop's timer: a precise one when Options ask for it
@@ -584,7 +590,9 @@ func (n *Node) afterTurn() {
 	}
 	if n.uni != nil {
 		n.uni.turn(n.core, &rd, time.Now(), func(key, msg string) { n.warnOnce(key, msg, netip.AddrPort{}) })
-		rd.Repair = n.uni.direct(rd.Repair, rd.RepairTo)
+		var err error
+		rd.Repair, err = n.uni.direct(rd.Repair, rd.RepairTo)
+		n.sendFailed(err)
 	}
 	rt := n.o.Control
 	if rt == nil {
@@ -592,7 +600,7 @@ func (n *Node) afterTurn() {
 	}
 	n.write(rt, rd.Repair)
 	if n.uni != nil {
-		n.uni.sendData(rd.Data, rd.DataTo, func(run [][]byte) { n.write(n.o.Transport, run) })
+		n.sendFailed(n.uni.sendData(rd.Data, rd.DataTo, func(run [][]byte) { n.write(n.o.Transport, run) }))
 	} else {
 		n.write(n.o.Transport, rd.Data)
 	}

@@ -63,7 +63,7 @@ type unicast struct {
 	one [1]netip.AddrPort // scratch: a directed datagram's destination
 
 	probes   uint64 // beacons sent to nodes outside the destinations
-	directed uint64 // NACKs and repairs sent to one node, not the group
+	directed uint64 // datagrams sent to one node alone (split)
 	unlisted uint64 // datagrams dropped by peers_only
 }
 
@@ -295,29 +295,31 @@ func (u *unicast) probe(now time.Time) {
 // direct sends the datagrams of repair that are for one node
 // (Ready.RepairTo: a NACK to its source, a repair to the member that
 // asked) to that node alone, at its repair port; it returns the others,
-// for the whole group, reusing repair's array.
-func (u *unicast) direct(repair [][]byte, to []uint64) [][]byte {
+// for the whole group, reusing repair's array, and the first send error.
+func (u *unicast) direct(repair [][]byte, to []uint64) ([][]byte, error) {
 	rest := repair[:0]
-	u.split(repair, to, func(run [][]byte) { rest = append(rest, run...) }, u.t.WriteToNext)
-	return rest
+	err := u.split(repair, to, func(run [][]byte) { rest = append(rest, run...) }, u.t.WriteToNext)
+	return rest, err
 }
 
 // sendData sends the turn's data datagrams in their order: those for one
 // node (Ready.DataTo: an early acknowledgement to its source) to it alone,
-// the others through group.
-func (u *unicast) sendData(data [][]byte, to []uint64, group func([][]byte)) {
+// the others through group. It returns the first error of the former.
+func (u *unicast) sendData(data [][]byte, to []uint64, group func([][]byte)) error {
 	if to == nil {
 		group(data)
-		return
+		return nil
 	}
-	u.split(data, to, group, u.t.WriteTo)
+	return u.split(data, to, group, u.t.WriteTo)
 }
 
 // split cuts dgs into runs of consecutive datagrams for the same node
-// (to, 0 for the group), in order: a run for the group, or for a node
-// whose address is not known (it was heard, or it would not be asked or
-// answered), goes to group; a run for one node goes to it with send.
-func (u *unicast) split(dgs [][]byte, to []uint64, group func([][]byte), send func([][]byte, []netip.AddrPort) error) {
+// (to, 0 for the group), in order. A run for one node goes to it with
+// send; a run for the group goes to group, and so does a run for a node
+// whose address is not learned (there should be none: a node is asked or
+// answered only once heard). It returns send's first error.
+func (u *unicast) split(dgs [][]byte, to []uint64, group func([][]byte), send func([][]byte, []netip.AddrPort) error) error {
+	var first error
 	for i := 0; i < len(dgs); {
 		j := i + 1
 		for j < len(dgs) && to[j] == to[i] {
@@ -325,13 +327,16 @@ func (u *unicast) split(dgs [][]byte, to []uint64, group func([][]byte), send fu
 		}
 		if a, ok := u.learned[to[i]]; to[i] != 0 && ok {
 			u.one[0] = a
-			send(dgs[i:j], u.one[:])
+			if err := send(dgs[i:j], u.one[:]); err != nil && first == nil {
+				first = err
+			}
 			u.directed += uint64(j - i)
 		} else {
 			group(dgs[i:j])
 		}
 		i = j
 	}
+	return first
 }
 
 // accept reports whether a datagram from src may go to the Core: with

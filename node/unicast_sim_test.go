@@ -11,6 +11,7 @@ import (
 	"github.com/huddle-lan/huddle/internal/netmodel"
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
+	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
 )
@@ -57,7 +58,8 @@ func (s *simUnicast) TakeOutbox() [][]byte {
 			s.out = append(s.out, sim.Addressed{Data: d, To: s.dsts})
 		}
 	}
-	group(s.u.direct(rd.Repair, rd.RepairTo))
+	rest, _ := s.u.direct(rd.Repair, rd.RepairTo) // the simulator's sends do not fail
+	group(rest)
 	s.u.sendData(rd.Data, rd.DataTo, group)
 	return nil
 }
@@ -174,4 +176,30 @@ func TestUnicastUnderFaults(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDataToFollowsData: the Core records whom each data datagram of a
+// turn is for only once one of them is for one node, and then for every
+// one of them, the earlier ones for the group.
+func TestDataToFollowsData(t *testing.T) {
+	c := NewCore(CoreOptions{Group: "huddle", Membership: membership.Options{Engine: multicast.Options{Self: 1, Inc: 1}}}, time.Unix(0, 0))
+	c.out.taken = true
+	session := func(to uint64) wire.Envelope {
+		return wire.Envelope{Header: wire.Header{From: 1, Inc: 1, Kind: wire.KindSession}, To: to}
+	}
+	c.encode([]wire.Envelope{session(0), session(0)})
+	if len(c.out.data) != 2 || len(c.out.dataTo) != 0 {
+		t.Fatalf("two datagrams for the group: %d datagrams, dataTo %v; want 2 and none", len(c.out.data), c.out.dataTo)
+	}
+	c.encode([]wire.Envelope{session(3), session(0)})
+	if want := []uint64{0, 0, 3, 0}; len(c.out.data) != 4 || !slices.Equal(c.out.dataTo, want) {
+		t.Fatalf("then one for node 3 and one for the group: %d datagrams, dataTo %v; want 4 and %v", len(c.out.data), c.out.dataTo, want)
+	}
+	if rd := c.Ready(); len(rd.DataTo) != len(rd.Data) {
+		t.Fatalf("Ready: %d datagrams, %d destinations", len(rd.Data), len(rd.DataTo))
+	}
+	c.encode([]wire.Envelope{session(0)})
+	if len(c.out.dataTo) != 0 {
+		t.Fatalf("the next turn, for the group only: dataTo %v, want none", c.out.dataTo)
+	}
 }

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/huddle-lan/huddle/config"
@@ -115,5 +114,5 @@ func spread(xs []float64, format string) string {
 	for _, x := range xs {
 		lo, hi = min(lo, x), max(hi, x)
 	}
-	return strings.Join([]string{fmt.Sprintf(format, lo), fmt.Sprintf(format, hi)}, "–")
+	return fmt.Sprintf(format+"–"+format, lo, hi)
 }
