@@ -124,7 +124,7 @@ type Config struct {
 	// views"): "off" (the default: every view is primary, as in a group
 	// that does not know its size), "majority" (a view is primary when it
 	// holds a majority of the last primary view, less the members that
-	// left it gracefully: the group can shrink one failure at a time down
+	// left it gracefully while it was primary: the group can shrink one failure at a time down
 	// to a single node) or "static" (a majority of quorum_expected nodes).
 	// In a view that is not primary, total and safe sends fail
 	// (huddle.ErrNotPrimary) and the lock is not granted. The same on

@@ -674,6 +674,8 @@ func eventString(ev Event) string {
 		return s
 	case FlushStarted:
 		return fmt.Sprintf("view.flush.started %d/%d in %v proposing [%s]", ev.Epoch, ev.Attempt, ev.View.ID, joinIDs(ev.Proposed))
+	case FlushUnchanged:
+		return fmt.Sprintf("view.flush.unchanged %d/%d in %v unanswered [%s]", ev.Epoch, ev.Attempt, ev.View.ID, joinIDs(ev.Proposed))
 	case Suspected:
 		return fmt.Sprintf("member.suspected %d in %v silent %v", ev.Member, ev.View.ID, ev.Silent)
 	case Excluded:
@@ -691,7 +693,7 @@ func eventString(ev Event) string {
 }
 
 // dropKinds are the kinds a drop rule may name, besides any.
-var dropKinds = []string{"data", "batch", "nack", "repair", "session", "join", "leave", "flush", "flush-ok", "view", "refuse"}
+var dropKinds = []string{"data", "batch", "nack", "repair", "session", "join", "leave", "flush", "flush-ok", "view", "refuse", "flush-end"}
 
 // describe formats a datagram for the trace.
 func (n *ddNet) describe(env *wire.Envelope) string {
@@ -768,6 +770,8 @@ func (n *ddNet) describe(env *wire.Envelope) string {
 		return s
 	case wire.KindRefuse:
 		return fmt.Sprintf("refuse %d %s", env.Refuse.Target, env.Refuse.Setting)
+	case wire.KindFlushEnd:
+		return fmt.Sprintf("flush-end %d/%d", env.FlushEnd.Epoch, env.FlushEnd.Attempt)
 	}
 	return env.Kind.String()
 }

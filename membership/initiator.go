@@ -85,13 +85,24 @@ func (r *initiator) odd(settings uint32) []uint64 {
 
 // fixCut fixes the cuts from every participant's report, and whether the
 // proposal will be primary from what they know, and enters phase 2 at now.
-func (r *initiator) fixCut(now time.Time, q Quorum) {
+// fromPrimary says whether the initiator's view, the one the graceful
+// leavers leave, is primary: only then does the quorum's reference go
+// without them. A member leaving a view that is not primary may have come
+// into it from a newer primary view than its other members know of (the
+// other side of a partition, merged since), and its report went with it:
+// counting it out of the older reference the others know would let a
+// minority of that older view call itself primary beside the newer one.
+func (r *initiator) fixCut(now time.Time, q Quorum, fromPrimary bool) {
 	r.cuts = sortedCuts(gatherCuts(r.states))
 	reports := make([]wire.Known, 0, len(r.states))
 	for _, x := range r.members {
 		reports = append(reports, r.states[x.ID].Known)
 	}
-	r.primary = q.decide(r.members, reports, r.left)
+	left := r.left
+	if !fromPrimary {
+		left = nil
+	}
+	r.primary = q.decide(r.members, reports, left)
 	r.behind = behindOf(r.members, r.states, !q.On())
 	r.phase, r.phaseAt = wire.FlushCut, now
 }
@@ -266,6 +277,10 @@ func (m *Machine) sendFlush(now time.Time) {
 func (m *Machine) restart(now time.Time, silent []uint64) {
 	r := m.initiator
 	m.holdOffSilent(now, r.members, silent)
+	if m.unchanged(r, silent) {
+		m.endUnchanged(silent)
+		return
+	}
 	if !r.next(m.self, silent) {
 		if p := m.participant; p != nil && p.id == r.id {
 			m.abandon()
@@ -275,6 +290,47 @@ func (m *Machine) restart(now time.Time, silent []uint64) {
 	}
 	m.stats.FlushRestarts++
 	m.beginAttempt(now)
+}
+
+// unchanged reports whether flush r, without the members silent, would
+// install a view of the very members this node's view has, in their
+// order and incarnations, and nobody leaving: only nodes it was to take
+// in (merge or admit) failed to answer. Such a view changes nothing but
+// its ID, and costs every member a flush: it is not installed (docs/
+// design.md, "Flushes that change nothing").
+func (m *Machine) unchanged(r *initiator, silent []uint64) bool {
+	if len(r.left) > 0 {
+		return false
+	}
+	i := 0
+	for _, x := range r.members {
+		if x.ID != m.self && slices.Contains(silent, x.ID) {
+			continue
+		}
+		if i >= len(m.view.Members) || m.view.Members[i] != x {
+			return false
+		}
+		i++
+	}
+	return i == len(m.view.Members)
+}
+
+// endUnchanged ends the flush this node runs without a view: it tells
+// the participants (flush-end), who go on in their view as when they
+// abandon a flush, and does so itself. silent are the nodes to take in
+// that did not answer; they are held off already (holdOffSilent).
+func (m *Machine) endUnchanged(silent []uint64) {
+	r := m.initiator
+	m.stats.FlushesUnchanged++
+	m.send(wire.Envelope{Header: wire.Header{Kind: wire.KindFlushEnd}, FlushEnd: wire.FlushEnd{Epoch: r.id.Epoch, Attempt: r.id.Attempt}})
+	last := m.out[len(m.out)-1] // a copy: m.out is reused
+	m.lastEnd = &last
+	m.emit(Event{Kind: FlushUnchanged, Epoch: r.id.Epoch, Attempt: r.id.Attempt, Proposed: slices.Clone(silent), View: m.view.clone()})
+	m.initiator = nil
+	m.coord.installed(false) // the view change is over: the next one's failure counts anew
+	if p := m.participant; p != nil && p.id == r.id {
+		m.abandon()
+	}
 }
 
 // holdOffSilent leaves alone for a while the nodes to merge or admit
@@ -312,6 +368,7 @@ func (m *Machine) onFlushOK(now time.Time, from, inc uint64, ok *wire.FlushOK) {
 	r := m.initiator
 	if r == nil || r.id != id {
 		m.resendCommit(id, ok.Phase)
+		m.resendEnd(id)
 		return
 	}
 	if !r.answer(from, inc, ok) {
@@ -334,6 +391,14 @@ func (m *Machine) resendCommit(id flushID, phase wire.FlushPhase) {
 	m.out = append(m.out, *c)
 }
 
+// resendEnd answers a participant of a flush this node ended without a
+// view: the flush-end did not reach it.
+func (m *Machine) resendEnd(id flushID) {
+	if e := m.lastEnd; e != nil && e.FlushEnd.Epoch == id.Epoch && e.FlushEnd.Attempt == id.Attempt {
+		m.out = append(m.out, *e)
+	}
+}
+
 // fixCut sends the cut once every participant reported. Participants
 // whose settings differ from this node's are left out of the view, and of
 // merges for a while, and the flush restarts without them.
@@ -349,7 +414,7 @@ func (m *Machine) fixCut(now time.Time) {
 		m.restart(now, odd)
 		return
 	}
-	r.fixCut(now, m.opt.Quorum)
+	r.fixCut(now, m.opt.Quorum, m.primary != 0)
 	m.sendFlush(now)
 }
 

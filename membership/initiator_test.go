@@ -55,7 +55,7 @@ func TestInitiatorGathersReports(t *testing.T) {
 		}
 	}
 	rs[1].Has[0].Seq = 99 // the initiator keeps its own copy
-	r.fixCut(t0.Add(time.Millisecond), Quorum{})
+	r.fixCut(t0.Add(time.Millisecond), Quorum{}, true)
 	want := []wire.ViewCut{
 		{View: viewB, Inc: 1, Cuts: []wire.Cut{{ID: 3, Seq: 9}}},
 		{View: viewA, Inc: 1, Cuts: []wire.Cut{{ID: 1, Seq: 5}, {ID: 2, Seq: 3}}},
@@ -117,7 +117,7 @@ func TestInitiatorOverdue(t *testing.T) {
 		for id, ok := range reports() {
 			r.answer(id, 1, ok)
 		}
-		r.fixCut(t0, Quorum{})
+		r.fixCut(t0, Quorum{}, true)
 		r.answer(1, 1, &wire.FlushOK{Epoch: 5, Attempt: 1, Initiator: 1, Phase: wire.FlushCut})
 		r.answer(2, 1, &wire.FlushOK{Epoch: 5, Attempt: 1, Initiator: 1, Phase: wire.FlushCut})
 		for _, id := range cutFails {

@@ -54,14 +54,15 @@ type EventKind uint8
 
 // Event kinds.
 const (
-	ViewInstalled EventKind = iota + 1 // a new view (View, Prior, Joined, Left, Crashed, Flush)
-	FlushStarted                       // this node started a flush as its initiator (Flush ID, Proposed)
-	Suspected                          // a member was suspected (Member, Silent)
-	Refused                            // this node was refused (Setting, Ours, Theirs, Addr), or refused a joiner (Member)
-	LeaveDone                          // a graceful leave completed: a view without this node exists (or the leave timed out)
-	Excluded                           // this node learned that the group went on without it; it rejoins
-	Engine                             // an event of the multicast layer (Multicast)
-	Delivered                          // a message delivered to this node (Delivery)
+	ViewInstalled  EventKind = iota + 1 // a new view (View, Prior, Joined, Left, Crashed, Flush)
+	FlushStarted                        // this node started a flush as its initiator (Flush ID, Proposed)
+	Suspected                           // a member was suspected (Member, Silent)
+	Refused                             // this node was refused (Setting, Ours, Theirs, Addr), or refused a joiner (Member)
+	LeaveDone                           // a graceful leave completed: a view without this node exists (or the leave timed out)
+	Excluded                            // this node learned that the group went on without it; it rejoins
+	Engine                              // an event of the multicast layer (Multicast)
+	Delivered                           // a message delivered to this node (Delivery)
+	FlushUnchanged                      // this node ended its flush without a view: it would have installed the members the view has (Flush ID, Proposed: those that did not answer)
 )
 
 // Event is something the node should know about and log.
@@ -74,9 +75,9 @@ type Event struct {
 	Crashed   []uint64
 	Flush     time.Duration // ViewInstalled: from the start of the view change to the install
 	Primary   uint64        // ViewInstalled: the view's generation as the primary component, 0 when it is not primary
-	Epoch     uint64        // FlushStarted
-	Attempt   uint64        // FlushStarted
-	Proposed  []uint64      // FlushStarted
+	Epoch     uint64        // FlushStarted, FlushUnchanged
+	Attempt   uint64        // FlushStarted, FlushUnchanged
+	Proposed  []uint64      // FlushStarted; FlushUnchanged: the nodes to take in that did not answer
 	Member    uint64
 	Silent    time.Duration
 	Setting   string
@@ -183,6 +184,7 @@ type Machine struct {
 	dropped     *flushID       // the last flush this node gave up: it takes no part in it, or older ones, again
 	merges      streak         // flushes led from outside this node's view that it took part in and that ended without a view
 	lastCommit  *wire.Envelope // of the last flush this node initiated: resent to members that missed it
+	lastEnd     *wire.Envelope // of the last flush this node ended without a view: resent to members that missed it
 	changeFrom  time.Time      // when the current view change began here
 
 	orderer   orderer         // total and safe delivery in the installed view
@@ -201,6 +203,7 @@ type Stats struct {
 	ViewsInstalled   uint64
 	FlushesStarted   uint64 // as initiator, counting restarts
 	FlushRestarts    uint64 // flushes restarted without members that did not answer
+	FlushesUnchanged uint64 // flushes this node ended without a view, as initiator: only the nodes to take in had not answered, and the rest is the view
 	Suspicions       uint64
 	WrongView        uint64 // messages of another view, not delivered
 	FutureDropped    uint64 // messages of a later view dropped: the buffer was full, or that view never came
@@ -226,7 +229,7 @@ type Stats struct {
 	JoinsHeldOff     uint64 // join requests not acted on: held off after a failed admission, over the cap of pending joins, or a restart while the old incarnation is alive
 	IDConflicts      uint64 // datagrams carrying this node's ID from another incarnation
 	EventsSuppressed uint64 // events about nodes outside the view not handed out (over the rate limit)
-	FlushesAbandoned uint64 // flushes this node gave up as a participant: the initiator went quiet, was suspected, or ran one attempt too long
+	FlushesAbandoned uint64 // flushes this node gave up as a participant: the initiator went quiet, was suspected, ran one attempt too long, or ended it without a view
 }
 
 // New returns a joining Machine: it asks to be admitted at once, after it
@@ -397,7 +400,7 @@ func (m *Machine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
 		return
 	}
 	switch env.Kind {
-	case wire.KindJoin, wire.KindLeave, wire.KindFlush, wire.KindFlushOK, wire.KindView, wire.KindRefuse:
+	case wire.KindJoin, wire.KindLeave, wire.KindFlush, wire.KindFlushOK, wire.KindView, wire.KindRefuse, wire.KindFlushEnd:
 		m.stats.MembershipMsgs++
 		if m.state != gone {
 			m.dispatch(now, env)
@@ -422,6 +425,8 @@ func (m *Machine) dispatch(now time.Time, env *wire.Envelope) {
 		m.onCommit(now, env.From, env.Inc, &env.Commit)
 	case wire.KindRefuse:
 		m.onRefuse(now, env)
+	case wire.KindFlushEnd:
+		m.onFlushEnd(env.From, env.Inc, &env.FlushEnd)
 	}
 }
 

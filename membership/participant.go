@@ -25,11 +25,14 @@ type participant struct {
 	cut      []wire.Cut // of its prior view: deliver up to here, then install
 	done     bool       // it holds the cut and said so
 	commit   *wire.ViewCommit
-	heardAt  time.Time  // last message of the initiator
-	resendAt time.Time  // when done, the next reminder (the commit may be lost)
-	since    time.Time  // when this node joined this attempt
-	outsider bool       // led by a node outside this node's view (a merge)
-	held     []Delivery // messages of the prior view past the report: the cut decides
+	heardAt  time.Time // last message of the initiator
+	resendAt time.Time // when done, the next reminder (the commit may be lost)
+	since    time.Time // when this node joined this attempt
+	outsider bool      // led by a node outside this node's view (a merge)
+	// initiatorInc is the initiator's incarnation: only it may end the
+	// flush without a view (onFlushEnd).
+	initiatorInc uint64
+	held         []Delivery // messages of the prior view past the report: the cut decides
 }
 
 // newParticipant joins flush id, proposing members, at now, from view
@@ -257,6 +260,7 @@ func (m *Machine) takePart(now time.Time, id flushID, from, fromInc uint64, f *w
 		m.changeFrom = now
 	}
 	m.participant = newParticipant(id, slices.Clone(f.Members), m.view.ID, m.coordInc(), now, outsider, old)
+	m.participant.initiatorInc = fromInc
 	m.engine.Expect(now, f.Members) // the multicast layer keeps state for the proposed nodes until the view
 	m.sendReport()
 	if f.Phase == wire.FlushCut {
@@ -382,6 +386,18 @@ func (m *Machine) abandon() {
 		m.hand(d)
 	}
 	m.changeFrom = time.Time{}
+}
+
+// onFlushEnd takes the end of a flush without a view, from its initiator
+// (from, inc): a participant of that very attempt, before its commit,
+// abandons it and goes on in its view. Anything else is stale.
+func (m *Machine) onFlushEnd(from, inc uint64, e *wire.FlushEnd) {
+	p := m.participant
+	if p == nil || p.commit != nil || p.id != (flushID{Epoch: e.Epoch, Attempt: e.Attempt, Initiator: from}) || p.initiatorInc != inc {
+		m.stats.StaleMembership++
+		return
+	}
+	m.abandon()
 }
 
 // mergeFailed notes that this node's part in flush p ended without a

@@ -20,7 +20,7 @@ import (
 // Quorum policies.
 const (
 	QuorumOff      = "off"      // every view is primary (no quorum)
-	QuorumMajority = "majority" // a majority of the last primary view, less the members that left it gracefully
+	QuorumMajority = "majority" // a majority of the last primary view, less the members that left it gracefully while it was primary
 	QuorumStatic   = "static"   // a majority of Expected members
 )
 

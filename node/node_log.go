@@ -117,6 +117,10 @@ func (n *Node) logMembership(ev *membership.Event) {
 		n.log.Info().Str(logs.EventKey, logs.ViewFlushStarted).Str(logs.ViewKey, ev.View.ID.String()).
 			Uint64(logs.EpochKey, ev.Epoch).Uint64(logs.AttemptKey, ev.Attempt).Uints64(logs.ProposedKey, ev.Proposed).
 			Msg("view change started")
+	case membership.FlushUnchanged:
+		n.log.Info().Str(logs.EventKey, logs.ViewUnchanged).Str(logs.ViewKey, ev.View.ID.String()).
+			Uint64(logs.EpochKey, ev.Epoch).Uint64(logs.AttemptKey, ev.Attempt).Uints64(logs.UnansweredKey, ev.Proposed).
+			Msgf("view change ended without a view: %v did not answer, and the rest is view %s", ev.Proposed, ev.View.ID)
 	case membership.Suspected:
 		n.log.Info().Str(logs.EventKey, logs.MemberSuspected).Str(logs.ViewKey, ev.View.ID.String()).Uint64(logs.MemberKey, ev.Member).
 			Int64(logs.SilentMsKey, ev.Silent.Milliseconds()).Msg("member suspected")

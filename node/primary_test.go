@@ -301,3 +301,22 @@ func TestLockOutsideThePrimary(t *testing.T) {
 		}
 	})
 }
+
+// TestPrimaryLeaverFromAnotherSide replays the schedule that found a
+// member leaving a view that is not primary counted out of the older
+// primary view its other members knew: 6 nodes, 5 leaves (127 ms), the
+// partition [1 3 6] | [2 4] (238 ms) makes [1 3 6] primary, the partition
+// [1 2 4] | [3 6] (420 ms) makes [3 6] primary, and when 1 leaves [1 2 4]
+// (752 ms) the reference of 2 and 4, the five-node view without 1, was
+// split evenly, and the tie made [2 4] primary beside [6 3]. Now graceful
+// leavers come out of the reference only when the view they leave is
+// primary (initiator.fixCut).
+func TestPrimaryLeaverFromAnotherSide(t *testing.T) {
+	s := newScheduleQ(t, 1496000257, membership.QuorumMajority)
+	p := newPrimaryChain()
+	s.w.Check("one primary chain", p.check)
+	s.run()
+	if p.seen < 2 {
+		t.Fatalf("the schedule installed %d primary views: it no longer plays the case (%s)", p.seen, s)
+	}
+}

@@ -252,6 +252,9 @@ func (l *vsLedger) install(lf *life, v membership.View) error {
 		if !prev.ID.Less(v.ID) {
 			return fmt.Errorf("node %d installed %v after %v", lf.id, v.ID, prev.ID)
 		}
+		if slices.Equal(prev.Members, v.Members) {
+			return fmt.Errorf("node %d installed %v with the very members of %v: a view that changes nothing (docs/design.md, \"Flushes that change nothing\")", lf.id, v, prev.ID)
+		}
 		if err := l.synchrony(lf, prev, v); err != nil {
 			return err
 		}

@@ -37,10 +37,13 @@ const (
 	// Membership.
 	ViewInstalled    = "view.installed"
 	ViewFlushStarted = "view.flush.started"
-	MemberSuspected  = "member.suspected"
-	MemberExcluded   = "member.excluded"
-	MemberLeft       = "member.left"
-	MemberRefused    = "member.refused"
+	// ViewUnchanged: a view change this node ran ended without a view,
+	// because only the nodes it was to take in did not answer.
+	ViewUnchanged   = "view.flush.unchanged"
+	MemberSuspected = "member.suspected"
+	MemberExcluded  = "member.excluded"
+	MemberLeft      = "member.left"
+	MemberRefused   = "member.refused"
 
 	// Messages, with trace_deliveries.
 	Send    = "send"

@@ -92,6 +92,7 @@ const (
 	EpochKey                  = "epoch"
 	AttemptKey                = "attempt"
 	ProposedKey               = "proposed"
+	UnansweredKey             = "unanswered"
 	MemberKey                 = "member"
 	ByKey                     = "by"
 	SettingKey                = "setting"

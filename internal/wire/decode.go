@@ -158,6 +158,8 @@ func (d *Decoder) body(env *Envelope) error {
 		u, err := d.uintMax(1)
 		env.Path.Unicast = u == 1
 		return err
+	case KindFlushEnd:
+		return d.flushEnd(&env.FlushEnd)
 	}
 	return fmt.Errorf("%w: %v", ErrUnknownKind, env.Kind)
 }
@@ -358,6 +360,14 @@ func (d *Decoder) flush(m *Flush) (err error) {
 		return err
 	}
 	m.Primary, err = d.seq()
+	return err
+}
+
+func (d *Decoder) flushEnd(m *FlushEnd) (err error) {
+	if m.Epoch, err = d.uint(); err != nil {
+		return err
+	}
+	m.Attempt, err = d.uint()
 	return err
 }
 

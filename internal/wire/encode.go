@@ -92,6 +92,8 @@ func bodyFields(env *Envelope) (int, error) {
 		return 4, nil
 	case KindPath:
 		return 1, nil
+	case KindFlushEnd:
+		return 2, nil
 	case KindFlushOK:
 		return 11, nil
 	}
@@ -153,6 +155,8 @@ func (e *Encoder) membership(env *Envelope) {
 		e.bytes(c.Bytes)
 	case KindPath:
 		e.uints(b2u(env.Path.Unicast))
+	case KindFlushEnd:
+		e.uints(env.FlushEnd.Epoch, env.FlushEnd.Attempt)
 	case KindRefuse:
 		r := &env.Refuse
 		e.uints(r.Target, r.TargetInc)

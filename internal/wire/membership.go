@@ -154,6 +154,15 @@ type Path struct {
 	Unicast bool
 }
 
+// FlushEnd (KindFlushEnd) ends the flush (Epoch, Attempt, the header's
+// From) without a view: [epoch, attempt]. Its initiator sends it when the
+// flush would install a view of the very members the view has (the nodes
+// it was to take in did not answer): each participant goes on in its view
+// as when it abandons a flush.
+type FlushEnd struct {
+	Epoch, Attempt uint64
+}
+
 // Refuse (KindRefuse) is the coordinator's answer to a joiner it will not
 // admit: [target, target incarnation, setting, ours, theirs]. Setting names
 // the setting that differs; "id" means a live node already has the joiner's

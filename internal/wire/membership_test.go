@@ -55,6 +55,8 @@ func normalizeMembership(e *Envelope, out *Envelope) {
 		out.Chunk.Bytes = bs(e.Chunk.Bytes)
 	case KindPath:
 		out.Path = e.Path
+	case KindFlushEnd:
+		out.FlushEnd = e.FlushEnd
 	}
 }
 
@@ -90,7 +92,9 @@ func edgeSamples() []*Envelope {
 	rp.Repair = Repair{Source: max, SourceInc: max, View: ViewID{max, max}, Data: Data{Seq: MaxSeq - 1}}
 	p0, p1 := mk(KindPath), mk(KindPath)
 	p1.Path.Unicast = true
-	return []*Envelope{j0, j1, l, f0, f1, ok0, ok1, v0, v1, r0, c1, rp, p0, p1}
+	e0, e1 := mk(KindFlushEnd), mk(KindFlushEnd)
+	e1.FlushEnd = FlushEnd{Epoch: max, Attempt: max}
+	return []*Envelope{j0, j1, l, f0, f1, ok0, ok1, v0, v1, r0, c1, rp, p0, p1, e0, e1}
 }
 
 func TestMembershipEdges(t *testing.T) {
@@ -309,6 +313,8 @@ func TestMembershipShapes(t *testing.T) {
 		"path unicast 2":         raw(KindPath, 1, func(e *Encoder) { e.uints(2) }),
 		"path unicast bytes":     raw(KindPath, 1, func(e *Encoder) { e.bytes([]byte{1}) }),
 		"path without its field": raw(KindPath, 0, func(e *Encoder) {}),
+		"flush-end of 1 field":   raw(KindFlushEnd, 1, func(e *Encoder) { e.uints(3) }),
+		"flush-end bytes":        raw(KindFlushEnd, 2, func(e *Encoder) { e.uints(3); e.bytes([]byte{1}) }),
 	}
 	for name, b := range bad {
 		if err := NewDecoder().Decode(b, NewEnvelope(1400)); !errors.Is(err, ErrMalformed) {

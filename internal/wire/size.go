@@ -168,6 +168,8 @@ func membershipSize(env *Envelope) int {
 		return uintsSize(c.Message, uint64(c.Index), uint64(c.Count)) + binSize(len(c.Bytes))
 	case KindPath:
 		return 1
+	case KindFlushEnd:
+		return uintsSize(env.FlushEnd.Epoch, env.FlushEnd.Attempt)
 	}
 	return 0
 }

@@ -33,29 +33,30 @@ type Kind uint8
 // Message kinds. KindOrder and KindMerge are reserved: they have no fields
 // yet and decode as ErrUnknownKind.
 const (
-	KindData    Kind = 1  // one application or protocol message from its source
-	KindBatch   Kind = 2  // several data messages of one source in one datagram
-	KindNack    Kind = 3  // a request for missing data (SRM)
-	KindRepair  Kind = 4  // a retransmission, by the source or any holder (SRM)
-	KindSession Kind = 5  // periodic receive state; heartbeat; delay estimation
-	KindJoin    Kind = 6  // membership: ask to be admitted
-	KindLeave   Kind = 7  // membership: a member leaves, or is reported suspect
-	KindFlush   Kind = 8  // membership: stop sending, report what you hold
-	KindFlushOK Kind = 9  // membership: flush reply
-	KindView    Kind = 10 // membership: install a view
-	KindOrder   Kind = 11 // total order records from the sequencer
-	KindMerge   Kind = 12 // membership: coordinator beacon for merging
-	KindRefuse  Kind = 13 // membership: the coordinator refuses a joiner
-	KindChunk   Kind = 14 // a piece of a membership message too large for one datagram
-	KindPath    Kind = 15 // sent by unicast: how the sender hears the receiver (per-peer fallback)
-	kindLimit   Kind = 16 // first unassigned number
+	KindData     Kind = 1  // one application or protocol message from its source
+	KindBatch    Kind = 2  // several data messages of one source in one datagram
+	KindNack     Kind = 3  // a request for missing data (SRM)
+	KindRepair   Kind = 4  // a retransmission, by the source or any holder (SRM)
+	KindSession  Kind = 5  // periodic receive state; heartbeat; delay estimation
+	KindJoin     Kind = 6  // membership: ask to be admitted
+	KindLeave    Kind = 7  // membership: a member leaves, or is reported suspect
+	KindFlush    Kind = 8  // membership: stop sending, report what you hold
+	KindFlushOK  Kind = 9  // membership: flush reply
+	KindView     Kind = 10 // membership: install a view
+	KindOrder    Kind = 11 // total order records from the sequencer
+	KindMerge    Kind = 12 // membership: coordinator beacon for merging
+	KindRefuse   Kind = 13 // membership: the coordinator refuses a joiner
+	KindChunk    Kind = 14 // a piece of a membership message too large for one datagram
+	KindPath     Kind = 15 // sent by unicast: how the sender hears the receiver (per-peer fallback)
+	KindFlushEnd Kind = 16 // membership: the initiator ends its flush without a view (nothing changed)
+	kindLimit    Kind = 17 // first unassigned number
 )
 
 var kindNames = [...]string{
 	KindData: "data", KindBatch: "batch", KindNack: "nack", KindRepair: "repair",
 	KindSession: "session", KindJoin: "join", KindLeave: "leave", KindFlush: "flush",
 	KindFlushOK: "flush-ok", KindView: "view", KindOrder: "order", KindMerge: "merge",
-	KindRefuse: "refuse", KindChunk: "chunk", KindPath: "path",
+	KindRefuse: "refuse", KindChunk: "chunk", KindPath: "path", KindFlushEnd: "flush-end",
 }
 
 func (k Kind) String() string {
@@ -220,19 +221,20 @@ type Session struct {
 // reuses its slices, so a steady stream decodes without allocating.
 type Envelope struct {
 	Header
-	Data    Data       // KindData
-	Batch   []Data     // KindBatch
-	Nack    Nack       // KindNack
-	Repair  Repair     // KindRepair
-	Session Session    // KindSession
-	Join    Join       // KindJoin
-	Leave   Leave      // KindLeave
-	Flush   Flush      // KindFlush
-	FlushOK FlushOK    // KindFlushOK
-	Commit  ViewCommit // KindView (Header.View is the sender's current view)
-	Refuse  Refuse     // KindRefuse
-	Chunk   Chunk      // KindChunk
-	Path    Path       // KindPath
+	Data     Data       // KindData
+	Batch    []Data     // KindBatch
+	Nack     Nack       // KindNack
+	Repair   Repair     // KindRepair
+	Session  Session    // KindSession
+	Join     Join       // KindJoin
+	Leave    Leave      // KindLeave
+	Flush    Flush      // KindFlush
+	FlushOK  FlushOK    // KindFlushOK
+	Commit   ViewCommit // KindView (Header.View is the sender's current view)
+	Refuse   Refuse     // KindRefuse
+	Chunk    Chunk      // KindChunk
+	Path     Path       // KindPath
+	FlushEnd FlushEnd   // KindFlushEnd
 
 	// To is not on the wire: the one node an outgoing envelope is for
 	// (a NACK to its source, a repair to its requester, when the

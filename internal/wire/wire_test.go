@@ -47,7 +47,9 @@ func membershipSamples(mk func(Kind) *Envelope) []*Envelope {
 	rf.Refuse = Refuse{Target: 6, TargetInc: 12, Setting: []byte("datagram"), Ours: []byte("1400"), Theirs: []byte("9000")}
 	ch := mk(KindChunk)
 	ch.Chunk = Chunk{Message: 3, Index: 1, Count: 4, Bytes: []byte("a piece of a view commit")}
-	return []*Envelope{j, l, f, ok, v, rf, ch}
+	fe := mk(KindFlushEnd)
+	fe.FlushEnd = FlushEnd{Epoch: 8, Attempt: 2}
+	return []*Envelope{j, l, f, ok, v, rf, ch, fe}
 }
 
 // normalize makes an envelope comparable with reflect.DeepEqual after a

@@ -23,6 +23,7 @@ var catalogue = map[string]spec{
 	"views_installed":   counter("huddle_views_installed", "Views this node installed."),
 	"flushes_started":   counter("huddle_flushes_started", "View changes this node started as coordinator, restarts included."),
 	"flush_restarts":    counter("huddle_flush_restarts", "View changes restarted without a member that did not answer."),
+	"flushes_unchanged": counter("huddle_flushes_unchanged", "View changes ended without a view: only the nodes to take in did not answer."),
 	"suspicions":        counter("huddle_suspicions", "Members this node suspected."),
 	"joins_refused":     counter("huddle_joins_refused", "Joiners this node refused as coordinator."),
 	"membership_msgs":   counter("huddle_membership_messages_received", "Membership datagrams received."),
