@@ -52,11 +52,14 @@ Presets (--preset) reproduce the programs huddle grew from:
 A fault is AT:DO[:NODES[:VALUE]]: AT a time since the start (10s), DO one
 of kill, restart, stop, continue, partition, heal, loss, elect, lock,
 mcast-off, mcast-on (the bridge stops or resumes forwarding multicast to
-hosts, unicast still passing); NODES a list (2,3) or "coordinator"; VALUE
-the new loss for loss (0.1), the hold for lock (2s). For example:
+hosts, unicast still passing), cpu (hold nodes to a share of one core
+with a control group, 0 lifts it); NODES a list (2,3) or "coordinator";
+VALUE the new loss for loss (0.1), the hold for lock (2s), the percent
+of a core for cpu (1). For example:
   --fault 10s:kill:coordinator --fault 16s:restart
   --fault 8s:partition:1,2 --fault 14s:heal --fault 5s:loss:3:0.2
   --fault 5s:mcast-off:4 --fault 14s:mcast-on:4
+  --fault 8s:cpu:4:1 --fault 28s:cpu:4:0
 With --args "--transport unicast" every node runs on the unicast
 transport, and the lab gives each the others' addresses as --peers.
 

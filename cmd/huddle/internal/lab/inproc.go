@@ -93,6 +93,12 @@ func (c *procCluster) setMulticast(id uint64, on bool) error {
 	return errors.New("taking multicast away needs a virtual LAN's bridge")
 }
 
+// setCPU is refused before the run (Action.Validate): the nodes share
+// this process.
+func (c *procCluster) setCPU(uint64, float64) error {
+	return errors.New("holding a node's CPU needs the nodes as processes, on a virtual LAN")
+}
+
 func (c *procCluster) setLoss(id uint64, m lan.LossModel) error {
 	if !randomOnly(m) {
 		return errRandomOnly

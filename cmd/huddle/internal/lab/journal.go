@@ -81,6 +81,8 @@ func (j *journal) action(at time.Time, a Action, ids []uint64, err error) {
 		l.Value = strconv.FormatFloat(a.Loss.Loss, 'f', -1, 64)
 	case DoLock:
 		l.Value = a.Hold.String()
+	case DoCPU:
+		l.Value = strconv.FormatFloat(a.CPU, 'f', -1, 64)
 	}
 	if err != nil {
 		l.Error = err.Error()

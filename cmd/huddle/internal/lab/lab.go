@@ -281,6 +281,13 @@ func (d *demo) setup() error {
 		d.why = "no huddle binary to run as the nodes"
 	default:
 		cl, err := newLAN(d.o.Nodes, d.lossOf, d.o.Bin, d.dir, d.flags)
+		if err == nil && d.o.Plan.holdsCPU() {
+			// Refused before anything runs where no CPU can be held.
+			if err := cl.openCPU(); err != nil {
+				cl.close()
+				return err
+			}
+		}
 		if err == nil {
 			d.cl, d.mode = cl, cl.mode()
 			return nil
@@ -694,6 +701,12 @@ func (d *demo) apply(a Action) {
 		text = "⊘ multicast no longer forwarded to " + strings.Replace(nodeList(ids), "node", "host", 1) + " (unicast still passes)"
 		if a.Do == DoMcastOn {
 			text = "◎ multicast forwarded again to " + strings.Replace(nodeList(ids), "node", "host", 1)
+		}
+	case DoCPU:
+		each(func(id uint64) error { return d.cl.setCPU(id, a.CPU) })
+		text = fmt.Sprintf("⏚ %s held to %v %% of one core (a control group's quota)", nodeList(ids), a.CPU)
+		if a.CPU == 0 {
+			text = "⏚ " + nodeList(ids) + ": CPU no longer held"
 		}
 	case DoElect:
 		each(func(id uint64) error { d.callLater(id, "elect", nil); return nil })

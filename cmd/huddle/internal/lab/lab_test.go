@@ -278,6 +278,9 @@ func TestPlanRefuses(t *testing.T) {
 		{Plan{Actions: []Action{{At: time.Second, Do: DoPartition, Nodes: []uint64{1, 2, 3}}}}, false, "one side holds every node"},
 		{Plan{Actions: []Action{{At: 2 * time.Second, Do: DoHeal}, {At: time.Second, Do: DoHeal}}}, false, "not in time order"},
 		{Plan{Actions: []Action{{At: time.Second, Do: DoStop, Nodes: []uint64{1}}}}, true, "need the nodes as processes"},
+		{Plan{Actions: []Action{{At: time.Second, Do: DoCPU, CPU: 1}}}, false, "cpu at 1s: name the nodes"},
+		{Plan{Actions: []Action{{At: time.Second, Do: DoCPU, Nodes: []uint64{1}, CPU: -1}}}, false, "want 0 (lift the hold)"},
+		{Plan{Actions: []Action{{At: time.Second, Do: DoCPU, Nodes: []uint64{1}, CPU: 1}}}, true, "needs the nodes as processes"},
 		{Plan{HostLoss: map[uint64]lan.LossModel{9: {}}}, false, "host 9"},
 		{Plan{NodeArgs: map[uint64][]string{4: nil}}, false, "node 4"},
 	} {

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,6 +45,9 @@ type cluster interface {
 	setLoss(id uint64, m lan.LossModel) error
 	// setMulticast makes the LAN forward multicast to host id or not.
 	setMulticast(id uint64, on bool) error
+	// setCPU holds node id to percent of one CPU (0: no longer), now
+	// and across its restarts.
+	setCPU(id uint64, percent float64) error
 	// partition cuts the nodes of side off from the others; heal undoes
 	// every partition.
 	partition(side []uint64) error
@@ -64,6 +68,8 @@ type lanCluster struct {
 	nodes *lan.Nodes
 	args  func(id uint64) []string // the node's flags after "run"
 	told  map[*lan.Node]bool       // exited, and said so (or killed)
+	cpu   *lan.CPU                 // the nodes' CPU holds, once the first is asked for
+	held  map[uint64]float64       // each held node's share of one CPU, in percent
 }
 
 var _ cluster = (*lanCluster)(nil)
@@ -87,7 +93,46 @@ func newLAN(n int, loss func(h uint64) lan.LossModel, bin, dir string, args func
 		}
 	}
 	nodes := lan.NewNodes(l, lan.NodesOptions{Bin: bin, Addr: groupAddr, Sockets: true, Args: []string{"--loopback=false"}})
-	return &lanCluster{lan: l, nodes: nodes, args: args, told: map[*lan.Node]bool{}}, nil
+	return &lanCluster{lan: l, nodes: nodes, args: args, told: map[*lan.Node]bool{}, held: map[uint64]float64{}}, nil
+}
+
+// openCPU makes ready to hold the nodes' CPU, or says why this system
+// cannot: the run refuses a plan with cpu faults before it starts.
+func (c *lanCluster) openCPU() error {
+	if c.cpu != nil {
+		return nil
+	}
+	cpu, err := lan.OpenCPU("huddle-lab-" + filepath.Base(c.lan.LogDir()) + "-")
+	if err != nil {
+		return err
+	}
+	c.cpu = cpu
+	return nil
+}
+
+func (c *lanCluster) setCPU(id uint64, percent float64) error {
+	if err := c.openCPU(); err != nil {
+		return err
+	}
+	c.held[id] = percent
+	n, err := c.running(id)
+	if err != nil {
+		return nil // held from its next start
+	}
+	return c.holdCPU(n)
+}
+
+// holdCPU puts node n's process under its CPU hold, if it has one.
+func (c *lanCluster) holdCPU(n *lan.Node) error {
+	percent, ok := c.held[n.ID]
+	if !ok {
+		return nil
+	}
+	pid, err := n.PID()
+	if err != nil {
+		return err
+	}
+	return c.cpu.Limit(fmt.Sprintf("node%d", n.ID), pid, percent)
 }
 
 // describe says what the LAN is made of, for the console; lossy says
@@ -112,8 +157,11 @@ func (c *lanCluster) logPath(id uint64) string {
 }
 
 func (c *lanCluster) start(id uint64) error {
-	_, err := c.nodes.Start(int(id), c.args(id)...)
-	return err
+	n, err := c.nodes.Start(int(id), c.args(id)...)
+	if err != nil {
+		return err
+	}
+	return c.holdCPU(n)
 }
 
 func (c *lanCluster) kill(id uint64) error {
@@ -173,7 +221,13 @@ func lastLine(path string) string {
 	return ""
 }
 
-func (c *lanCluster) close() error { return c.lan.Close() }
+func (c *lanCluster) close() error {
+	var err error
+	if c.cpu != nil {
+		err = c.cpu.Close()
+	}
+	return errors.Join(err, c.lan.Close())
+}
 
 // running returns node id if it runs.
 func (c *lanCluster) running(id uint64) (*lan.Node, error) {

@@ -23,10 +23,11 @@ const (
 	DoLock      = "lock"      // take the group's lock on a node, hold it, release it (huddle lock)
 	DoMcastOff  = "mcast-off" // the bridge stops forwarding multicast to hosts (a snooping switch without a querier)
 	DoMcastOn   = "mcast-on"  // and forwards it again
+	DoCPU       = "cpu"       // hold nodes to a share of one CPU (a control group's quota), or lift the hold (0)
 )
 
 // Kinds lists the kinds of Action, in the order the docs give them.
-var Kinds = []string{DoKill, DoRestart, DoStop, DoContinue, DoPartition, DoHeal, DoLoss, DoElect, DoLock, DoMcastOff, DoMcastOn}
+var Kinds = []string{DoKill, DoRestart, DoStop, DoContinue, DoPartition, DoHeal, DoLoss, DoElect, DoLock, DoMcastOff, DoMcastOn, DoCPU}
 
 // Action is one step of a run's schedule: a fault, or a request to a node.
 type Action struct {
@@ -45,6 +46,7 @@ type Action struct {
 	Coordinator bool
 	Loss        lan.LossModel // loss: the hosts' new loss
 	Hold        time.Duration // lock: how long to hold the lock
+	CPU         float64       // cpu: the share of one CPU the nodes get, in percent; 0 lifts the hold
 	Drawn       bool          // drawn at random from a seed (for the record)
 }
 
@@ -86,6 +88,11 @@ func (a Action) String() string {
 		return "multicast forwarded again to " + where
 	case DoElect:
 		return "election from " + who
+	case DoCPU:
+		if a.CPU == 0 {
+			return "CPU of " + who + " no longer held"
+		}
+		return fmt.Sprintf("CPU of %s held to %v %% of one core", who, a.CPU)
 	}
 	return a.Do + " " + who
 }
@@ -124,6 +131,16 @@ func (a Action) Validate(n int, inProcess bool) error {
 		if inProcess && !randomOnly(a.Loss) {
 			return fmt.Errorf("loss at %v: %w", a.At, errRandomOnly)
 		}
+	case DoCPU:
+		if needs {
+			return fmt.Errorf("cpu at %v: name the nodes, or the coordinator", a.At)
+		}
+		if a.CPU < 0 || a.CPU > 100*1024 {
+			return fmt.Errorf("cpu at %v: %v %%: want 0 (lift the hold), or the share of one CPU in percent (1 holds a node to 1 %% of a core)", a.At, a.CPU)
+		}
+		if inProcess {
+			return fmt.Errorf("cpu at %v: holding a node's CPU needs the nodes as processes, on a virtual LAN", a.At)
+		}
 	case DoLock:
 		if needs {
 			return fmt.Errorf("lock at %v: name the nodes, or the coordinator", a.At)
@@ -142,6 +159,14 @@ func (a Action) Validate(n int, inProcess bool) error {
 		return fmt.Errorf("%s at %v: SIGSTOP and SIGCONT need the nodes as processes, on a virtual LAN", a.Do, a.At)
 	}
 	return nil
+}
+
+// holdsCPU says whether the plan holds a node's CPU at some point.
+func (p *Plan) holdsCPU() bool {
+	if p == nil {
+		return false
+	}
+	return slices.ContainsFunc(p.Actions, func(a Action) bool { return a.Do == DoCPU })
 }
 
 // randomOnly says whether m is random loss alone, all that the nodes in

@@ -95,6 +95,7 @@ type Fault struct {
 	Coordinator bool            `toml:"coordinator,omitempty"`
 	Loss                        // do = "loss": the hosts' new loss
 	Hold        config.Duration `toml:"hold,omitempty"`  // do = "lock"
+	CPU         float64         `toml:"cpu,omitempty"`   // do = "cpu": percent of one CPU, 0 lifts the hold
 	Drawn       bool            `toml:"drawn,omitempty"` // drawn from [random] by the seed (written by Save)
 }
 
@@ -249,7 +250,7 @@ func (s *Scenario) expand() ([]lab.Action, error) {
 		if !slices.Contains(lab.Kinds, f.Do) {
 			return nil, fmt.Errorf("[[fault]] %d: do %q: want one of %s", i+1, f.Do, strings.Join(lab.Kinds, ", "))
 		}
-		out = append(out, lab.Action{At: f.At.D(), Do: f.Do, Nodes: f.Nodes, Coordinator: f.Coordinator, Loss: f.Loss.model(), Hold: f.Hold.D(), Drawn: f.Drawn})
+		out = append(out, lab.Action{At: f.At.D(), Do: f.Do, Nodes: f.Nodes, Coordinator: f.Coordinator, Loss: f.Loss.model(), Hold: f.Hold.D(), CPU: f.CPU, Drawn: f.Drawn})
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, 0x6c6162)) // "lab"
 	for i := range s.Elections {
@@ -268,7 +269,7 @@ func (s *Scenario) expand() ([]lab.Action, error) {
 }
 
 func faultOf(a lab.Action) Fault {
-	f := Fault{At: config.Duration(a.At), Do: a.Do, Nodes: a.Nodes, Coordinator: a.Coordinator, Hold: config.Duration(a.Hold), Drawn: a.Drawn}
+	f := Fault{At: config.Duration(a.At), Do: a.Do, Nodes: a.Nodes, Coordinator: a.Coordinator, Hold: config.Duration(a.Hold), CPU: a.CPU, Drawn: a.Drawn}
 	if a.Do == lab.DoLoss {
 		f.Loss = Loss{Loss: a.Loss.Loss, Burst: a.Loss.Burst, Delay: config.Duration(a.Loss.Delay), Jitter: config.Duration(a.Loss.Jitter)}
 	}
@@ -443,11 +444,19 @@ func ParseFault(spec string) (Fault, error) {
 				return bad("hold %q: want a duration, e.g. 2s", parts[3])
 			}
 			f.Hold = config.Duration(d)
+		case lab.DoCPU:
+			p, err := strconv.ParseFloat(strings.TrimSuffix(parts[3], "%"), 64)
+			if err != nil || p < 0 {
+				return bad("CPU share %q: want a percentage of one core, e.g. 1 (0 lifts the hold)", parts[3])
+			}
+			f.CPU = p
 		default:
 			return bad("%s takes no value", f.Do)
 		}
 	} else if f.Do == lab.DoLoss {
 		return bad("loss needs the new loss: AT:loss:NODES:P (NODES empty for every host)")
+	} else if f.Do == lab.DoCPU {
+		return bad("cpu needs the share: AT:cpu:NODES:PERCENT (1 holds them to 1 %% of a core, 0 lifts the hold)")
 	}
 	return f, nil
 }

@@ -247,12 +247,15 @@ func TestWriteFile(t *testing.T) {
 
 func TestParseFault(t *testing.T) {
 	good := map[string]Fault{
-		"10s:kill:coordinator": {At: config.Duration(10 * time.Second), Do: "kill", Coordinator: true},
-		"16s:restart":          {At: config.Duration(16 * time.Second), Do: "restart"},
-		"8s:partition:1,2":     {At: config.Duration(8 * time.Second), Do: "partition", Nodes: []uint64{1, 2}},
-		"5s:loss:3:0.2":        {At: config.Duration(5 * time.Second), Do: "loss", Nodes: []uint64{3}, Loss: Loss{Loss: 0.2}},
-		"5s:loss::0.2":         {At: config.Duration(5 * time.Second), Do: "loss", Loss: Loss{Loss: 0.2}},
-		"6s:lock:2:1s":         {At: config.Duration(6 * time.Second), Do: "lock", Nodes: []uint64{2}, Hold: config.Duration(time.Second)},
+		"10s:kill:coordinator":    {At: config.Duration(10 * time.Second), Do: "kill", Coordinator: true},
+		"16s:restart":             {At: config.Duration(16 * time.Second), Do: "restart"},
+		"8s:partition:1,2":        {At: config.Duration(8 * time.Second), Do: "partition", Nodes: []uint64{1, 2}},
+		"5s:loss:3:0.2":           {At: config.Duration(5 * time.Second), Do: "loss", Nodes: []uint64{3}, Loss: Loss{Loss: 0.2}},
+		"5s:loss::0.2":            {At: config.Duration(5 * time.Second), Do: "loss", Loss: Loss{Loss: 0.2}},
+		"6s:lock:2:1s":            {At: config.Duration(6 * time.Second), Do: "lock", Nodes: []uint64{2}, Hold: config.Duration(time.Second)},
+		"5s:cpu:3:1":              {At: config.Duration(5 * time.Second), Do: "cpu", Nodes: []uint64{3}, CPU: 1},
+		"5s:cpu:coordinator:2.5%": {At: config.Duration(5 * time.Second), Do: "cpu", Coordinator: true, CPU: 2.5},
+		"9s:cpu:3:0":              {At: config.Duration(9 * time.Second), Do: "cpu", Nodes: []uint64{3}},
 	}
 	for spec, want := range good {
 		got, err := ParseFault(spec)
@@ -268,6 +271,9 @@ func TestParseFault(t *testing.T) {
 		"1s:kill:1:2":    "kill takes no value",
 		"1s:loss:1":      "loss needs the new loss",
 		"1s:lock:1:long": `hold "long"`,
+		"1s:cpu:1":       "cpu needs the share",
+		"1s:cpu:1:half":  `CPU share "half"`,
+		"1s:cpu:1:-5":    `CPU share "-5"`,
 	} {
 		if _, err := ParseFault(spec); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseFault(%q): %v, want an error with %q", spec, err, want)
