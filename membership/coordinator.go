@@ -447,7 +447,12 @@ func (m *Machine) tickCoordinator(now time.Time) {
 		m.coord.idle()
 		return
 	}
-	ch := m.coord.proposal(now, m.group())
+	var ch change
+	if m.starved() {
+		ch = m.coord.kept(m.group()) // exclusions only: see starved
+	} else {
+		ch = m.coord.proposal(now, m.group())
+	}
 	for _, r := range ch.refused {
 		m.refuse(r)
 	}
