@@ -447,12 +447,7 @@ func (m *Machine) tickCoordinator(now time.Time) {
 		m.coord.idle()
 		return
 	}
-	var ch change
-	if m.starved() {
-		ch = m.coord.kept(m.group()) // exclusions only: see starved
-	} else {
-		ch = m.coord.proposal(now, m.group())
-	}
+	ch := m.coord.proposal(now, m.group())
 	for _, r := range ch.refused {
 		m.refuse(r)
 	}

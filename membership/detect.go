@@ -59,35 +59,6 @@ func (m *Machine) suspect(now time.Time, id, inc uint64, silent time.Duration) {
 	m.reportAt = now
 }
 
-// starved reports whether this node is starved: it noticed a pause of its
-// own (its loop held up for a heartbeat or more: starved of CPU, stopped,
-// its timers late) and has not run a suspect timeout since without one
-// (tickHealth; a pause longer than that is no such run). A starved node takes no part in
-// merges led from outside its view and, as coordinator, starts none and
-// admits nobody (docs/design.md, "Local health"): it would answer late or
-// not at all, and a view that takes it in would exclude it again, each
-// change a flush that holds every member's sends. Its suspicions are
-// already held back by its pauses (Paused).
-func (m *Machine) starved() bool { return !m.pausedAt.IsZero() }
-
-// tickHealth says when this node has run a suspect timeout without a
-// pause: it is no longer starved.
-func (m *Machine) tickHealth(now time.Time) {
-	if m.starved() && now.Sub(m.pausedAt) >= m.opt.Engine.SuspectTimeout {
-		m.pausedAt = time.Time{}
-		m.emit(Event{Kind: Health, View: m.view.clone()})
-	}
-}
-
-// healthDeadline is when tickHealth must look again; zero when the node
-// is not starved.
-func (m *Machine) healthDeadline() time.Time {
-	if m.pausedAt.IsZero() {
-		return time.Time{}
-	}
-	return m.pausedAt.Add(m.opt.Engine.SuspectTimeout)
-}
-
 // tickSuspicions reports this node's suspicions to the acting
 // coordinator until a view settles them.
 func (m *Machine) tickSuspicions(now time.Time) {

@@ -63,7 +63,6 @@ const (
 	Engine                              // an event of the multicast layer (Multicast)
 	Delivered                           // a message delivered to this node (Delivery)
 	FlushUnchanged                      // this node ended its flush without a view: it would have installed the members the view has (Flush ID, Proposed: those that did not answer)
-	Health                              // this node found itself starved (Starved true, Silent: the pause), or ran freely again for a suspect timeout (Starved false)
 )
 
 // Event is something the node should know about and log.
@@ -86,9 +85,6 @@ type Event struct {
 	Theirs    string
 	Addr      netip.AddrPort
 	Multicast multicast.Event
-	// Starved (a Health event) says this node is starved now; false: it
-	// has run freely again for a suspect timeout.
-	Starved bool
 	// InView (an Engine event of kind StreamSkipped) says the messages
 	// skipped reach into the sender's stream within this node's view: a
 	// loss the view cannot make good (the node secedes). Without it, they
@@ -168,7 +164,6 @@ type Machine struct {
 	leaveBy   time.Time         // leaving: when to give up waiting
 	settings  uint32            // hash of opt.Settings
 	quietFrom time.Time         // the installed view's start, moved on by this node's pauses: members unheard since are suspected
-	pausedAt  time.Time         // when this node last noticed a pause of its own (Paused); zero once it ran a suspect timeout without one (starved)
 	pruneAt   time.Time         // next time stale entries of heard, hold-offs and joiners go
 	outsiders limiter           // events about nodes outside the view (refusals, peers seen and lost)
 	primary   uint64            // the installed view's generation as the primary component, 0: not primary
@@ -209,8 +204,6 @@ type Stats struct {
 	FlushesStarted   uint64 // as initiator, counting restarts
 	FlushRestarts    uint64 // flushes restarted without members that did not answer
 	FlushesUnchanged uint64 // flushes this node ended without a view, as initiator: only the nodes to take in had not answered, and the rest is the view
-	Starved          uint64 // times this node found itself starved (a pause of its own after it had run freely)
-	MergesDeclined   uint64 // flushes led from outside this node's view (merges) it took no part in, starved
 	Suspicions       uint64
 	WrongView        uint64 // messages of another view, not delivered
 	FutureDropped    uint64 // messages of a later view dropped: the buffer was full, or that view never came
@@ -451,7 +444,6 @@ func (m *Machine) Tick(now time.Time) {
 	m.tickInitiator(now)
 	m.tickParticipant(now)
 	m.tickStale(now)
-	m.tickHealth(now)
 	m.tickPrune(now)
 	m.tickCoordinator(now)
 	m.afterStep(now)
@@ -464,7 +456,7 @@ func (m *Machine) NextDeadline() time.Time {
 		return time.Time{} // silent for good: no deadline
 	}
 	d := m.engine.NextDeadline()
-	for _, t := range []time.Time{m.joinAt, m.leaveAt, m.reportAt, m.coord.changeAt, m.flushDeadline(), m.orderer.safeDeadline(), m.recordDeadline(), m.healthDeadline()} {
+	for _, t := range []time.Time{m.joinAt, m.leaveAt, m.reportAt, m.coord.changeAt, m.flushDeadline(), m.orderer.safeDeadline(), m.recordDeadline()} {
 		if !t.IsZero() && t.Before(d) {
 			d = t
 		}
@@ -505,11 +497,6 @@ func (m *Machine) retry() time.Duration {
 // for d (see multicast.Engine.Paused).
 func (m *Machine) Paused(now time.Time, d time.Duration) {
 	m.engine.Paused(now, d)
-	if !m.starved() {
-		m.stats.Starved++
-		m.emit(Event{Kind: Health, Starved: true, Silent: d, View: m.view.clone()})
-	}
-	m.pausedAt = now
 	if t := m.quietFrom.Add(d); t.Before(now) {
 		m.quietFrom = t
 	} else {

@@ -249,10 +249,6 @@ func (m *Machine) takePart(now time.Time, id flushID, from, fromInc uint64, f *w
 		m.stats.RoleRefused++
 		return
 	}
-	if outsider && m.starved() {
-		m.stats.MergesDeclined++
-		return
-	}
 	old := m.participant
 	if old != nil {
 		m.mergeFailed(now, old) // superseded

@@ -169,7 +169,7 @@ func (n *Node) counters() Counters {
 	pp, pr, pc, pch := n.fb.counts()
 	return Counters{
 		{"views_installed", gs.ViewsInstalled},
-		{"flushes_started", gs.FlushesStarted}, {"flush_restarts", gs.FlushRestarts}, {"flushes_unchanged", gs.FlushesUnchanged}, {"health_starved", gs.Starved}, {"merges_declined", gs.MergesDeclined},
+		{"flushes_started", gs.FlushesStarted}, {"flush_restarts", gs.FlushRestarts}, {"flushes_unchanged", gs.FlushesUnchanged},
 		{"suspicions", gs.Suspicions}, {"joins_refused", gs.JoinsRefused},
 		{"membership_msgs", gs.MembershipMsgs}, {"stale_membership", gs.StaleMembership},
 		{"wrong_view", gs.WrongView}, {"future_dropped", gs.FutureDropped}, {"beyond_cut", gs.BeyondCut},

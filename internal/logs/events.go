@@ -8,15 +8,12 @@ package logs
 // reads its constants to check docs/logs.md against them.
 const (
 	// The node.
-	NodeStarted = "node.started"
-	NodeConfig  = "node.config"
-	NodeDrop    = "node.drop"
-	NodeStats   = "node.stats"
-	NodeWarning = "node.warning"
-	NodeStopped = "node.stopped"
-	// NodeHealth: this node found itself starved (its loop held up for a
-	// heartbeat or more), or runs freely again.
-	NodeHealth         = "node.health"
+	NodeStarted        = "node.started"
+	NodeConfig         = "node.config"
+	NodeDrop           = "node.drop"
+	NodeStats          = "node.stats"
+	NodeWarning        = "node.warning"
+	NodeStopped        = "node.stopped"
 	NodeFailed         = "node.failed"
 	SocketRcvbufCapped = "socket.rcvbuf_capped"
 

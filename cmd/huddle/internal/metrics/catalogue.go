@@ -24,8 +24,6 @@ var catalogue = map[string]spec{
 	"flushes_started":   counter("huddle_flushes_started", "View changes this node started as coordinator, restarts included."),
 	"flush_restarts":    counter("huddle_flush_restarts", "View changes restarted without a member that did not answer."),
 	"flushes_unchanged": counter("huddle_flushes_unchanged", "View changes ended without a view: only the nodes to take in did not answer."),
-	"health_starved":    counter("huddle_health_starved", "Times this node found itself starved: its loop held up for a heartbeat or more after it had run freely."),
-	"merges_declined":   counter("huddle_merges_declined", "Merges led from outside the view that this node took no part in because it was starved."),
 	"suspicions":        counter("huddle_suspicions", "Members this node suspected."),
 	"joins_refused":     counter("huddle_joins_refused", "Joiners this node refused as coordinator."),
 	"membership_msgs":   counter("huddle_membership_messages_received", "Membership datagrams received."),
