@@ -363,12 +363,18 @@ func (r *chunkRun) receive(b []byte) {
 }
 
 // madeOf reports whether whole is one piece per index received for its
-// message, in index order.
+// message, in index order, from index 0 to some index past 1. Pieces of
+// the same number may have come in two counts (a message evicted by a
+// flood, then one forged in its sender's name): whole is made of the
+// first pieces of either.
 func madeOf(whole []byte, pieces map[int][][]byte) bool {
 	offsets := map[int]bool{0: true}
 	for i := 0; len(offsets) > 0; i++ {
+		if offsets[len(whole)] && i >= 2 {
+			return true
+		}
 		if len(pieces[i]) == 0 {
-			return offsets[len(whole)] && i >= 2
+			return false
 		}
 		next := map[int]bool{}
 		for off := range offsets {
