@@ -515,3 +515,34 @@ func TestUnplacedStreamsAreNotReported(t *testing.T) {
 		t.Fatal("once placed, node 4's stream is not reported")
 	}
 }
+
+// A joiner hears the first message of a member of the view it is about
+// to install before the view arrives (its commit was lost once). Before,
+// with no member of its own view (only itself) to wait for, it took the
+// message for stable at once and let it go; a member that lost it could
+// then ask this node alone, in vain, and the next flush waited for it for
+// ever (TestPrimarySplit, seed 770144000003). A source outside the view
+// keeps its messages until the view counts who holds them.
+func TestExpectedSourceIsNotStableBeforeTheView(t *testing.T) {
+	e := newEngine(4)
+	e.SetMembers([]wire.Member{}) // a joiner's: no view yet
+	e.Expect(t0, []wire.Member{{ID: 5, Inc: 1}, {ID: 2, Inc: 1}, {ID: 4, Inc: 1}})
+	e.Step(t0, addr2, session(5, 1, t0))
+	e.Step(t0, addr2, data(2, 1, 1))
+	e.Start(t0, 2, 1, 1) // the view begins its stream at 1
+	e.Step(t0, addr2, session(2, 1, t0))
+	e.Tick(t0.Add(hb))
+	st := e.streams[2]
+	if st == nil || st.received() != 1 {
+		t.Fatal("the expected source's message was not taken")
+	}
+	if st.stable != 0 || st.ring.get(1) == nil {
+		t.Fatalf("stable %d before the view: the message may be the only copy a member can ask for", st.stable)
+	}
+	// In the view, it goes once every member holds it.
+	e.SetMembers([]wire.Member{{ID: 5, Inc: 1}, {ID: 2, Inc: 1}})
+	e.Step(t0.Add(hb), addr2, session(5, 1, t0.Add(hb), wire.PeerState{ID: 2, Inc: 1, Seq: 1}))
+	if st.stable != 1 {
+		t.Fatalf("stable %d once every member holds it, want 1", st.stable)
+	}
+}

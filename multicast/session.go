@@ -278,6 +278,13 @@ func (e *Engine) updateStability(now time.Time) {
 		if st.stable >= st.received() {
 			continue
 		}
+		if e.members != nil && !e.receiver(st.src) {
+			// A source outside this node's view (a node that a flush
+			// expects, whose view this node has not installed yet):
+			// who else must hold its messages is not known here, and
+			// this node may be the one a member asks for them.
+			continue
+		}
 		if e.advanceStable(st, e.minReport(st, false)) {
 			e.openGaps(now, st) // the ring reaches further now
 		}
