@@ -72,6 +72,15 @@ func (h *holdOffs) heldOff(now time.Time, id uint64) bool {
 	return now.Before(h.offs[id].until)
 }
 
+// release ends node id's hold now; what it failed is remembered, so that
+// a next hold doubles.
+func (h *holdOffs) release(now time.Time, id uint64) {
+	if o, ok := h.offs[id]; ok {
+		o.until = now
+		h.offs[id] = o
+	}
+}
+
 // joinHeldOff reports whether a join request of incarnation inc of node id
 // waits: the incarnation did not answer an admission lately.
 func (h *holdOffs) joinHeldOff(now time.Time, id, inc uint64) bool {

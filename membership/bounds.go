@@ -23,10 +23,23 @@ type idConflict struct {
 	n           int
 }
 
-// limiter lets through at most limitBurst events per suspect timeout.
+// limiter lets through at most a burst of events per period.
 type limiter struct {
 	at time.Time
 	n  int
+}
+
+// allow reports whether one more event may go through at now: at most
+// burst in each period.
+func (l *limiter) allow(now time.Time, period time.Duration, burst int) bool {
+	if l.at.IsZero() || now.Sub(l.at) >= period {
+		l.at, l.n = now, 0
+	}
+	if l.n >= burst {
+		return false
+	}
+	l.n++
+	return true
 }
 
 const (
@@ -221,12 +234,7 @@ func (m *Machine) mayReport(now time.Time, id uint64) bool {
 	if m.view.Has(id) {
 		return true
 	}
-	l := &m.outsiders
-	if l.at.IsZero() || now.Sub(l.at) >= m.opt.Engine.SuspectTimeout {
-		l.at, l.n = now, 0
-	}
-	if l.n < limitBurst {
-		l.n++
+	if m.outsiders.allow(now, m.opt.Engine.SuspectTimeout, limitBurst) {
 		return true
 	}
 	m.stats.EventsSuppressed++

@@ -26,6 +26,8 @@ type coordinator struct {
 	views    map[wire.ViewID]time.Time // the other views heard of, since when (those of foreign)
 	gather   time.Duration             // how long another view is heard before a merge with it: every reachable member of it speaks
 	offs     holdOffs                  // nodes held out of merges and admissions
+	proofs   prover                    // questions asked of the nodes to take in, and their answers
+	restarts map[uint64]restart        // id → the incarnation last seen entering a view, when, and how often in a row
 	admits   streak                    // admissions that failed: a node to admit or merge did not answer
 	failing  bool                      // the view change under way had one
 	changeAt time.Time                 // when to start the flush for pending changes; zero = none pending
@@ -46,6 +48,7 @@ type group struct {
 	suspects map[uint64]uint64 // members suspected: id → the incarnation suspected
 	heard    map[uint64]heard
 	size     commitSize
+	starved  bool // this node finds itself starved (local health): it leads no merge by waiting
 }
 
 // commitSize bounds the size of a proposed view's commit: it lists every
@@ -95,6 +98,7 @@ type change struct {
 	left    []uint64
 	changed bool
 	refused []refusal
+	ask     []wire.Member // nodes to take in that have not shown lately that they can: ask them for proof
 }
 
 // refusal refuses a joiner, naming the setting in which it differs.
@@ -114,7 +118,8 @@ const (
 
 func newCoordinator(self uint64, st, gather time.Duration, settings []Setting) coordinator {
 	return coordinator{self: self, st: st, gather: gather, settings: settings, joiners: map[uint64]joiner{}, leavers: map[uint64]uint64{},
-		excluded: map[uint64]uint64{}, foreign: map[uint64]time.Time{}, views: map[wire.ViewID]time.Time{}, offs: newHoldOffs(st)}
+		excluded: map[uint64]uint64{}, foreign: map[uint64]time.Time{}, views: map[wire.ViewID]time.Time{}, offs: newHoldOffs(st),
+		proofs: newProver(st, st/2), restarts: map[uint64]restart{}}
 }
 
 // proposal computes the next view: the members of g's view not excluded,
@@ -156,9 +161,17 @@ func (c *coordinator) kept(g group) (ch change) {
 // merge adds the nodes of other views to merge, in order, as long as the
 // commit, with the cut of each of their views, fits.
 func (c *coordinator) merge(now time.Time, g group, ch *change, priors map[wire.ViewID]bool) {
-	for _, id := range c.mergeable(now, g) {
+	ids, held := c.mergeable(now, g)
+	for _, id := range held {
+		ch.ask = append(ch.ask, wire.Member{ID: id, Inc: g.heard[id].inc})
+	}
+	for _, id := range ids {
 		h := g.heard[id]
 		x := wire.Member{ID: id, Inc: h.inc}
+		if !c.proofs.holds(now, x) {
+			ch.ask = append(ch.ask, x)
+			continue
+		}
 		was := priors[h.view]
 		priors[h.view] = true
 		if !g.size.fits(append(ch.members, x), len(priors)) {
@@ -183,7 +196,11 @@ func (c *coordinator) admit(now time.Time, g group, ch *change, priors int) {
 			delete(c.joiners, id) // it stopped asking
 			continue
 		}
-		if containsMember(ch.members, id) {
+		if containsMember(ch.members, id) || c.restarting(now, x) {
+			continue
+		}
+		if !c.proofs.holds(now, x) {
+			ch.ask = append(ch.ask, x)
 			continue
 		}
 		if !g.size.fits(append(ch.members, x), priors) {
@@ -199,10 +216,12 @@ func (c *coordinator) admit(now time.Time, g group, ch *change, priors int) {
 // mergeable lists the nodes this coordinator should merge into its view:
 // heard lately (and since this view was installed: a node it just
 // excluded still echoes the old view), in another view, not held off,
-// and of a view this coordinator leads the merge with (leads).
-func (c *coordinator) mergeable(now time.Time, g group) []uint64 {
+// and of a view this coordinator leads the merge with (leads). held lists
+// those it would merge but holds off: it asks them for proof, and ends
+// the hold of one that has answered in time for a while (recovered).
+func (c *coordinator) mergeable(now time.Time, g group) (ids, held []uint64) {
 	claims := map[wire.ViewID]int{}
-	var cands []uint64
+	var cands, offs []uint64
 	for id, h := range g.heard {
 		c.work++
 		if h.view == (wire.ViewID{}) || now.Sub(h.at) > c.st || !h.at.After(g.viewAt) {
@@ -212,9 +231,17 @@ func (c *coordinator) mergeable(now time.Time, g group) []uint64 {
 		claims[h.view]++
 		// A node that is not a member but claims this view's ID is in
 		// another view of the same ID: a restarted coordinator's.
-		if g.view.HasInc(id, h.inc) || c.offs.heldOff(now, id) {
+		if g.view.HasInc(id, h.inc) {
 			delete(c.foreign, id)
 			continue
+		}
+		if c.offs.heldOff(now, id) {
+			if !c.proofs.recovered(now, wire.Member{ID: id, Inc: h.inc}) {
+				delete(c.foreign, id)
+				offs = append(offs, id)
+				continue
+			}
+			c.offs.release(now, id) // it answered in time for a while: it recovered
 		}
 		cands = append(cands, id)
 	}
@@ -229,13 +256,18 @@ func (c *coordinator) mergeable(now time.Time, g group) []uint64 {
 		}
 	}
 	slices.Sort(cands)
-	var ids []uint64
 	for _, id := range cands {
 		if c.leads(now, g, id, claims) {
 			ids = append(ids, id)
 		}
 	}
-	return ids
+	for _, id := range offs {
+		if h := g.heard[id]; now.Sub(c.views[h.view]) >= c.gather && c.ruled(g, h, claims) {
+			held = append(held, id)
+		}
+	}
+	slices.Sort(held)
+	return ids, held
 }
 
 // leads reports whether this coordinator leads the merge with node id.
@@ -248,7 +280,8 @@ func (c *coordinator) mergeable(now time.Time, g group) []uint64 {
 // takes the whole view, not the few heard first (the rest would find
 // their view gone on without them, and secede one by one). Should the
 // other side not lead either (each counts differently), this one leads
-// after mergeWait suspect timeouts.
+// after mergeWait suspect timeouts, unless it is starved: then it leads
+// only by the rule (local health).
 func (c *coordinator) leads(now time.Time, g group, id uint64, claims map[wire.ViewID]int) bool {
 	h := g.heard[id]
 	if _, ok := c.foreign[id]; !ok {
@@ -257,9 +290,14 @@ func (c *coordinator) leads(now time.Time, g group, id uint64, claims map[wire.V
 	if now.Sub(c.views[h.view]) < c.gather {
 		return false
 	}
+	return c.ruled(g, h, claims) || !g.starved && now.Sub(c.foreign[id]) >= mergeWait*c.st
+}
+
+// ruled reports whether this coordinator leads the merge with a node
+// heard as h by the rule: its view is the larger, or the newer of equals.
+func (c *coordinator) ruled(g group, h heard, claims map[wire.ViewID]int) bool {
 	ours, theirs := len(g.view.Members), claims[h.view]
-	return ours > theirs || ours == theirs && h.view.Less(g.view.ID) ||
-		now.Sub(c.foreign[id]) >= mergeWait*c.st
+	return ours > theirs || ours == theirs && h.view.Less(g.view.ID)
 }
 
 // mergeWait is how many suspect timeouts a coordinator waits for the
@@ -342,8 +380,10 @@ func (c *coordinator) exclude(id, inc uint64) { c.excluded[id] = inc }
 // longer hears.
 func (c *coordinator) forget(id uint64) { delete(c.foreign, id) }
 
-// settle drops the pending changes view v made.
-func (c *coordinator) settle(v View) {
+// settle drops the pending changes view v, installed at now, made, and
+// notes the incarnations it took in (restarts).
+func (c *coordinator) settle(now time.Time, v View) {
+	c.entered(now, v)
 	for id, j := range c.joiners {
 		if v.HasInc(id, j.inc) {
 			delete(c.joiners, id)
@@ -360,6 +400,60 @@ func (c *coordinator) settle(v View) {
 			delete(c.leavers, id)
 		}
 	}
+}
+
+// restart is what a node keeps of another's incarnations entering its
+// views: the last, when, and how many in a row entered within
+// restartWindow of the one before (a node that keeps crashing and
+// restarting).
+type restart struct {
+	inc uint64
+	at  time.Time
+	n   uint8
+}
+
+// restartWindow is how long, in suspect timeouts, an incarnation must
+// have entered the view before the next of its node no longer counts as
+// one more restart in a row: longer than the longest wait, so that a node
+// restarting at that pace still counts.
+const restartWindow = 2 * maxHoldOff
+
+// entered notes the incarnations of view v, installed at now, that no
+// view held before, and forgets the nodes neither in v nor seen entering
+// for restartWindow.
+func (c *coordinator) entered(now time.Time, v View) {
+	for _, x := range v.Members {
+		r, ok := c.restarts[x.ID]
+		if ok && r.inc == x.Inc {
+			continue
+		}
+		if ok && now.Sub(r.at) < restartWindow*c.st {
+			r.n = min(r.n+1, 32)
+		} else {
+			r.n = 0
+		}
+		c.restarts[x.ID] = restart{inc: x.Inc, at: now, n: r.n}
+	}
+	for id, r := range c.restarts {
+		if !v.Has(id) && now.Sub(r.at) >= restartWindow*c.st {
+			delete(c.restarts, id)
+		}
+	}
+}
+
+// restarting reports whether joiner x, a new incarnation of a node that
+// keeps restarting, must wait: after n restarts in a row, each within
+// restartWindow of the last, the next enters no sooner than 2^n suspect
+// timeouts after it, up to maxHoldOff (docs/design.md, "A merge waits
+// for proof"). A node that crashes and restarts now and then enters at
+// once.
+func (c *coordinator) restarting(now time.Time, x wire.Member) bool {
+	r, ok := c.restarts[x.ID]
+	if !ok || r.inc == x.Inc || r.n == 0 {
+		return false
+	}
+	wait := min(c.st<<min(r.n, 30), maxHoldOff*c.st)
+	return now.Before(r.at.Add(wait))
 }
 
 // unanswered holds off node x, which this node's flush would have
@@ -410,6 +504,7 @@ func (c *coordinator) installed(tookIn bool) {
 // failed.
 func (c *coordinator) prune(now time.Time) {
 	c.offs.prune(now)
+	c.proofs.prune(now)
 	for id, j := range c.joiners {
 		if now.Sub(j.at) > c.st {
 			delete(c.joiners, id)
@@ -451,6 +546,7 @@ func (m *Machine) tickCoordinator(now time.Time) {
 	for _, r := range ch.refused {
 		m.refuse(r)
 	}
+	m.askProofs(now, ch.ask)
 	if m.coord.due(now, ch.changed, m.retry()/2) {
 		m.startFlush(now, ch.members, ch.left)
 	}
@@ -461,7 +557,7 @@ func (m *Machine) group() group {
 	eo := m.engine.Options()
 	size := commitSize{received: m.engine, window: uint64(eo.Window), limit: cmp.Or(m.opt.MessageSize, eo.DatagramSize),
 		self: m.self, inc: m.inc, maxEpoch: m.maxEpoch}
-	return group{view: m.view, viewAt: m.viewAt, suspects: m.suspects, heard: m.heard.nodes, size: size}
+	return group{view: m.view, viewAt: m.viewAt, suspects: m.suspects, heard: m.heard.nodes, size: size, starved: m.starved()}
 }
 
 // onJoin takes a join request. The acting coordinator checks the joiner's

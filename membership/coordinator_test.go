@@ -62,6 +62,7 @@ func TestCoordinatorProposalExcludes(t *testing.T) {
 		{"leaving", func(c *coordinator, g group) { c.leaving(2, 1); g.suspects[2] = 1 }, "[1 3]", []uint64{2}, true},
 		{"restarted", func(c *coordinator, _ group) {
 			c.join(t0, 2, 5, []wire.Setting{{Name: []byte("heartbeat"), Value: []byte("20ms")}})
+			prove(c, t0, wire.Member{ID: 2, Inc: 5})
 		},
 			"[1 3 2@5]", nil, true},
 	} {
@@ -101,8 +102,8 @@ func TestCoordinatorMerges(t *testing.T) {
 			for id, h := range tc.heard {
 				g.heard[id] = h
 			}
-			if got := fmt.Sprint(c.mergeable(now, g)); got != tc.merged {
-				t.Fatalf("merges %s, want %s", got, tc.merged)
+			if got, _ := c.mergeable(now, g); fmt.Sprint(got) != tc.merged {
+				t.Fatalf("merges %v, want %s", got, tc.merged)
 			}
 		})
 	}
@@ -118,7 +119,8 @@ func TestCoordinatorMerges(t *testing.T) {
 			g.heard[id] = h
 		}
 		// Node 13's wait starts when its hold ends.
-		if got, want := fmt.Sprint(c.mergeable(now.Add(at), g)), map[bool]string{true: "[]", false: "[10 11 12]"}[at == 0]; got != want {
+		got, held := c.mergeable(now.Add(at), g)
+		if got, want := fmt.Sprint(got, held), map[bool]string{true: "[] []", false: "[10 11 12] []"}[at == 0]; got != want {
 			t.Fatalf("a larger view, heard for %v: merges %s, want %s", at, got, want)
 		}
 	}
@@ -149,12 +151,19 @@ func TestCoordinatorAdmits(t *testing.T) {
 		c.join(t0, id, 1, ours)
 	}
 	c.join(t0.Add(-testST), 6, 1, ours)
+	c.join(t0, 5, 1, ours)
+	for _, id := range []uint64{6, 7, 8, 9} {
+		prove(c, t0, wire.Member{ID: id, Inc: 1})
+	}
 	ch := c.proposal(t0.Add(time.Millisecond), g)
+	if ids(ch.ask) != "[5]" {
+		t.Fatalf("asks %s for proof, want the joiner that has not shown it can take part", ids(ch.ask))
+	}
 	if ids(ch.members) != "[1 2 3 7 8]" || len(ch.refused) != 1 || ch.refused[0] != (refusal{9, 1, "members", "5", "one more"}) {
 		t.Fatalf("proposal %s, refused %+v", ids(ch.members), ch.refused)
 	}
-	if len(c.joiners) != 2 {
-		t.Fatalf("joiners %v: the refused one and the one that stopped asking should be gone", c.joiners)
+	if len(c.joiners) != 3 {
+		t.Fatalf("joiners %v: the refused one and the one that stopped asking should be gone, the one not proven waits", c.joiners)
 	}
 }
 
@@ -209,6 +218,7 @@ func TestCoordinatorAdmissionsFail(t *testing.T) {
 	}
 	c.installed(false)
 	c.join(t0.Add(time.Second), 9, 1, []wire.Setting{{Name: []byte("heartbeat"), Value: []byte("20ms")}})
+	prove(c, t0.Add(time.Second), wire.Member{ID: 9, Inc: 1})
 	if ch := c.proposal(t0.Add(time.Second), g); ids(ch.members) != "[1 2 3 9]" {
 		t.Fatalf("after the hold: proposal %s, want the joiner", ids(ch.members))
 	}
@@ -243,8 +253,14 @@ func TestCoordinatorSettle(t *testing.T) {
 	c.exclude(3, 1)
 	c.leaving(2, 1)
 	c.unanswered(t0, wire.Member{ID: 7, Inc: 1})
-	c.settle(View{Members: []wire.Member{{ID: 1, Inc: 1}, {ID: 2, Inc: 1}, {ID: 9, Inc: 1}, {ID: 7, Inc: 1}}})
+	c.settle(t0, View{Members: []wire.Member{{ID: 1, Inc: 1}, {ID: 2, Inc: 1}, {ID: 9, Inc: 1}, {ID: 7, Inc: 1}}})
 	if _, ok := c.joiners[8]; len(c.joiners) != 1 || !ok || len(c.excluded) != 0 || !c.isLeaving(2) || len(c.offs.offs) != 0 {
 		t.Fatalf("joiners %v, excluded %v, leavers %v, held off %v", c.joiners, c.excluded, c.leavers, c.offs.offs)
 	}
+}
+
+// prove gives coordinator c a proof of node x at now, as an answer in
+// time to its probe would.
+func prove(c *coordinator, now time.Time, x wire.Member) {
+	c.proofs.proofs[x.ID] = proof{inc: x.Inc, at: now, since: now}
 }

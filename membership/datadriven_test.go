@@ -772,6 +772,15 @@ func (n *ddNet) describe(env *wire.Envelope) string {
 		return fmt.Sprintf("refuse %d %s", env.Refuse.Target, env.Refuse.Setting)
 	case wire.KindFlushEnd:
 		return fmt.Sprintf("flush-end %d/%d", env.FlushEnd.Epoch, env.FlushEnd.Attempt)
+	case wire.KindProof:
+		q := &env.Proof
+		switch {
+		case q.Flags&wire.ProofStarved != 0:
+			return fmt.Sprintf("proof for %d, starved", q.Target)
+		case q.Flags&wire.ProofAnswer != 0:
+			return fmt.Sprintf("proof for %d", q.Target)
+		}
+		return fmt.Sprintf("ask %d for proof", q.Target)
 	}
 	return env.Kind.String()
 }

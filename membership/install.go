@@ -85,7 +85,7 @@ func (m *Machine) setView(now time.Time, v View, starts []wire.ViewMember, prior
 		}
 	}
 	m.heard.afterView(prior, v)
-	m.coord.settle(v)
+	m.coord.settle(now, v)
 }
 
 // setPrimary marks v, the view about to be installed, primary (gen, its

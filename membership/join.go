@@ -17,8 +17,11 @@ func (m *Machine) tickJoin(now time.Time) {
 		m.joinAt = time.Time{}
 		return
 	}
-	if m.participant != nil || m.conflicted(now) {
-		// A flush is taking this node in; or another node seems to use
+	st := m.opt.Engine.SuspectTimeout
+	if m.participant != nil || m.conflicted(now) || now.Sub(m.askedAt) < st && now.Sub(m.startedAt) < 3*m.opt.JoinTimeout+2*st {
+		// A flush is taking this node in, or a coordinator asked it for
+		// proof lately and is about to (as long as a coordinator's crash
+		// and the admission after it take); or another node seems to use
 		// its ID (onConflict decides), and asking could displace it.
 		m.joinAt = now.Add(2 * m.retry())
 		return

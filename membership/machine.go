@@ -63,6 +63,7 @@ const (
 	Engine                              // an event of the multicast layer (Multicast)
 	Delivered                           // a message delivered to this node (Delivery)
 	FlushUnchanged                      // this node ended its flush without a view: it would have installed the members the view has (Flush ID, Proposed: those that did not answer)
+	Health                              // this node found itself starved (Starved true, Silent: the pause), or ran freely again for a suspect timeout (Starved false)
 )
 
 // Event is something the node should know about and log.
@@ -85,6 +86,9 @@ type Event struct {
 	Theirs    string
 	Addr      netip.AddrPort
 	Multicast multicast.Event
+	// Starved (a Health event) says this node is starved now; false: it
+	// has run freely again for a suspect timeout.
+	Starved bool
 	// InView (an Engine event of kind StreamSkipped) says the messages
 	// skipped reach into the sender's stream within this node's view: a
 	// loss the view cannot make good (the node secedes). Without it, they
@@ -164,6 +168,9 @@ type Machine struct {
 	leaveBy   time.Time         // leaving: when to give up waiting
 	settings  uint32            // hash of opt.Settings
 	quietFrom time.Time         // the installed view's start, moved on by this node's pauses: members unheard since are suspected
+	health    health            // this node's own pauses: is it starved (local health)
+	answers   limiter           // questions for proof answered lately
+	askedAt   time.Time         // joining: when a coordinator last asked this node for proof
 	pruneAt   time.Time         // next time stale entries of heard, hold-offs and joiners go
 	outsiders limiter           // events about nodes outside the view (refusals, peers seen and lost)
 	primary   uint64            // the installed view's generation as the primary component, 0: not primary
@@ -204,6 +211,12 @@ type Stats struct {
 	FlushesStarted   uint64 // as initiator, counting restarts
 	FlushRestarts    uint64 // flushes restarted without members that did not answer
 	FlushesUnchanged uint64 // flushes this node ended without a view, as initiator: only the nodes to take in had not answered, and the rest is the view
+	ProofsAsked      uint64 // questions for proof asked, as coordinator, of nodes to take in (A merge waits for proof)
+	ProofsGiven      uint64 // questions that named this node, answered
+	ProofsDropped    uint64 // questions that named this node beyond limitBurst a heartbeat, not answered
+	Proofs           uint64 // answers in time to this node's questions
+	ProofsFailed     uint64 // answers to this node's questions too late, or from a node starved while this one is not
+	Starved          uint64 // times this node found itself starved (local health)
 	Suspicions       uint64
 	WrongView        uint64 // messages of another view, not delivered
 	FutureDropped    uint64 // messages of a later view dropped: the buffer was full, or that view never came
@@ -246,7 +259,7 @@ func New(opt Options, now time.Time) *Machine {
 		coord: newCoordinator(eo.Self, eo.SuspectTimeout, eo.Heartbeat*3/2, opt.Settings),
 	}
 	m.orderer = newOrderer(m.self, m.engine, &m.stats)
-	m.engine.SetMembers([]wire.Member{}) // nobody counts for stability before a view
+	m.engine.SetMembers([]wire.Member{}) // no view: what it receives stays unstable until one counts who holds it
 	return m
 }
 
@@ -400,7 +413,7 @@ func (m *Machine) Step(now time.Time, src netip.AddrPort, env *wire.Envelope) {
 		return
 	}
 	switch env.Kind {
-	case wire.KindJoin, wire.KindLeave, wire.KindFlush, wire.KindFlushOK, wire.KindView, wire.KindRefuse, wire.KindFlushEnd:
+	case wire.KindJoin, wire.KindLeave, wire.KindFlush, wire.KindFlushOK, wire.KindView, wire.KindRefuse, wire.KindFlushEnd, wire.KindProof:
 		m.stats.MembershipMsgs++
 		if m.state != gone {
 			m.dispatch(now, env)
@@ -427,6 +440,8 @@ func (m *Machine) dispatch(now time.Time, env *wire.Envelope) {
 		m.onRefuse(now, env)
 	case wire.KindFlushEnd:
 		m.onFlushEnd(env.From, env.Inc, &env.FlushEnd)
+	case wire.KindProof:
+		m.onProof(now, env)
 	}
 }
 
@@ -444,6 +459,7 @@ func (m *Machine) Tick(now time.Time) {
 	m.tickInitiator(now)
 	m.tickParticipant(now)
 	m.tickStale(now)
+	m.tickHealth(now)
 	m.tickPrune(now)
 	m.tickCoordinator(now)
 	m.afterStep(now)
@@ -456,7 +472,7 @@ func (m *Machine) NextDeadline() time.Time {
 		return time.Time{} // silent for good: no deadline
 	}
 	d := m.engine.NextDeadline()
-	for _, t := range []time.Time{m.joinAt, m.leaveAt, m.reportAt, m.coord.changeAt, m.flushDeadline(), m.orderer.safeDeadline(), m.recordDeadline()} {
+	for _, t := range []time.Time{m.joinAt, m.leaveAt, m.reportAt, m.coord.changeAt, m.flushDeadline(), m.orderer.safeDeadline(), m.recordDeadline(), m.health.deadline(m.opt.Engine.SuspectTimeout)} {
 		if !t.IsZero() && t.Before(d) {
 			d = t
 		}
@@ -497,6 +513,10 @@ func (m *Machine) retry() time.Duration {
 // for d (see multicast.Engine.Paused).
 func (m *Machine) Paused(now time.Time, d time.Duration) {
 	m.engine.Paused(now, d)
+	if m.health.paused(now, d, m.opt.Engine.SuspectTimeout) {
+		m.stats.Starved++
+		m.emit(Event{Kind: Health, Starved: true, Silent: d, View: m.view.clone()})
+	}
 	if t := m.quietFrom.Add(d); t.Before(now) {
 		m.quietFrom = t
 	} else {

@@ -117,6 +117,15 @@ func (n *Node) logMembership(ev *membership.Event) {
 		n.log.Info().Str(logs.EventKey, logs.ViewFlushStarted).Str(logs.ViewKey, ev.View.ID.String()).
 			Uint64(logs.EpochKey, ev.Epoch).Uint64(logs.AttemptKey, ev.Attempt).Uints64(logs.ProposedKey, ev.Proposed).
 			Msg("view change started")
+	case membership.Health:
+		if ev.Starved {
+			n.log.Warn().Str(logs.EventKey, logs.NodeHealth).Str(logs.ViewKey, ev.View.ID.String()).Bool(logs.StarvedKey, true).
+				Int64(logs.PauseMsKey, ev.Silent.Milliseconds()).
+				Msgf("this node is starved: its loop was held up %d ms, twice in a row; it tells coordinators so, and is taken into no view until it runs freely", ev.Silent.Milliseconds())
+		} else {
+			n.log.Info().Str(logs.EventKey, logs.NodeHealth).Str(logs.ViewKey, ev.View.ID.String()).Bool(logs.StarvedKey, false).
+				Msg("this node runs freely again")
+		}
 	case membership.FlushUnchanged:
 		n.log.Info().Str(logs.EventKey, logs.ViewUnchanged).Str(logs.ViewKey, ev.View.ID.String()).
 			Uint64(logs.EpochKey, ev.Epoch).Uint64(logs.AttemptKey, ev.Attempt).Uints64(logs.UnansweredKey, ev.Proposed).

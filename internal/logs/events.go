@@ -16,6 +16,8 @@ const (
 	NodeStopped        = "node.stopped"
 	NodeFailed         = "node.failed"
 	SocketRcvbufCapped = "socket.rcvbuf_capped"
+	// NodeHealth: this node found itself starved, or runs freely again.
+	NodeHealth = "node.health"
 
 	// The group key.
 	SealRejected = "seal.rejected"

@@ -74,6 +74,8 @@ const (
 	PeerKey      = "peer" // also mutex.deferred
 	RestartedKey = "restarted"
 	SilentMsKey  = "silent_ms" // also member.suspected
+	StarvedKey   = "starved"   // node.health
+	PauseMsKey   = "pause_ms"  // node.health
 	BehindKey    = "behind"
 	HeldMsKey    = "held_ms" // also mutex.released
 	FromSeqKey   = "from_seq"

@@ -160,6 +160,8 @@ func (d *Decoder) body(env *Envelope) error {
 		return err
 	case KindFlushEnd:
 		return d.flushEnd(&env.FlushEnd)
+	case KindProof:
+		return d.proof(&env.Proof)
 	}
 	return fmt.Errorf("%w: %v", ErrUnknownKind, env.Kind)
 }
@@ -368,6 +370,21 @@ func (d *Decoder) flushEnd(m *FlushEnd) (err error) {
 		return err
 	}
 	m.Attempt, err = d.uint()
+	return err
+}
+
+func (d *Decoder) proof(m *Proof) (err error) {
+	if m.Target, err = d.uint(); err != nil {
+		return err
+	}
+	if m.TargetInc, err = d.uint(); err != nil {
+		return err
+	}
+	if m.Sent, err = d.int(); err != nil {
+		return err
+	}
+	f, err := d.uintMax(uint64(proofFlags))
+	m.Flags = uint8(f)
 	return err
 }
 

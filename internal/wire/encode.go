@@ -94,6 +94,8 @@ func bodyFields(env *Envelope) (int, error) {
 		return 1, nil
 	case KindFlushEnd:
 		return 2, nil
+	case KindProof:
+		return 4, nil
 	case KindFlushOK:
 		return 11, nil
 	}
@@ -157,6 +159,11 @@ func (e *Encoder) membership(env *Envelope) {
 		e.uints(b2u(env.Path.Unicast))
 	case KindFlushEnd:
 		e.uints(env.FlushEnd.Epoch, env.FlushEnd.Attempt)
+	case KindProof:
+		p := &env.Proof
+		e.uints(p.Target, p.TargetInc)
+		e.enc.EncodeInt(p.Sent)
+		e.uints(uint64(p.Flags))
 	case KindRefuse:
 		r := &env.Refuse
 		e.uints(r.Target, r.TargetInc)

@@ -213,3 +213,24 @@ const (
 	minLeftBytes       = 1
 	minPrimaryBytes    = 1 + primaryViewFields
 )
+
+// Proof (KindProof) asks a node outside the view for proof that it can
+// take part in a view change, or gives it: [target, target incarnation,
+// sent, flags]. A coordinator asks each node it would merge or admit, the
+// way it would send the flush; the target answers at once with a Proof of
+// its own that names the coordinator, echoes Sent and sets ProofAnswer,
+// and ProofStarved if it finds itself starved (docs/design.md, "A merge
+// waits for proof"). An answer in time shows that each can hear the
+// other, lately.
+type Proof struct {
+	Target, TargetInc uint64
+	Sent              int64 // the asker's clock, Unix nanoseconds; echoed by the answer
+	Flags             uint8
+}
+
+// Proof flags.
+const (
+	ProofAnswer  uint8 = 1 << iota // this proof answers a question that named its sender
+	ProofStarved                   // the answerer finds itself starved (local health)
+	proofFlags   = ProofAnswer | ProofStarved
+)

@@ -57,6 +57,8 @@ func normalizeMembership(e *Envelope, out *Envelope) {
 		out.Path = e.Path
 	case KindFlushEnd:
 		out.FlushEnd = e.FlushEnd
+	case KindProof:
+		out.Proof = e.Proof
 	}
 }
 
@@ -94,7 +96,10 @@ func edgeSamples() []*Envelope {
 	p1.Path.Unicast = true
 	e0, e1 := mk(KindFlushEnd), mk(KindFlushEnd)
 	e1.FlushEnd = FlushEnd{Epoch: max, Attempt: max}
-	return []*Envelope{j0, j1, l, f0, f1, ok0, ok1, v0, v1, r0, c1, rp, p0, p1, e0, e1}
+	q0, q1, q2 := mk(KindProof), mk(KindProof), mk(KindProof)
+	q1.Proof = Proof{Target: max, TargetInc: max, Sent: math.MaxInt64, Flags: proofFlags}
+	q2.Proof = Proof{Sent: math.MinInt64}
+	return []*Envelope{j0, j1, l, f0, f1, ok0, ok1, v0, v1, r0, c1, rp, p0, p1, e0, e1, q0, q1, q2}
 }
 
 func TestMembershipEdges(t *testing.T) {
@@ -315,6 +320,9 @@ func TestMembershipShapes(t *testing.T) {
 		"path without its field": raw(KindPath, 0, func(e *Encoder) {}),
 		"flush-end of 1 field":   raw(KindFlushEnd, 1, func(e *Encoder) { e.uints(3) }),
 		"flush-end bytes":        raw(KindFlushEnd, 2, func(e *Encoder) { e.uints(3); e.bytes([]byte{1}) }),
+		"proof of 3 fields":      raw(KindProof, 3, func(e *Encoder) { e.uints(3, 1, 5) }),
+		"proof flags unknown":    raw(KindProof, 4, func(e *Encoder) { e.uints(3, 1, 5, 4) }),
+		"probe sent bytes":       raw(KindProof, 4, func(e *Encoder) { e.uints(3, 1); e.bytes([]byte{1}); e.uints(1) }),
 	}
 	for name, b := range bad {
 		if err := NewDecoder().Decode(b, NewEnvelope(1400)); !errors.Is(err, ErrMalformed) {

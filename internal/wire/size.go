@@ -170,6 +170,9 @@ func membershipSize(env *Envelope) int {
 		return 1
 	case KindFlushEnd:
 		return uintsSize(env.FlushEnd.Epoch, env.FlushEnd.Attempt)
+	case KindProof:
+		p := &env.Proof
+		return uintsSize(p.Target, p.TargetInc, uint64(p.Flags)) + intSize(p.Sent)
 	}
 	return 0
 }

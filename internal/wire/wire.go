@@ -49,7 +49,8 @@ const (
 	KindChunk    Kind = 14 // a piece of a membership message too large for one datagram
 	KindPath     Kind = 15 // sent by unicast: how the sender hears the receiver (per-peer fallback)
 	KindFlushEnd Kind = 16 // membership: the initiator ends its flush without a view (nothing changed)
-	kindLimit    Kind = 17 // first unassigned number
+	KindProof    Kind = 17 // membership: a coordinator asks a node it would take in for proof that it can take part, or the answer
+	kindLimit    Kind = 18 // first unassigned number
 )
 
 var kindNames = [...]string{
@@ -57,6 +58,7 @@ var kindNames = [...]string{
 	KindSession: "session", KindJoin: "join", KindLeave: "leave", KindFlush: "flush",
 	KindFlushOK: "flush-ok", KindView: "view", KindOrder: "order", KindMerge: "merge",
 	KindRefuse: "refuse", KindChunk: "chunk", KindPath: "path", KindFlushEnd: "flush-end",
+	KindProof: "proof",
 }
 
 func (k Kind) String() string {
@@ -235,6 +237,7 @@ type Envelope struct {
 	Chunk    Chunk      // KindChunk
 	Path     Path       // KindPath
 	FlushEnd FlushEnd   // KindFlushEnd
+	Proof    Proof      // KindProof
 
 	// To is not on the wire: the one node an outgoing envelope is for
 	// (a NACK to its source, a repair to its requester, when the

@@ -49,7 +49,9 @@ func membershipSamples(mk func(Kind) *Envelope) []*Envelope {
 	ch.Chunk = Chunk{Message: 3, Index: 1, Count: 4, Bytes: []byte("a piece of a view commit")}
 	fe := mk(KindFlushEnd)
 	fe.FlushEnd = FlushEnd{Epoch: 8, Attempt: 2}
-	return []*Envelope{j, l, f, ok, v, rf, ch, fe}
+	pr := mk(KindProof)
+	pr.Proof = Proof{Target: 7, TargetInc: 1 << 40, Sent: 1 << 60, Flags: ProofAnswer | ProofStarved}
+	return []*Envelope{j, l, f, ok, v, rf, ch, fe, pr}
 }
 
 // normalize makes an envelope comparable with reflect.DeepEqual after a
