@@ -78,3 +78,66 @@ func TestDeafNodeCostsNoViews(t *testing.T) {
 		}
 	})
 }
+
+// TestStarvedMemberCostsTwoViews: a member gets 10 ms of every 210 (a
+// host starved of CPU, as by a cgroup quota of about 5 %), then 10 ms of
+// every 60, a second each, for 10 s. The others exclude it: one view. It notices its own pauses (the simulator
+// tells the Core of a call a heartbeat past its deadline, as the node's
+// loop does) and finds itself starved; it says so when the coordinator
+// asks it for proof, so it is not merged back while starved, and it leads
+// no merge by waiting. Once it runs freely again, one view takes it back.
+// Before, the group merged it back and excluded it again, over and over.
+func TestStarvedMemberCostsTwoViews(t *testing.T) {
+	testutil.ForSeeds(t, 4, func(t *testing.T, seed int64) {
+		w := sim.New(sim.Options{Seed: seed, Loss: 0.01, Jitter: 100 * time.Microsecond})
+		views, starvedAt := map[uint64]int{}, 0
+		var log []string
+		l := newVSLedger()
+		l.onEvent = func(id uint64, ev membership.Event) {
+			switch {
+			case ev.Kind == membership.ViewInstalled:
+				views[id]++
+				log = append(log, fmt.Sprintf("%v n%d installs %v", w.Elapsed(), id, ev.View))
+			case ev.Kind == membership.Health && ev.Starved:
+				starvedAt++
+			}
+		}
+		w.Check("view synchrony", l.check)
+		group := ids(4)
+		addMembers(w, group...)
+		settleViews(t, w, 3*time.Second, group)
+		clear(views)
+		log = nil
+		starved := viewOf(w, 1).Members[1].ID // not the coordinator
+		var healthy []uint64
+		for _, id := range group {
+			if id != starved {
+				healthy = append(healthy, id)
+			}
+		}
+		// Seconds when it gets 10 ms of every 210, and seconds of 10 ms
+		// of every 60: then it answers in time, but is still starved.
+		for i := range 10 * time.Second / (210 * time.Millisecond) {
+			stall := 200 * time.Millisecond
+			if i/5%2 == 1 {
+				stall = 50 * time.Millisecond
+			}
+			for at := time.Duration(0); at < 210*time.Millisecond; at += stall + 10*time.Millisecond {
+				w.Stall(starved, stall)
+				if err := w.RunFor(stall + 10*time.Millisecond); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		settleViews(t, w, 10*time.Second, group)
+		for _, id := range healthy {
+			if views[id] > 2 {
+				t.Errorf("seed %d: node %d installed %d views while node %d was starved and after, want at most 2 (its exclusion, its return):\n%s", seed, id, views[id], starved, strings.Join(log, "\n"))
+			}
+		}
+		if starvedAt == 0 {
+			t.Errorf("seed %d: node %d never found itself starved", seed, starved)
+		}
+		t.Logf("seed %d: node %d found itself starved %d times; views at the others: %v", seed, starved, starvedAt, views)
+	})
+}

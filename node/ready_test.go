@@ -1,8 +1,10 @@
 package node
 
 import (
+	"net/netip"
 	"runtime"
 	"sync"
+	"time"
 	"weak"
 
 	"github.com/huddle-lan/huddle/internal/sim"
@@ -15,15 +17,40 @@ import (
 // simCore is a Core as the simulator drives it (sim.Machine): after every
 // step the world takes its output, and TakeOutbox takes the Core's Ready,
 // keeps the events for the test (held), and hands the world the
-// datagrams, the repair traffic first.
+// datagrams, the repair traffic first. As the node's loop does
+// (Node.checkPause), it tells the Core of a pause when it is called a
+// heartbeat or more past the deadline the Core asked for: the world
+// stalled it.
 type simCore struct {
 	*Core
 	out [][]byte
+	due time.Time // the deadline the Core asked for when last called
 }
 
 var _ sim.Machine = (*simCore)(nil)
 
 func newSimCore(c *Core) sim.Machine { return &simCore{Core: c} }
+
+// Receive implements sim.Machine.
+func (s *simCore) Receive(now time.Time, src netip.AddrPort, data []byte) {
+	s.checkPause(now)
+	s.Core.Receive(now, src, data)
+	s.due = s.Core.NextDeadline()
+}
+
+// Tick implements sim.Machine.
+func (s *simCore) Tick(now time.Time) {
+	s.checkPause(now)
+	s.Core.Tick(now)
+	s.due = s.Core.NextDeadline()
+}
+
+func (s *simCore) checkPause(now time.Time) {
+	if !s.due.IsZero() && now.Sub(s.due) >= s.Core.membership.Engine().Options().Heartbeat {
+		s.Core.Paused(now, now.Sub(s.due))
+	}
+	s.due = time.Time{}
+}
 
 // TakeOutbox implements sim.Machine.
 func (s *simCore) TakeOutbox() [][]byte {
