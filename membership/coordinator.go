@@ -168,6 +168,9 @@ func (c *coordinator) merge(now time.Time, g group, ch *change, priors map[wire.
 	for _, id := range ids {
 		h := g.heard[id]
 		x := wire.Member{ID: id, Inc: h.inc}
+		if c.restarting(now, x) {
+			continue // it founded a view of its own when it restarted: it waits its turn as a joiner would
+		}
 		if !c.proofs.holds(now, x) {
 			ch.ask = append(ch.ask, x)
 			continue

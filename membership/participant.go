@@ -245,7 +245,7 @@ func (m *Machine) again(now time.Time, f *wire.Flush) {
 // taken while merges led from outside failed in a row (merges).
 func (m *Machine) takePart(now time.Time, id flushID, from, fromInc uint64, f *wire.Flush) {
 	outsider := from != m.self && m.state != joining && !m.view.HasInc(from, fromInc)
-	if outsider && m.merges.held(now) {
+	if outsider && (m.merges.held(now) || m.restarting(now, f.Members)) {
 		m.stats.RoleRefused++
 		return
 	}
@@ -431,4 +431,17 @@ func (m *Machine) tickParticipant(now time.Time) {
 	if p.resendDue(now) {
 		m.sendDone(now)
 	}
+}
+
+// restarting reports whether a merge of members would take in a node
+// that keeps restarting before its turn (coordinator.restarting): a node
+// that restarted founds a view of its own, and would otherwise lead a
+// merge of the group by waiting, past the bounded rate of its admissions.
+func (m *Machine) restarting(now time.Time, members []wire.Member) bool {
+	for _, x := range members {
+		if !m.view.HasInc(x.ID, x.Inc) && m.coord.restarting(now, x) {
+			return true
+		}
+	}
+	return false
 }

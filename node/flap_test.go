@@ -141,3 +141,52 @@ func TestStarvedMemberCostsTwoViews(t *testing.T) {
 		t.Logf("seed %d: node %d found itself starved %d times; views at the others: %v", seed, starved, starvedAt, views)
 	})
 }
+
+// TestRestartLoopCostsBoundedViews: a member crashes and restarts every
+// 2 s for a minute (a service in a crash loop under a supervisor). Each
+// new incarnation is admitted at a bounded rate (docs/design.md, "A merge
+// waits for proof"): after n restarts in a row, 2^n suspect timeouts
+// after the last one entered, up to 64. Each admission costs at most two
+// views (it enters; it dies and is excluded), so the healthy members
+// install at most 2·(7 + 60 s / 64 suspect timeouts) views in the
+// minute: 7 admissions before the wait reaches its longest, then one per
+// longest wait. Before, every restart cost two views: 60 a minute.
+func TestRestartLoopCostsBoundedViews(t *testing.T) {
+	testutil.ForSeeds(t, 4, func(t *testing.T, seed int64) {
+		w := sim.New(sim.Options{Seed: seed, Loss: 0.01, Jitter: 100 * time.Microsecond})
+		views := map[uint64]int{}
+		var log []string
+		l := newVSLedger()
+		l.onEvent = func(id uint64, ev membership.Event) {
+			if ev.Kind == membership.ViewInstalled {
+				views[id]++
+				log = append(log, fmt.Sprintf("%v n%d installs %v", w.Elapsed(), id, ev.View))
+			}
+		}
+		w.Check("view synchrony", l.check)
+		group := ids(4)
+		addMembers(w, group...)
+		settleViews(t, w, 3*time.Second, group)
+		clear(views)
+		log = nil
+		loop := viewOf(w, 1).Members[3].ID // the youngest: never the coordinator
+		for range 30 {
+			w.Crash(loop)
+			if err := w.RunFor(time.Second); err != nil {
+				t.Fatal(err)
+			}
+			w.Restart(loop)
+			if err := w.RunFor(time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bound := 2 * (7 + int(time.Minute/(64*testSuspect)))
+		for _, id := range group {
+			if id != loop && views[id] > bound {
+				t.Errorf("seed %d: node %d installed %d views in a minute beside a node restarting every 2 s, want at most %d:\n%s", seed, id, views[id], bound, strings.Join(log, "\n"))
+			}
+		}
+		settleViews(t, w, 64*testSuspect+3*time.Second, group) // it gets in once it stops restarting
+		t.Logf("seed %d: views at each member in the minute: %v (bound %d)", seed, views, bound)
+	})
+}
