@@ -86,7 +86,7 @@ func (m *Machine) tickSuspicions(now time.Time) {
 // that died as it was admitted) would hold total and safe delivery for
 // ever.
 func (m *Machine) tickUnheard(now time.Time) {
-	if m.state != member && m.state != leaving || now.Sub(m.quietFrom) < m.opt.Engine.SuspectTimeout {
+	if m.state != member && m.state != leaving || now.Sub(m.quietFrom) < m.suspectTimeout() {
 		return
 	}
 	for _, x := range m.view.Members {

@@ -87,8 +87,10 @@ type Event struct {
 	Addr      netip.AddrPort
 	Multicast multicast.Event
 	// Starved (a Health event) says this node is starved now; false: it
-	// has run freely again for a suspect timeout.
+	// has run freely again for a suspect timeout. Stretch is its health
+	// level then: it suspects a member after Stretch+1 suspect timeouts.
 	Starved bool
+	Stretch int
 	// InView (an Engine event of kind StreamSkipped) says the messages
 	// skipped reach into the sender's stream within this node's view: a
 	// loss the view cannot make good (the node secedes). Without it, they
@@ -217,6 +219,7 @@ type Stats struct {
 	Proofs           uint64 // answers in time to this node's questions
 	ProofsFailed     uint64 // answers to this node's questions too late, or from a node starved while this one is not
 	Starved          uint64 // times this node found itself starved (local health)
+	HealthLevel      uint64 // now: how starved (0 to 8): it suspects a member after HealthLevel+1 suspect timeouts
 	Suspicions       uint64
 	WrongView        uint64 // messages of another view, not delivered
 	FutureDropped    uint64 // messages of a later view dropped: the buffer was full, or that view never came
@@ -341,7 +344,11 @@ func (m *Machine) Behind() bool { return m.behind }
 func (m *Machine) Left() bool { return m.state == gone }
 
 // Stats returns the membership counters.
-func (m *Machine) Stats() Stats { return m.stats }
+func (m *Machine) Stats() Stats {
+	s := m.stats
+	s.HealthLevel = uint64(m.health.level)
+	return s
+}
 
 // Multicast sends a message to the view, in the order asked for; dest,
 // when not 0, addresses it to one member (FIFO only). It fails with
@@ -515,8 +522,9 @@ func (m *Machine) Paused(now time.Time, d time.Duration) {
 	m.engine.Paused(now, d)
 	if m.health.paused(now, d, m.opt.Engine.SuspectTimeout) {
 		m.stats.Starved++
-		m.emit(Event{Kind: Health, Starved: true, Silent: d, View: m.view.clone()})
+		m.emit(Event{Kind: Health, Starved: true, Silent: d, View: m.view.clone(), Stretch: m.health.level})
 	}
+	m.engine.Stretch(m.health.level)
 	if t := m.quietFrom.Add(d); t.Before(now) {
 		m.quietFrom = t
 	} else {

@@ -208,7 +208,14 @@ type health struct {
 	last    time.Time // the last pause noticed
 	run     int       // pauses in a row, each within a suspect timeout of the one before
 	starved bool
+	level   int       // 0 to maxStretch: how starved; this node's suspicions wait level+1 suspect timeouts
+	easedAt time.Time // when level last went down (or the last pause)
 }
+
+// maxStretch bounds the health level: a node at most this starved waits
+// maxStretch+1 suspect timeouts before it suspects a peer (Lifeguard's
+// local health multiplier, arXiv:1707.00788, bounds it at 8 too).
+const maxStretch = 8
 
 // starvedPauses is how many pauses in a row, each within a suspect timeout
 // of the one before, make a node starved: one pause is a hiccup.
@@ -222,7 +229,10 @@ func (h *health) paused(now time.Time, d, st time.Duration) bool {
 	} else {
 		h.run = 1
 	}
-	h.last = now
+	h.last, h.easedAt = now, now
+	if h.run >= starvedPauses {
+		h.level = min(h.level+1, maxStretch) // each pause of a starved run: one suspect timeout more
+	}
 	if h.starved || h.run < starvedPauses {
 		return false
 	}
@@ -230,13 +240,14 @@ func (h *health) paused(now time.Time, d, st time.Duration) bool {
 	return true
 }
 
-// deadline is when the node, starved, will have run a suspect timeout
-// without a pause; zero when it is not starved.
+// deadline is when the node, starved or stretched, will have run a
+// suspect timeout without a pause since the last pause or easing; zero
+// when it is neither.
 func (h *health) deadline(st time.Duration) time.Time {
-	if !h.starved {
+	if !h.starved && h.level == 0 {
 		return time.Time{}
 	}
-	return h.last.Add(st)
+	return h.easedAt.Add(st)
 }
 
 // starved reports whether this node finds itself starved: it noticed
@@ -247,11 +258,26 @@ func (h *health) deadline(st time.Duration) time.Time {
 // exclude it again, each change a flush that holds every member's sends.
 func (m *Machine) starved() bool { return m.health.starved }
 
-// tickHealth notes that this node has run a suspect timeout without a
-// pause: it is no longer starved.
+// tickHealth notes each suspect timeout this node has run without a
+// pause: the first ends its starvation, and each brings its suspicions
+// one suspect timeout nearer the plain one.
 func (m *Machine) tickHealth(now time.Time) {
-	if t := m.health.deadline(m.opt.Engine.SuspectTimeout); !t.IsZero() && !now.Before(t) {
-		m.health = health{}
-		m.emit(Event{Kind: Health, View: m.view.clone()})
+	h := &m.health
+	t := h.deadline(m.opt.Engine.SuspectTimeout)
+	if t.IsZero() || now.Before(t) {
+		return
 	}
+	h.easedAt = now
+	h.level = max(h.level-1, 0)
+	if h.starved {
+		h.starved, h.run = false, 0
+		m.emit(Event{Kind: Health, View: m.view.clone(), Stretch: h.level})
+	}
+	m.engine.Stretch(h.level)
+}
+
+// suspectTimeout is how long this node waits before it suspects a member
+// it does not hear: the suspect timeout, stretched by its health level.
+func (m *Machine) suspectTimeout() time.Duration {
+	return m.opt.Engine.SuspectTimeout * time.Duration(1+m.health.level)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/multicast"
 )
 
 // A node is proven by an answer in time to a question asked of it, and of
@@ -145,5 +146,37 @@ func TestRestartsAdmittedAtABoundedRate(t *testing.T) {
 	c.settle(now, v(9))
 	if c.restarting(now, wire.Member{ID: 9, Inc: 10}) {
 		t.Fatal("a restart after a long life waits")
+	}
+}
+
+// Local health: two pauses in a row make a node starved; each pause of a
+// starved run stretches its suspicions by a suspect timeout, up to
+// maxStretch; each suspect timeout without a pause takes one back, and
+// the first ends the starvation.
+func TestHealthStretchesSuspicions(t *testing.T) {
+	m := New(Options{JoinTimeout: testST, Engine: multicast.Options{Self: 1, Inc: 1, Heartbeat: 20 * time.Millisecond, SuspectTimeout: testST, Window: 64}}, t0)
+	now := t0
+	m.Paused(now, 30*time.Millisecond)
+	if m.starved() || m.suspectTimeout() != testST {
+		t.Fatalf("one pause: starved %v, suspect timeout %v", m.starved(), m.suspectTimeout())
+	}
+	for range 12 {
+		now = now.Add(100 * time.Millisecond)
+		m.Paused(now, 90*time.Millisecond)
+	}
+	if !m.starved() || m.suspectTimeout() != (maxStretch+1)*testST || m.Stats().HealthLevel != maxStretch {
+		t.Fatalf("twelve pauses in a row: starved %v, suspect timeout %v, level %d", m.starved(), m.suspectTimeout(), m.Stats().HealthLevel)
+	}
+	now = now.Add(testST)
+	m.Tick(now)
+	if m.starved() || m.suspectTimeout() != maxStretch*testST {
+		t.Fatalf("a suspect timeout without a pause: starved %v, suspect timeout %v", m.starved(), m.suspectTimeout())
+	}
+	for range maxStretch {
+		now = now.Add(testST)
+		m.Tick(now)
+	}
+	if m.suspectTimeout() != testST {
+		t.Fatalf("after %d more suspect timeouts without a pause: suspect timeout %v", maxStretch, m.suspectTimeout())
 	}
 }

@@ -115,6 +115,7 @@ type Engine struct {
 	own           *stream            // what we send
 	timers        timerHeap
 	nextSession   time.Time
+	stretch       int                    // peers are lost after stretch+1 suspect timeouts of silence (Stretch)
 	probeAt       time.Time              // a session message announcing the tail of what was just sent; zero for none
 	probeAfter    time.Duration          // how long after the last data (probeDelay, at each heartbeat)
 	lastNow       time.Time              // of the last Step or Tick
@@ -328,6 +329,19 @@ func (e *Engine) Paused(now time.Time, d time.Duration) {
 	}
 }
 
+// Stretch makes this node wait k+1 suspect timeouts of silence before it
+// loses a peer: a node that finds itself starved (its own loop late, again
+// and again) suspects less readily, in proportion to how starved it is,
+// since the silence it sees may be its own lateness (local health,
+// docs/design.md). 0 is the suspect timeout itself.
+func (e *Engine) Stretch(k int) { e.stretch = max(k, 0) }
+
+// lossTimeout is the silence after which a peer is lost: the suspect
+// timeout, stretched.
+func (e *Engine) lossTimeout() time.Duration {
+	return e.opt.SuspectTimeout * time.Duration(1+e.stretch)
+}
+
 // NextDeadline is when Tick must next be called.
 func (e *Engine) NextDeadline() time.Time {
 	d := e.nextSession
@@ -341,7 +355,7 @@ func (e *Engine) NextDeadline() time.Time {
 		d = t
 	}
 	for _, p := range e.peers {
-		if t := p.lastHeard.Add(e.opt.SuspectTimeout); t.Before(d) {
+		if t := p.lastHeard.Add(e.lossTimeout()); t.Before(d) {
 			d = t
 		}
 	}

@@ -546,3 +546,24 @@ func TestExpectedSourceIsNotStableBeforeTheView(t *testing.T) {
 		t.Fatalf("stable %d once every member holds it, want 1", st.stable)
 	}
 }
+
+// A node that stretches its suspicions (local health) loses a silent
+// peer only after stretch+1 suspect timeouts.
+func TestStretchDelaysLoss(t *testing.T) {
+	for _, k := range []int{0, 3} {
+		e := inView(t)
+		e.Stretch(k)
+		lostAt := time.Duration(0)
+		for at := time.Duration(0); at <= 5*suspect && lostAt == 0; at += hb {
+			e.Tick(t0.Add(at))
+			for _, ev := range e.TakeEvents() {
+				if ev.Kind == PeerLost {
+					lostAt = at
+				}
+			}
+		}
+		if want := time.Duration(k+1) * suspect; lostAt < want || lostAt > want+hb {
+			t.Fatalf("stretch %d: a silent peer lost after %v, want %v", k, lostAt, want)
+		}
+	}
+}

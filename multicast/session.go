@@ -351,7 +351,7 @@ func (e *Engine) expirePeers(now time.Time) {
 	lost := false
 	for _, id := range e.peerIDs() {
 		p := e.peers[id]
-		if silent := now.Sub(p.lastHeard); silent >= e.opt.SuspectTimeout {
+		if silent := now.Sub(p.lastHeard); silent >= e.lossTimeout() {
 			delete(e.peers, id)
 			if e.members != nil && e.members[id] == p.inc {
 				// Still a member until a view excludes it: what it

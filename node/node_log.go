@@ -118,13 +118,15 @@ func (n *Node) logMembership(ev *membership.Event) {
 			Uint64(logs.EpochKey, ev.Epoch).Uint64(logs.AttemptKey, ev.Attempt).Uints64(logs.ProposedKey, ev.Proposed).
 			Msg("view change started")
 	case membership.Health:
+		suspect := n.o.Config.SuspectTimeout.D() * time.Duration(1+ev.Stretch)
 		if ev.Starved {
 			n.log.Warn().Str(logs.EventKey, logs.NodeHealth).Str(logs.ViewKey, ev.View.ID.String()).Bool(logs.StarvedKey, true).
-				Int64(logs.PauseMsKey, ev.Silent.Milliseconds()).
-				Msgf("this node is starved: its loop was held up %d ms, twice in a row; it tells coordinators so, and is taken into no view until it runs freely", ev.Silent.Milliseconds())
+				Int64(logs.PauseMsKey, ev.Silent.Milliseconds()).Int64(logs.SuspectMsKey, suspect.Milliseconds()).
+				Msgf("this node is starved: its loop was held up %d ms, twice in a row; it tells coordinators so, is taken into no view until it runs freely, and suspects others only after %v of silence", ev.Silent.Milliseconds(), suspect)
 		} else {
 			n.log.Info().Str(logs.EventKey, logs.NodeHealth).Str(logs.ViewKey, ev.View.ID.String()).Bool(logs.StarvedKey, false).
-				Msg("this node runs freely again")
+				Int64(logs.SuspectMsKey, suspect.Milliseconds()).
+				Msgf("this node runs freely again; it suspects others after %v of silence, a suspect timeout less for each it runs without a pause", suspect)
 		}
 	case membership.FlushUnchanged:
 		n.log.Info().Str(logs.EventKey, logs.ViewUnchanged).Str(logs.ViewKey, ev.View.ID.String()).

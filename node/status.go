@@ -171,7 +171,7 @@ func (n *Node) counters() Counters {
 		{"views_installed", gs.ViewsInstalled},
 		{"flushes_started", gs.FlushesStarted}, {"flush_restarts", gs.FlushRestarts}, {"flushes_unchanged", gs.FlushesUnchanged},
 		{"proofs_asked", gs.ProofsAsked}, {"proofs_given", gs.ProofsGiven}, {"proofs_dropped", gs.ProofsDropped},
-		{"proofs", gs.Proofs}, {"proofs_failed", gs.ProofsFailed}, {"health_starved", gs.Starved},
+		{"proofs", gs.Proofs}, {"proofs_failed", gs.ProofsFailed}, {"health_starved", gs.Starved}, {"health_level", gs.HealthLevel},
 		{"suspicions", gs.Suspicions}, {"joins_refused", gs.JoinsRefused},
 		{"membership_msgs", gs.MembershipMsgs}, {"stale_membership", gs.StaleMembership},
 		{"wrong_view", gs.WrongView}, {"future_dropped", gs.FutureDropped}, {"beyond_cut", gs.BeyondCut},

@@ -30,6 +30,7 @@ var catalogue = map[string]spec{
 	"proofs":            counter("huddle_proofs", "Answers in time to this node's questions: a node shown able to take part in a view change."),
 	"proofs_failed":     counter("huddle_proofs_failed", "Answers to this node's questions too late, or from a starved node while this one is not."),
 	"health_starved":    counter("huddle_health_starved", "Times this node found itself starved: two pauses of a heartbeat or more in a row."),
+	"health_level":      gauge("huddle_health_level", "How starved this node is, 0 to 8: it suspects a member after level+1 suspect timeouts of silence."),
 	"suspicions":        counter("huddle_suspicions", "Members this node suspected."),
 	"joins_refused":     counter("huddle_joins_refused", "Joiners this node refused as coordinator."),
 	"membership_msgs":   counter("huddle_membership_messages_received", "Membership datagrams received."),
