@@ -22,6 +22,7 @@ type coordinator struct {
 	joiners  map[uint64]joiner         // id → the join request (at most maxJoiners)
 	leavers  map[uint64]uint64         // id → incarnation leaving gracefully (members only)
 	excluded map[uint64]uint64         // id → incarnation to exclude (suspected; members only)
+	reports  map[uint64]suspicion      // id → who reported it suspected first, when, and whether another did since
 	foreign  map[uint64]time.Time      // nodes of other views, since when this node has heard them (a subset of heard)
 	views    map[wire.ViewID]time.Time // the other views heard of, since when (those of foreign)
 	gather   time.Duration             // how long another view is heard before a merge with it: every reachable member of it speaks
@@ -118,7 +119,7 @@ const (
 
 func newCoordinator(self uint64, st, gather time.Duration, settings []Setting) coordinator {
 	return coordinator{self: self, st: st, gather: gather, settings: settings, joiners: map[uint64]joiner{}, leavers: map[uint64]uint64{},
-		excluded: map[uint64]uint64{}, foreign: map[uint64]time.Time{}, views: map[wire.ViewID]time.Time{}, offs: newHoldOffs(st),
+		excluded: map[uint64]uint64{}, reports: map[uint64]suspicion{}, foreign: map[uint64]time.Time{}, views: map[wire.ViewID]time.Time{}, offs: newHoldOffs(st),
 		proofs: newProver(st, st/2), restarts: map[uint64]restart{}}
 }
 
@@ -128,7 +129,7 @@ func newCoordinator(self uint64, st, gather time.Duration, settings []Setting) c
 // admissions failed in a row (admits), nobody is merged or admitted for a
 // while.
 func (c *coordinator) proposal(now time.Time, g group) change {
-	ch := c.kept(g)
+	ch := c.kept(now, g)
 	if c.admits.held(now) {
 		return ch
 	}
@@ -139,10 +140,13 @@ func (c *coordinator) proposal(now time.Time, g group) change {
 }
 
 // kept is the proposal of g's view without the members suspected,
-// leaving, excluded or restarted, and with this node.
-func (c *coordinator) kept(g group) (ch change) {
+// leaving, excluded (once confirmed) or restarted, and with this node.
+func (c *coordinator) kept(now time.Time, g group) (ch change) {
 	for _, x := range g.view.Members {
 		_, excl := c.excluded[x.ID]
+		if excl && !c.confirmed(now, g, x) {
+			excl = false
+		}
 		if j, replaced := c.joiners[x.ID]; replaced && j.inc != x.Inc {
 			excl = true // restarted: its new incarnation joins below
 		}
@@ -377,7 +381,52 @@ func (c *coordinator) isLeaving(id uint64) bool {
 
 // exclude notes a member's report that member id (incarnation inc) is
 // suspected.
-func (c *coordinator) exclude(id, inc uint64) { c.excluded[id] = inc }
+func (c *coordinator) exclude(now time.Time, id, inc, by uint64) {
+	c.excluded[id] = inc
+	r, ok := c.reports[id]
+	switch {
+	case !ok || r.inc != inc:
+		r = suspicion{inc: inc, by: by, at: now}
+	case r.by != by:
+		r.again = true
+	}
+	r.last = now
+	c.reports[id] = r
+}
+
+// suspicion is the first report that a member is suspected: of which
+// incarnation, by whom, when; again: another member reported it since.
+type suspicion struct {
+	inc, by  uint64
+	at, last time.Time // the first report, the latest (reports repeat while the suspicion lasts)
+	again    bool
+}
+
+// confirmed reports whether the suspicion of member x that others
+// reported is confirmed (docs/design.md, "Local health"): two members
+// reported it, or this node has not heard x for half a suspect timeout
+// itself, or the first report is a suspect timeout old. Until then a
+// member this node still hears stays: the one that reported it may be
+// the one that is late (starved), and excluding it would cost two views.
+// A report not repeated for half a suspect timeout lapses (its sender
+// hears x again) and is forgotten. A crashed member is silent here too,
+// so its exclusion waits for nothing.
+func (c *coordinator) confirmed(now time.Time, g group, x wire.Member) bool {
+	r, ok := c.reports[x.ID]
+	if !ok || r.inc != x.Inc || r.again {
+		return true
+	}
+	h, heard := g.heard[x.ID]
+	if !heard || h.inc != x.Inc || now.Sub(h.at) >= c.st/2 {
+		return true
+	}
+	if now.Sub(r.last) > c.st/2 {
+		delete(c.reports, x.ID) // it lapsed
+		delete(c.excluded, x.ID)
+		return false
+	}
+	return now.Sub(r.at) >= c.st
+}
 
 // forget drops what the coordinator knows of node id, which this node no
 // longer hears.
@@ -393,6 +442,11 @@ func (c *coordinator) settle(now time.Time, v View) {
 		}
 	}
 	c.offs.settle(v)
+	for id, r := range c.reports {
+		if !v.HasInc(id, r.inc) {
+			delete(c.reports, id)
+		}
+	}
 	for id := range c.excluded {
 		if !v.HasInc(id, c.excluded[id]) {
 			delete(c.excluded, id)

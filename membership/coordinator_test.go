@@ -58,7 +58,9 @@ func TestCoordinatorProposalExcludes(t *testing.T) {
 		{"suspected", func(_ *coordinator, g group) { g.suspects[3] = 1 }, "[1 2]", nil, true},
 		{"an old incarnation suspected", func(_ *coordinator, g group) { g.suspects[3] = 9 }, "[1 2 3]", nil, false},
 		{"this node suspected", func(_ *coordinator, g group) { g.suspects[1] = 1 }, "[1 2 3]", nil, false},
-		{"reported", func(c *coordinator, _ group) { c.exclude(2, 1) }, "[1 3]", nil, true},
+		{"reported, and not heard here either", func(c *coordinator, g group) { c.exclude(t0, 2, 1, 3); delete(g.heard, 2) }, "[1 3]", nil, true},
+		{"reported, but heard here", func(c *coordinator, _ group) { c.exclude(t0, 2, 1, 3) }, "[1 2 3]", nil, false},
+		{"reported by two", func(c *coordinator, _ group) { c.exclude(t0, 2, 1, 3); c.exclude(t0, 2, 1, 4) }, "[1 3]", nil, true},
 		{"leaving", func(c *coordinator, g group) { c.leaving(2, 1); g.suspects[2] = 1 }, "[1 3]", []uint64{2}, true},
 		{"restarted", func(c *coordinator, _ group) {
 			c.join(t0, 2, 5, []wire.Setting{{Name: []byte("heartbeat"), Value: []byte("20ms")}})
@@ -250,7 +252,7 @@ func TestCoordinatorSettle(t *testing.T) {
 	c := testCoordinator()
 	c.join(t0, 9, 1, []wire.Setting{{Name: []byte("heartbeat"), Value: []byte("20ms")}})
 	c.join(t0, 8, 1, []wire.Setting{{Name: []byte("heartbeat"), Value: []byte("20ms")}})
-	c.exclude(3, 1)
+	c.exclude(t0, 3, 1, 2)
 	c.leaving(2, 1)
 	c.unanswered(t0, wire.Member{ID: 7, Inc: 1})
 	c.settle(t0, View{Members: []wire.Member{{ID: 1, Inc: 1}, {ID: 2, Inc: 1}, {ID: 9, Inc: 1}, {ID: 7, Inc: 1}}})
@@ -263,4 +265,40 @@ func TestCoordinatorSettle(t *testing.T) {
 // time to its probe would.
 func prove(c *coordinator, now time.Time, x wire.Member) {
 	c.proofs.proofs[x.ID] = proof{inc: x.Inc, at: now, since: now}
+}
+
+// A suspicion one member reports of a member this node still hears waits
+// for confirmation: a second report, this node's own silence of half a
+// suspect timeout, or a suspect timeout of reports. Reports that stop
+// lapse.
+func TestCoordinatorConfirmsSuspicions(t *testing.T) {
+	c, g := testCoordinator(), testGroup(0)
+	hear := func(at time.Duration) { g.heard[2] = heard{inc: 1, view: coordView.ID, at: t0.Add(at)} }
+	for at := time.Duration(0); at < testST; at += 10 * time.Millisecond {
+		c.exclude(t0.Add(at), 2, 1, 3)
+		hear(at)
+		if ch := c.proposal(t0.Add(at), g); ch.changed {
+			t.Fatalf("at +%v: member 2, heard here, excluded on one member's report", at)
+		}
+	}
+	if ch := c.proposal(t0.Add(testST), g); !ch.changed || ids(ch.members) != "[1 3]" {
+		t.Fatalf("a suspect timeout of reports: proposal %s", ids(ch.members))
+	}
+	c, g = testCoordinator(), testGroup(0)
+	c.exclude(t0, 2, 1, 3)
+	hear(0)
+	if ch := c.proposal(t0.Add(testST/2), g); !ch.changed {
+		t.Fatal("not heard here for half a suspect timeout either: not excluded")
+	}
+	c, g = testCoordinator(), testGroup(0)
+	c.exclude(t0, 2, 1, 3)
+	for at := time.Duration(0); at <= testST; at += 10 * time.Millisecond {
+		hear(at)
+		if ch := c.proposal(t0.Add(at), g); ch.changed {
+			t.Fatalf("at +%v: excluded on a report that lapsed", at)
+		}
+	}
+	if _, ok := c.excluded[2]; ok {
+		t.Fatal("a lapsed report is still held")
+	}
 }

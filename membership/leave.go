@@ -75,5 +75,5 @@ func (m *Machine) onLeave(now time.Time, env *wire.Envelope) {
 		m.suspects[l.Member] = l.MemberInc // gone at once: no timeout to wait for
 		return
 	}
-	m.coord.exclude(l.Member, l.MemberInc)
+	m.coord.exclude(now, l.Member, l.MemberInc, env.From)
 }
