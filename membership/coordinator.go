@@ -120,7 +120,7 @@ const (
 func newCoordinator(self uint64, st, gather time.Duration, settings []Setting) coordinator {
 	return coordinator{self: self, st: st, gather: gather, settings: settings, joiners: map[uint64]joiner{}, leavers: map[uint64]uint64{},
 		excluded: map[uint64]uint64{}, reports: map[uint64]suspicion{}, foreign: map[uint64]time.Time{}, views: map[wire.ViewID]time.Time{}, offs: newHoldOffs(st),
-		proofs: newProver(st, st/2), restarts: map[uint64]restart{}}
+		proofs: newProver(st, st), restarts: map[uint64]restart{}}
 }
 
 // proposal computes the next view: the members of g's view not excluded,
@@ -169,14 +169,35 @@ func (c *coordinator) merge(now time.Time, g group, ch *change, priors map[wire.
 	for _, id := range held {
 		ch.ask = append(ch.ask, wire.Member{ID: id, Inc: g.heard[id].inc})
 	}
+	// A view is merged whole: its nodes wait until every one of them heard
+	// is proven, or the first of them was proven gather ago (the others'
+	// answers were lost, or they cannot take part). Else one lost answer
+	// leaves a member behind, and it secedes alone and is merged again.
+	whole := map[wire.ViewID]bool{}
+	first := map[wire.ViewID]time.Time{}
+	var cands []wire.Member
 	for _, id := range ids {
-		h := g.heard[id]
-		x := wire.Member{ID: id, Inc: h.inc}
+		x := wire.Member{ID: id, Inc: g.heard[id].inc}
 		if c.restarting(now, x) {
 			continue // it founded a view of its own when it restarted: it waits its turn as a joiner would
 		}
+		v := g.heard[id].view
+		if _, ok := whole[v]; !ok {
+			whole[v] = true
+		}
 		if !c.proofs.holds(now, x) {
 			ch.ask = append(ch.ask, x)
+			whole[v] = false
+			continue
+		}
+		if at := c.proofs.proofs[id].since; first[v].IsZero() || at.Before(first[v]) {
+			first[v] = at
+		}
+		cands = append(cands, x)
+	}
+	for _, x := range cands {
+		h := g.heard[x.ID]
+		if !whole[h.view] && now.Sub(first[h.view]) < c.gather {
 			continue
 		}
 		was := priors[h.view]

@@ -10,7 +10,7 @@ import (
 // Hearing a node shows only that its datagrams reach this one. Before the
 // coordinator takes a node into its view, by merge or admission, it asks
 // it for proof, the way it would send the flush, and the node answers at
-// once. An answer within the flush timeout shows, both ways and lately,
+// once. An answer within a suspect timeout shows, both ways and lately,
 // that the node can take part in the flush; a node that cannot hear the
 // group, or runs too late to answer, is never asked into one. A node that
 // finds itself starved says so in its answer, and a coordinator that is
@@ -40,7 +40,7 @@ type proof struct {
 
 const (
 	// askRing is how many questions an answer may echo: the latest, one
-	// a heartbeat, over more than the flush timeout.
+	// a heartbeat, over more than a suspect timeout.
 	askRing = 16
 	// maxProofs bounds the nodes asked and proven: the candidates of
 	// merges and admissions, which heard and the joiners bound already.

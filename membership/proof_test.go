@@ -21,7 +21,7 @@ func TestProverAnswers(t *testing.T) {
 			return 7, 3, wire.Proof{Sent: q.Sent, Flags: wire.ProofAnswer}, time.Millisecond, false
 		}, true},
 		{"late", func(q wire.Proof) (uint64, uint64, wire.Proof, time.Duration, bool) {
-			return 7, 3, wire.Proof{Sent: q.Sent, Flags: wire.ProofAnswer}, testST/2 + 1, false
+			return 7, 3, wire.Proof{Sent: q.Sent, Flags: wire.ProofAnswer}, testST + 1, false
 		}, false},
 		{"starved", func(q wire.Proof) (uint64, uint64, wire.Proof, time.Duration, bool) {
 			return 7, 3, wire.Proof{Sent: q.Sent, Flags: wire.ProofAnswer | wire.ProofStarved}, time.Millisecond, false
