@@ -501,7 +501,7 @@ func measureDelay(t *testing.T, dir string) delayRun {
 		}
 	}
 	if detect.IsZero() || view.IsZero() {
-		t.Errorf("after node 3's kill: suspected at %v, a view without it at %v", detect, view)
+		t.Errorf("after node 3's kill: suspected at %v, a view without it at %v; what the survivors logged since:\n%s", detect, view, survivorsSince(t, dir, killAt))
 		return d
 	}
 	d.detect, d.failov, d.ok = detect.Sub(killAt), view.Sub(killAt), len(d.lat) > 50
@@ -511,6 +511,28 @@ func measureDelay(t *testing.T, dir string) delayRun {
 	t.Logf("%d latencies: p50 %v, p90 %v, p99 %v; node 3 killed, suspected %v later, a view without it %v later",
 		len(d.lat), quantile(d.lat, 0.5), quantile(d.lat, 0.9), quantile(d.lat, 0.99), d.detect.Round(time.Millisecond), d.failov.Round(time.Millisecond))
 	return d
+}
+
+// survivorsSince returns what nodes 1 and 2 logged from a second before
+// at on, but the data messages and the stats: what a failed failover's
+// report shows.
+func survivorsSince(t *testing.T, dir string, at time.Time) string {
+	t.Helper()
+	var b strings.Builder
+	for i := 1; i <= 2; i++ {
+		n := 0
+		for _, e := range readEvents(t, filepath.Join(dir, fmt.Sprintf("node%d.json", i))) {
+			if e.Time.Before(at.Add(-time.Second)) || e.Name == logs.Send || e.Name == logs.Deliver || e.Name == logs.NodeStats {
+				continue
+			}
+			if n++; n > 60 {
+				b.WriteString("  …\n")
+				break
+			}
+			fmt.Fprintf(&b, "  %+.3fs %s\n", e.Time.Sub(at).Seconds(), e)
+		}
+	}
+	return b.String()
 }
 
 func quantile(ds []time.Duration, q float64) time.Duration {
