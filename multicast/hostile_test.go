@@ -567,3 +567,26 @@ func TestStretchDelaysLoss(t *testing.T) {
 		}
 	}
 }
+
+// A joiner that installs a view and sends at once may not have heard
+// every member yet. SetMembers presumes such a member live, so it holds
+// the window as one heard that reports nothing would: else the others'
+// reports would let the first messages go stable, and the member not
+// heard might lack them with nobody left to repair them.
+func TestUnheardMemberHoldsOwnWindow(t *testing.T) {
+	e := newEngine(1)
+	e.SetMembers([]wire.Member{{ID: 1, Inc: 100}, {ID: 2, Inc: 5}, {ID: 3, Inc: 1}})
+	e.Step(t0, addr2, session(2, 5, t0))
+	if _, err := e.Multicast(nil, []byte("x"), wire.FIFO, 0); err != nil {
+		t.Fatal(err)
+	}
+	e.Tick(t0)
+	e.Step(t0.Add(hb), addr2, session(2, 5, t0.Add(hb), wire.PeerState{ID: 1, Inc: 100, Seq: 1}))
+	if e.own.stable != 0 {
+		t.Fatalf("own message stable once member 2 holds it, though member 3 was never heard")
+	}
+	e.Step(t0.Add(hb), addr2, session(3, 1, t0.Add(hb), wire.PeerState{ID: 1, Inc: 100, Seq: 1}))
+	if e.own.stable != 1 {
+		t.Fatalf("own stable %d once every member holds it, want 1", e.own.stable)
+	}
+}
