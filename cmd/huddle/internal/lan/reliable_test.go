@@ -108,12 +108,15 @@ func diagnose(t *testing.T, l *lan.LAN, n int) string {
 	b.WriteString(r.CheckMulticast(logcheck.Options{}).String())
 	for _, life := range r.Lives {
 		st, _ := life.LastStats()
-		fmt.Fprintf(&b, "\n%s: %d sends, %d delivers, %d skips %v, %d peer events, stopped %q; last stats (%s): %s",
-			life, len(life.Sends), len(life.Delivers), len(life.Skips), life.Skips, len(life.Peers), life.StopReason, st.Why,
+		fmt.Fprintf(&b, "\n%s: %d sends, %d delivers, %d skips %v, %d peer events, %d views, stopped %q; last stats (%s): %s",
+			life, len(life.Sends), len(life.Delivers), len(life.Skips), life.Skips, len(life.Peers), len(life.Views), life.StopReason, st.Why,
 			statsLine(st, "msgs_sent", "msgs_delivered", "gaps_detected", "gaps_recovered", "nacks_sent", "nacked_seqs",
 				"nacks_recv", "nacks_unanswerable", "repairs_sent", "repairs_recv", "skipped", "overrun", "buffered", "unstable", "window_full", "peers"))
 		for _, p := range life.Peers {
 			fmt.Fprintf(&b, "\n  %s %s peer %d", p.Time.Format("15:04:05.000"), p.Event, p.Peer)
+		}
+		for _, v := range life.Views {
+			fmt.Fprintf(&b, "\n  %s view %s %v (joined %v, left %v, crashed %v)", v.Time.Format("15:04:05.000"), v.ID, v.Members, v.Joined, v.Left, v.Crashed)
 		}
 	}
 	return b.String()
