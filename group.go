@@ -33,6 +33,11 @@ const (
 	// Safe is Total, and delivers a message only once every member of
 	// the view holds it.
 	Safe = wire.Safe
+	// Causal delivers a message once everything its sender had
+	// delivered or sent before it has been delivered: a reply never
+	// before what it answers, whoever sent that. No sequencer hop; it
+	// respects FIFO too.
+	Causal = wire.Causal
 )
 
 // View is a group view: its ID (epoch, coordinator) and its members,
@@ -542,8 +547,8 @@ const (
 	StateChanging = node.StateChanging // in a view, sends held by a view change (flush) or a leave
 )
 
-// ParseOrder returns the order named "fifo", "total" or "safe"; false for
-// any other name.
+// ParseOrder returns the order named "fifo", "total", "safe" or "causal";
+// false for any other name.
 func ParseOrder(name string) (Order, bool) {
 	o := node.ParseOrder(name)
 	return o, o.String() == name

@@ -62,7 +62,7 @@ var usage = map[string]string{
 	"send_rate":                    "experiment workload: multicast this many `messages` per second; 0 is none",
 	"send_size":                    "experiment workload: payload `bytes` of each message, 8 to max_message_size",
 	"send_count":                   "experiment workload: stop sending after this many `messages`; 0 is no limit",
-	"send_order":                   "experiment workload: delivery `order` of each message: fifo, total or safe",
+	"send_order":                   "experiment workload: delivery `order` of each message: fifo, total, safe or causal",
 	"control_socket":               "`path` of the control socket for huddle status/send; empty picks one per group and ID, off disables it",
 	"duration":                     "stop the node after this `time`, as SIGTERM would; 0 runs until stopped",
 	"trace_deliveries":             "log every delivered message as an info event \"deliver\" with from, seq, len, crc",

@@ -362,10 +362,10 @@ func TestLoadErrors(t *testing.T) {
 			name: "validation names the source that won",
 			file: "ttl = 3\nsend_order = \"random\"\nsrm = { c2 = 0.0 }\n",
 			env:  []string{"HUDDLE_TTL=0"},
-			args: []string{"--send-order", "causal"},
+			args: []string{"--send-order", "agreed"},
 			want: []string{
 				`config: HUDDLE_TTL: ttl: 0 is out of range (1 to 255)`,
-				`config: --send-order: send_order: "causal" is not a delivery order (fifo, total, safe)`,
+				`config: --send-order: send_order: "agreed" is not a delivery order (fifo, total, safe, causal)`,
 				`config: <file>:3: srm.c2: 0 is out of range (above 0, up to 100)`,
 			},
 		},

@@ -66,7 +66,7 @@ func (c *Config) problems() []error {
 		inRange("send_rate", c.SendRate, 0, 10_000_000),
 		inRange("send_size", c.SendSize, 8, max(8, c.MaxMessageSize)),
 		inRange("send_count", c.SendCount, 0, math.MaxInt),
-		oneOf("send_order", "a delivery order", c.SendOrder, "fifo", "total", "safe"),
+		oneOf("send_order", "a delivery order", c.SendOrder, "fifo", "total", "safe", "causal"),
 		zeroOrAtLeast("duration", c.Duration, 10*ms),
 		inRange("srm.min_delay", c.SRM.MinDelay, 0, 100*ms),
 		factor("srm.c1", c.SRM.C1, true),

@@ -81,7 +81,7 @@ func TestValidate(t *testing.T) {
 		{"srm.c2", func(c *Config) { c.SRM.C2 = 0 }, `config: srm.c2: 0 is out of range (above 0, up to 100)`},
 		{"srm.d1", func(c *Config) { c.SRM.D1 = math.NaN() }, `config: srm.d1: NaN is out of range (0 to 100)`},
 		{"srm.d2", func(c *Config) { c.SRM.D2 = 100.5 }, `config: srm.d2: 100.5 is out of range (above 0, up to 100)`},
-		{"send_order", func(c *Config) { c.SendOrder = "agreed" }, `config: send_order: "agreed" is not a delivery order (fifo, total, safe)`},
+		{"send_order", func(c *Config) { c.SendOrder = "agreed" }, `config: send_order: "agreed" is not a delivery order (fifo, total, safe, causal)`},
 		{"log.level", func(c *Config) { c.Log.Level = "verbose" }, `config: log.level: "verbose" is not a log level (trace, debug, info, warn, error)`},
 		{"log.level trace", func(c *Config) { c.Log.Level = "trace" }, ""},
 		{"ring order", func(c *Config) { c.Election.RingOrder = "random" }, `config: election.ring_order: "random" is not a ring order (ascending, descending, join)`},

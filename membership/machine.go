@@ -45,7 +45,7 @@ var (
 	ErrBlocked    = errors.New("membership: sending is blocked while the view changes")
 	ErrLeft       = errors.New("membership: left the group")
 	ErrRefused    = errors.New("membership: refused by the group")
-	ErrOrder      = errors.New("membership: the order must be FIFO, Total or Safe, and FIFO for an addressed message")
+	ErrOrder      = errors.New("membership: the order must be FIFO, Total, Safe or Causal, and FIFO for an addressed message")
 	ErrNotPrimary = errors.New("membership: the view is not the primary component")
 )
 
@@ -120,6 +120,9 @@ type Delivery struct {
 	// to be held everywhere, and what waited behind them. Members that
 	// install the same next view deliver them alike.
 	Final bool
+
+	causes []uint64 // a causal message's: its sender's counts, by member index (causal.go)
+	bad    bool     // a causal message whose header was malformed: passed, never delivered
 }
 
 // state is where this node stands in the group.
@@ -148,10 +151,11 @@ const (
 // partitions and coordinator take-overs are all this one protocol; a
 // participant of a merge reports its own view and gets that view's cut.
 type Machine struct {
-	opt    Options
-	self   uint64
-	inc    uint64
-	engine *multicast.Engine
+	causalBuf []byte // a causal message's header and payload, as sent
+	opt       Options
+	self      uint64
+	inc       uint64
+	engine    *multicast.Engine
 
 	state     state
 	view      View
@@ -234,6 +238,10 @@ type Stats struct {
 	Unrecorded       uint64 // of those, delivered at a view's end without a record, by (source, seq)
 	Unheld           uint64 // recorded messages past a view's cut, which no member delivers
 	ForOthers        uint64 // other members' messages addressed to another member (Send), not delivered here
+	CausalDelivered  uint64 // causal messages delivered
+	CausalWaited     uint64 // of those, held on arrival until their causes were delivered
+	CausalDropped    uint64 // messages dropped at a view's end behind a causal one whose causes were not in the cut
+	BadCausal        uint64 // causal messages with a malformed header: passed, not delivered
 
 	// Hostile or malformed input, ignored (docs/design.md, "Membership
 	// messages act by role, within bounds").
@@ -357,7 +365,7 @@ func (m *Machine) Stats() Stats {
 // multicast.ErrWindowFull), ErrLeft once the node left, and ErrOrder for
 // an order it cannot send.
 func (m *Machine) Multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
-	if order > wire.Safe || dest != 0 && order != wire.FIFO {
+	if order > wire.Causal || order == wire.Record || dest != 0 && order != wire.FIFO {
 		return 0, ErrOrder
 	}
 	return m.multicast(service, payload, order, dest)
@@ -372,9 +380,16 @@ func (m *Machine) multicast(service, payload []byte, order wire.Order, dest uint
 	case m.participant != nil:
 		return 0, ErrBlocked
 	}
+	if order == wire.Causal {
+		m.causalBuf = append(m.orderer.causalHeader(m.causalBuf[:0]), payload...)
+		payload = m.causalBuf
+	}
 	seq, err := m.engine.Multicast(service, payload, order, dest)
 	if err != nil {
 		return 0, err
+	}
+	if order == wire.Causal {
+		m.orderer.causalSent()
 	}
 	// A member delivers its own messages too, in the view it sent them in
 	// and in its own order: within the view's cut (its report covers all

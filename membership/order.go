@@ -1,7 +1,6 @@
 package membership
 
 import (
-	"slices"
 	"time"
 
 	"github.com/huddle-lan/huddle/internal/wire"
@@ -61,6 +60,9 @@ type viewOrder struct {
 
 	safeNews bool      // a safe message of another source arrived: tell the others this node holds it
 	reportAt time.Time // not before then (a session message per step at most, and not too often)
+
+	causal causalState // causal order's counts and vectors (causal.go)
+	given  uint64      // messages passed (given) in this view: pump's measure of progress
 }
 
 // holder tells how far member id holds the stream of source src
@@ -106,6 +108,12 @@ func (o *orderer) hand(d Delivery, sequencer bool) {
 		o.onRecord(&d)
 		return
 	}
+	if d.Order == wire.Causal {
+		if err := o.readCausal(&d); err != nil {
+			o.stats.BadCausal++
+			d.causes, d.bad = nil, true
+		}
+	}
 	if ordered(d.Order) {
 		if sequencer {
 			o.assign(d.Source, d.Seq)
@@ -115,19 +123,39 @@ func (o *orderer) hand(d Delivery, sequencer bool) {
 		}
 	}
 	q := o.held[d.Source]
-	if len(q) == 0 && !ordered(d.Order) {
+	if len(q) == 0 && o.free(&d) {
 		o.give(d)
+		if o.causal.waiting > 0 {
+			o.pump(false) // a causal message may have waited for this one
+		}
 		return
+	}
+	if d.Order == wire.Causal {
+		o.causal.waiting++
+		if len(q) == 0 && !d.bad {
+			o.stats.CausalWaited++
+		}
 	}
 	o.held[d.Source] = append(q, cloneDelivery(d))
 	if len(q) == 0 {
-		o.advance(false) // its record may have come first
+		o.pump(false) // its record may have come first
 	}
 }
 
 // give delivers d to the layer above, if it is addressed to everyone or to
 // this node.
 func (o *orderer) give(d Delivery) {
+	o.given++
+	if o.causal.passed == nil {
+		o.causal.passed = map[uint64]uint64{}
+	}
+	o.causal.passed[d.Source]++
+	if d.bad {
+		return // a malformed causal header: passed, not delivered
+	}
+	if d.Order == wire.Causal {
+		o.stats.CausalDelivered++
+	}
 	if d.Dest != 0 && d.Dest != o.self {
 		if d.Source != o.self { // the engine counts only others' messages as delivered
 			o.stats.ForOthers++
@@ -173,7 +201,7 @@ func (o *orderer) onRecord(d *Delivery) {
 		o.runs = append(o.runs, run{r, o.numbered + 1})
 		o.numbered += r.Count
 	}
-	o.advance(false)
+	o.pump(false)
 }
 
 // advance delivers the ordered messages whose turn has come, with the
@@ -185,6 +213,9 @@ func (o *orderer) advance(final bool) {
 	for len(o.runs) > 0 {
 		r := &o.runs[0]
 		q := o.held[r.Source]
+		if len(q) > 0 && !ordered(q[0].Order) {
+			return // a causal message waits for its causes first (pump)
+		}
 		if len(q) == 0 || !o.started && q[0].Seq != r.Seq {
 			if final || len(q) > 0 && q[0].Seq > r.Seq {
 				o.stats.Unheld += r.Count
@@ -213,18 +244,8 @@ func (o *orderer) deliverHead(src, gseq uint64, final bool) {
 	o.give(q[0])
 	o.stats.OrderedDelivered++
 	q[0] = Delivery{}
-	q = q[1:]
-	for len(q) > 0 && !ordered(q[0].Order) {
-		q[0].Final = final
-		o.give(q[0])
-		q[0] = Delivery{}
-		q = q[1:]
-	}
-	if len(q) == 0 {
-		delete(o.held, src)
-		return
-	}
-	o.held[src] = q
+	o.held[src] = q[1:]
+	o.drain(src, final)
 }
 
 // safe reports whether every other member of the view reports holding d.
@@ -241,18 +262,37 @@ func (o *orderer) safe(d *Delivery) bool {
 // their order, then the rest by (source, seq). It leaves the orderer
 // empty for the next view, whose members come with setView.
 func (o *orderer) end() {
-	o.advance(true)
-	srcs := make([]uint64, 0, len(o.held))
-	for src := range o.held {
-		srcs = append(srcs, src)
-	}
-	slices.Sort(srcs)
-	for _, src := range srcs {
-		for len(o.held[src]) > 0 {
-			o.stats.Unrecorded++
-			o.numbered++
-			o.deliverHead(src, o.numbered, true)
+	o.pump(true)
+	for moved := true; moved; {
+		moved = false
+		for _, src := range o.heldSources() {
+			for q := o.held[src]; len(q) > 0; q = o.held[src] {
+				switch {
+				case ordered(q[0].Order):
+					o.stats.Unrecorded++
+					o.numbered++
+					o.deliverHead(src, o.numbered, true)
+				case o.ready(&q[0]):
+					o.drain(src, true)
+				default:
+					q = nil // its causes are not in the view's cut: see below
+				}
+				if q == nil {
+					break
+				}
+				moved = true
+			}
 		}
+	}
+	// A causal message whose causes no member that installs the next view
+	// holds (their senders crashed before any of them got those) is
+	// delivered by none of them, nor what its source sent after it: every
+	// one of them holds the same messages (the cut), so every one drops
+	// the same ones. A member that delivered it earlier had its causes,
+	// and they would be in the cut.
+	for src, q := range o.held {
+		o.stats.CausalDropped += uint64(len(q))
+		delete(o.held, src)
 	}
 	o.viewOrder, o.rec, o.buf = viewOrder{}, wire.OrderRecord{}, o.buf[:0]
 }

@@ -579,9 +579,10 @@ func (c *Core) PeersVersion() uint64 { return c.membership.PeersVersion() }
 // it fails with multicast.ErrWindowFull while the send window is full, and
 // with membership.ErrBlocked or ErrNotInView while there is no view to send in.
 // Total and safe messages need the primary component: in a view that is
-// not primary they fail with membership.ErrNotPrimary.
+// not primary they fail with membership.ErrNotPrimary. FIFO and causal
+// messages need no sequencer, and go in any view.
 func (c *Core) Multicast(service, payload []byte, order wire.Order, dest uint64) (uint64, error) {
-	if order != wire.FIFO && c.membership.Sending() && c.membership.Primary() == 0 {
+	if order != wire.FIFO && order != wire.Causal && c.membership.Sending() && c.membership.Primary() == 0 {
 		return 0, membership.ErrNotPrimary
 	}
 	var view wire.ViewID

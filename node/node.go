@@ -247,14 +247,16 @@ func (n *Node) Run(ctx context.Context) error {
 
 var errDuration = errors.New("duration elapsed")
 
-// ParseOrder returns the order a configuration names (fifo, total, safe);
-// FIFO for anything else.
+// ParseOrder returns the order a configuration names (fifo, total, safe,
+// causal); FIFO for anything else.
 func ParseOrder(s string) wire.Order {
 	switch s {
 	case "total":
 		return wire.Total
 	case "safe":
 		return wire.Safe
+	case "causal":
+		return wire.Causal
 	}
 	return wire.FIFO
 }

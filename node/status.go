@@ -177,6 +177,7 @@ func (n *Node) counters() Counters {
 		{"wrong_view", gs.WrongView}, {"future_dropped", gs.FutureDropped}, {"beyond_cut", gs.BeyondCut},
 		{"ordered_delivered", gs.OrderedDelivered}, {"records_sent", gs.RecordsSent}, {"records_received", gs.RecordsReceived},
 		{"bad_records", gs.BadRecords}, {"unrecorded", gs.Unrecorded}, {"unheld", gs.Unheld},
+		{"causal_delivered", gs.CausalDelivered}, {"causal_waited", gs.CausalWaited}, {"causal_dropped", gs.CausalDropped}, {"bad_causal", gs.BadCausal},
 		{"role_refused", gs.RoleRefused}, {"epoch_refused", gs.EpochRefused}, {"inc_refused", gs.IncRefused},
 		{"bad_flushes", gs.BadFlushes}, {"heard_evicted", gs.HeardEvicted}, {"joins_held_off", gs.JoinsHeldOff},
 		{"id_conflicts", gs.IDConflicts}, {"events_suppressed", gs.EventsSuppressed}, {"flushes_abandoned", gs.FlushesAbandoned},

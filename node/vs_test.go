@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"slices"
 	"strings"
 
@@ -24,6 +25,7 @@ type life struct {
 	seen      map[msgKey]bool
 	lastSeq   map[[2]uint64]uint64 // (sender, inc) → last seq delivered
 	ordered   map[viewKey][]ordDel // total and safe deliveries per view, in delivery order
+	inView    map[[2]uint64]uint64 // (sender, inc) → last seq delivered in the current view
 }
 
 // ordDel is one total or safe delivery: its place in the view's order.
@@ -47,7 +49,9 @@ type ordDel struct {
 //     deliver V's ordered messages in one sequence (those the flush
 //     delivers at V's end included);
 //  6. safe delivery: when a member delivers a safe message by its record,
-//     every member still in the view holds it.
+//     every member still in the view holds it;
+//  8. causal order: a causal message is delivered only after every
+//     message its sender had delivered in the view before sending it.
 type vsLedger struct {
 	sent    map[msgKey]sentMsg
 	gseqs   map[viewKey]map[uint64]msgKey // ordered deliveries by record: gseq → message
@@ -68,9 +72,10 @@ type vsLedger struct {
 func keyOf(v membership.View) viewKey { return viewKey{v.ID, v.Members[0].Inc} }
 
 type sentMsg struct {
-	crc   uint32
-	view  wire.ViewID
-	order wire.Order
+	crc    uint32
+	view   wire.ViewID
+	order  wire.Order
+	causes map[[2]uint64]uint64 // a causal message's: what its sender had delivered in the view, last seq by sender
 }
 
 func newVSLedger() *vsLedger {
@@ -80,18 +85,31 @@ func newVSLedger() *vsLedger {
 }
 
 // orders is what the schedules send: every order, alike.
-var orders = []wire.Order{wire.FIFO, wire.Total, wire.Safe}
+var orders = []wire.Order{wire.FIFO, wire.Total, wire.Safe, wire.Causal}
 
 // multicast sends a message from node id's core and records it; it returns
 // the core's error (window full, no view, blocked).
 func (l *vsLedger) multicast(c *Core, id, inc uint64, payload []byte, order wire.Order) (msgKey, error) {
 	view := c.View().ID
+	lf := l.life(id, inc)
+	if order == wire.Causal {
+		// What the core delivered before this send, and the ledger has
+		// not taken yet, is among the causes too.
+		if err := l.drain(lf, c); err != nil {
+			return msgKey{}, err
+		}
+	}
 	seq, err := c.Multicast(nil, payload, order, 0)
 	if err != nil {
 		return msgKey{}, err
 	}
 	k := msgKey{id, inc, seq}
-	l.sent[k] = sentMsg{crc32.ChecksumIEEE(payload), view, order}
+	l.sent[k] = sentMsg{crc: crc32.ChecksumIEEE(payload), view: view, order: order}
+	if order == wire.Causal {
+		s := l.sent[k]
+		s.causes = maps.Clone(lf.inView)
+		l.sent[k] = s
+	}
 	l.order[[2]uint64{id, inc}] = append(l.order[[2]uint64{id, inc}], seq)
 	return k, nil
 }
@@ -102,7 +120,7 @@ func (l *vsLedger) life(id, inc uint64) *life {
 		return lf
 	}
 	lf := &life{id: id, inc: inc, delivered: map[wire.ViewID][]msgKey{}, seen: map[msgKey]bool{}, lastSeq: map[[2]uint64]uint64{},
-		ordered: map[viewKey][]ordDel{}}
+		ordered: map[viewKey][]ordDel{}, inView: map[[2]uint64]uint64{}}
 	l.lives[k] = lf
 	return lf
 }
@@ -132,21 +150,30 @@ func (l *vsLedger) check(w *sim.World) error {
 			continue
 		}
 		c := core(w, id)
-		lf := l.life(id, c.inc)
-		for _, ev := range c.takeMembership() { // in the order they happened
-			if ev.Kind == membership.Delivered {
-				if err := l.deliver(w, lf, ev.Delivery); err != nil {
-					return err
-				}
-				continue
+		l.w = w
+		if err := l.drain(l.life(id, c.inc), c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drain takes every event of core c (life lf), in the order they happened.
+func (l *vsLedger) drain(lf *life, c *Core) error {
+	for _, ev := range c.takeMembership() {
+		if ev.Kind == membership.Delivered {
+			if err := l.deliver(l.w, lf, ev.Delivery); err != nil {
+				return err
 			}
-			if l.onEvent != nil {
-				l.onEvent(id, ev)
-			}
-			if ev.Kind == membership.ViewInstalled {
-				if err := l.install(lf, ev.View); err != nil {
-					return err
-				}
+			continue
+		}
+		if l.onEvent != nil {
+			l.onEvent(lf.id, ev)
+		}
+		if ev.Kind == membership.ViewInstalled {
+			clear(lf.inView)
+			if err := l.install(lf, ev.View); err != nil {
+				return err
 			}
 		}
 	}
@@ -169,12 +196,17 @@ func (l *vsLedger) deliver(w *sim.World, lf *life, d membership.Delivery) error 
 		return fmt.Errorf("node %d delivered %v twice", lf.id, k)
 	case d.Order != s.order:
 		return fmt.Errorf("node %d delivered %v as %v; it was sent %v", lf.id, k, d.Order, s.order)
-	case (d.GSeq != 0) != (d.Order != wire.FIFO):
+	case (d.GSeq != 0) != (d.Order != wire.FIFO && d.Order != wire.Causal):
 		return fmt.Errorf("node %d delivered %v message %v with gseq %d", lf.id, d.Order, k, d.GSeq)
 	}
-	if d.Order != wire.FIFO {
+	if d.Order != wire.FIFO && d.Order != wire.Causal {
 		if err := l.ordered(w, lf, d, k); err != nil {
 			return err
+		}
+	}
+	for src, seq := range s.causes {
+		if got := lf.inView[src]; got < seq {
+			return fmt.Errorf("causal order: node %d delivered %v before %d.%d/%d, which its sender had delivered before sending it (it delivered that sender to seq %d in the view)", lf.id, k, src[0], src[1], seq, got)
 		}
 	}
 	src := [2]uint64{d.Source, d.Inc}
@@ -186,6 +218,7 @@ func (l *vsLedger) deliver(w *sim.World, lf *life, d membership.Delivery) error 
 	}
 	lf.seen[k] = true
 	lf.lastSeq[src] = d.Seq
+	lf.inView[src] = d.Seq
 	lf.delivered[d.View] = append(lf.delivered[d.View], k)
 	return nil
 }

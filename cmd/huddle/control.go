@@ -399,7 +399,7 @@ func cmdSendFrom(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			"waits while the node's send window is full or a view change holds sends, up to\n"+
 			"--timeout per message; a message that times out is not sent, nor what follows.\n"+
 			"Flags may follow TEXT; -- ends them.")
-	order := f.fs.String("order", control.DefaultOrder, "delivery `order`: fifo, total or safe")
+	order := f.fs.String("order", control.DefaultOrder, "delivery `order`: fifo, total, safe or causal")
 	service := f.fs.String("service", "", "the group `service` to send on (a program's Group.Service); empty is the application's channel")
 	raw := f.fs.Bool("raw", false, "with -: send standard input as a binary stream, not lines")
 	rawSize := f.fs.Int("raw-size", rawPiece, "with --raw: the most `bytes` of the stream in one message, 1 to 16 MiB")
@@ -412,7 +412,7 @@ func cmdSendFrom(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "huddle send: want one TEXT argument (quote it), or - for standard input, got %d\nUsage: huddle send [flags] TEXT | - (huddle send --help)\n", len(rest))
 		return exitUsage
 	case !slices.Contains(control.Orders, *order):
-		fmt.Fprintf(stderr, "huddle send: --order %q is not fifo, total or safe\n", *order)
+		fmt.Fprintf(stderr, "huddle send: --order %q is not fifo, total, safe or causal\n", *order)
 		return exitUsage
 	case *raw && rest[0] != "-":
 		fmt.Fprintln(stderr, "huddle send: --raw reads standard input: give - instead of TEXT")

@@ -222,7 +222,7 @@ func TestControlCommands(t *testing.T) {
 			stderr: []string{`huddle send: node 3 is not in a view yet: it is still joining group "lab"; try again in a moment` + "\n"}},
 		{name: "send no text", args: []string{"send", "--id", "1"}, code: 2, stderr: []string{"want one TEXT argument (quote it), or - for standard input, got 0"}},
 		{name: "send two texts", args: []string{"send", "a", "b"}, code: 2, stderr: []string{"want one TEXT argument (quote it), or - for standard input, got 2"}},
-		{name: "send bad order", args: []string{"send", "--order", "random", "a"}, code: 2, stderr: []string{`--order "random" is not fifo, total or safe`}},
+		{name: "send bad order", args: []string{"send", "--order", "random", "a"}, code: 2, stderr: []string{`--order "random" is not fifo, total, safe or causal`}},
 		{name: "send bad timeout", args: []string{"send", "--timeout", "0s", "a"}, code: 2, stderr: []string{"--timeout must be above 0"}},
 		{name: "send unknown flag", args: []string{"send", "a", "--bogus"}, code: 2, stderr: []string{"huddle send: unknown flag --bogus (huddle send --help lists the flags)\n"}},
 		{name: "send to no node", args: []string{"send", "--id", "4", "a"}, code: 1, stderr: []string{"huddle send: no node is running at"}},

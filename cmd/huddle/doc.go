@@ -5,7 +5,7 @@
 //	huddle lab [flags]     an experiment: 2-32 nodes, each host's loss, a schedule of faults, checked
 //	huddle run [flags]     run a node until SIGINT or SIGTERM (or --duration)
 //	huddle status          print a running node's view, members and counters (--json)
-//	huddle send TEXT       multicast TEXT through the running node (--order fifo|total|safe)
+//	huddle send TEXT       multicast TEXT through the running node (--order fifo|total|safe|causal)
 //	huddle elect           start a leader election from the running node and print the leader
 //	huddle lock [--hold D] acquire the group's lock on the running node, hold it, release it
 //	huddle drop --rate P   make the running node drop received datagrams at random (an experiment)

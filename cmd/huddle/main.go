@@ -49,7 +49,7 @@ Usage:
   huddle status          print a running node's view, members and counters (--json)
   huddle status --group  ask every member over the group and print one row each (like JGroups' probe)
   huddle watch           stream the node's views, suspicions, leaders, lock events (and deliveries: --service)
-  huddle send TEXT       multicast TEXT through the running node (--order fifo|total|safe)
+  huddle send TEXT       multicast TEXT through the running node (--order fifo|total|safe|causal)
   huddle elect           start a leader election from the running node and print the leader
   huddle lock [--hold D] acquire the group's lock on the running node, hold it, release it
   huddle drop --rate P   make the running node drop received datagrams at random (an experiment)

@@ -170,7 +170,7 @@ func (d *Decoder) dataFields(m *Data) (err error) {
 	if m.Seq, err = d.seq(); err != nil {
 		return err
 	}
-	o, err := d.uintMax(uint64(Record))
+	o, err := d.uintMax(uint64(Causal))
 	if err != nil {
 		return err
 	}

@@ -134,6 +134,10 @@ const (
 	// order to messages. Its payload is an OrderRecord. Membership sends
 	// and consumes these itself; applications never see one.
 	Record Order = 3
+	// Causal: delivered once everything its sender had delivered or sent
+	// before it has been delivered (Birman's CBCAST). Its payload begins
+	// with the sender's causal header (membership's causal.go).
+	Causal Order = 4
 )
 
 // String names the order as logs and flags spell it.
@@ -147,6 +151,8 @@ func (o Order) String() string {
 		return "safe"
 	case Record:
 		return "record"
+	case Causal:
+		return "causal"
 	}
 	return "order(" + itoa(uint64(o)) + ")"
 }

@@ -171,7 +171,7 @@ type WatchResult struct {
 type SendArgs struct {
 	Text    string `json:"text,omitempty"`
 	Payload []byte `json:"payload,omitempty"`
-	Order   string `json:"order,omitempty"` // fifo, total or safe; empty is DefaultOrder
+	Order   string `json:"order,omitempty"` // fifo, total, safe or causal; empty is DefaultOrder
 	// Service is the group service to send on: "" (the default) is the
 	// application's channel, the workload's; programs open others with
 	// Group.Service. Not "election", "mutex" nor "probe", the node's own.
@@ -186,7 +186,7 @@ type SendResult struct {
 }
 
 // Orders are the names send accepts for an order.
-var Orders = []string{"fifo", "total", "safe"}
+var Orders = []string{"fifo", "total", "safe", "causal"}
 
 // DefaultOrder is the order of a send without one.
 const DefaultOrder = "fifo"
@@ -214,7 +214,7 @@ func sendCommand(n Node) Handler {
 		}
 		order, ok := huddle.ParseOrder(a.Order)
 		if !ok {
-			return nil, errorf(ErrBadRequest, fmt.Sprintf("send: order %q is not fifo, total or safe", a.Order))
+			return nil, errorf(ErrBadRequest, fmt.Sprintf("send: order %q is not fifo, total, safe or causal", a.Order))
 		}
 		switch {
 		case len(a.Service) > huddle.MaxServiceName:

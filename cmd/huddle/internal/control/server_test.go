@@ -240,7 +240,7 @@ func TestRequests(t *testing.T) {
 		{name: "send on the lock's service", raw: `{"cmd":"send","args":{"text":"hi","service":"mutex"}}` + "\n", code: "bad_request", want: `service \"mutex\" is the node's own`},
 		{name: "send on a long service", raw: `{"cmd":"send","args":{"text":"hi","service":"` + strings.Repeat("s", 65) + `"}}` + "\n", code: "bad_request", want: "65 bytes (at most 64)"},
 		{name: "send text and payload", raw: `{"cmd":"send","args":{"text":"a","payload":"Yg=="}}` + "\n", code: "bad_request", want: "not both"},
-		{name: "send bad order", raw: `{"cmd":"send","args":{"text":"a","order":"record"}}` + "\n", code: "bad_request", want: `order \"record\" is not fifo, total or safe`},
+		{name: "send bad order", raw: `{"cmd":"send","args":{"text":"a","order":"record"}}` + "\n", code: "bad_request", want: `order \"record\" is not fifo, total, safe or causal`},
 		{name: "send args not an object", raw: `{"cmd":"send","args":"a"}` + "\n", code: "bad_request", want: "malformed arguments"},
 		{name: "send while joining", state: huddle.StateJoining, raw: `{"cmd":"send","args":{"text":"a"}}` + "\n", code: "not_in_view", want: "not in a view yet"},
 		{name: "send times out", block: true, raw: `{"cmd":"send","args":{"text":"a"},"timeout_ms":30}` + "\n", code: "timeout", want: "was not sent"},

@@ -196,7 +196,7 @@ func (t *tail) lines(data []byte, out []event, c *counts) []event {
 }
 
 // Orders are the delivery orders of the workload, as logged.
-var Orders = []string{"fifo", "total", "safe"}
+var Orders = []string{"fifo", "total", "safe", "causal"}
 
 func orderIndex(o string) int {
 	if i := slices.Index(Orders, o); i >= 0 {
@@ -209,12 +209,12 @@ func orderIndex(o string) int {
 // deliveries that a view change ordered ("final": no order record came
 // for them before the flush) per node and view.
 type counts struct {
-	sent, delivered map[uint64]*[3]int64
+	sent, delivered map[uint64]*[4]int64
 	final           map[uint64]map[string]int64
 }
 
 func newCounts() *counts {
-	return &counts{sent: map[uint64]*[3]int64{}, delivered: map[uint64]*[3]int64{}, final: map[uint64]map[string]int64{}}
+	return &counts{sent: map[uint64]*[4]int64{}, delivered: map[uint64]*[4]int64{}, final: map[uint64]map[string]int64{}}
 }
 
 func (c *counts) addFinal(node uint64, view string) {
@@ -231,14 +231,14 @@ func (c *counts) add(node uint64, order string, send bool) {
 	}
 	v := m[node]
 	if v == nil {
-		v = new([3]int64)
+		v = new([4]int64)
 		m[node] = v
 	}
 	v[orderIndex(order)]++
 }
 
 // total sums m over the nodes, per order.
-func total(m map[uint64]*[3]int64) (per [3]int64, all int64) {
+func total(m map[uint64]*[4]int64) (per [4]int64, all int64) {
 	for _, v := range m {
 		for i, n := range v {
 			per[i] += n
@@ -249,9 +249,9 @@ func total(m map[uint64]*[3]int64) (per [3]int64, all int64) {
 }
 
 // of returns node's tally in m (zero if none).
-func of(m map[uint64]*[3]int64, node uint64) [3]int64 {
+func of(m map[uint64]*[4]int64, node uint64) [4]int64 {
 	if v := m[node]; v != nil {
 		return *v
 	}
-	return [3]int64{}
+	return [4]int64{}
 }

@@ -76,13 +76,13 @@ func TestFollowerReadsCompleteLines(t *testing.T) {
 	if len(evs) != 1 || evs[0].Event != logs.ViewInstalled || ids(evs[0].Members) != "[1]" {
 		t.Fatalf("second poll: %+v", evs)
 	}
-	if got := of(c.delivered, 1); got != [3]int64{0, 1, 1} {
+	if got := of(c.delivered, 1); got != [4]int64{0, 1, 1, 0} {
 		t.Errorf("deliveries %v, want one total and one safe", got)
 	}
 	if got := c.final[1]["1.1"]; got != 1 {
 		t.Errorf("%d deliveries ordered at the end of view 1.1, want 1", got)
 	}
-	if got := of(c.sent, 1); got != [3]int64{1, 0, 0} {
+	if got := of(c.sent, 1); got != [4]int64{1, 0, 0, 0} {
 		t.Errorf("sends %v, want one fifo", got)
 	}
 }

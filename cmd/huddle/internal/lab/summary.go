@@ -44,7 +44,7 @@ type Summary struct {
 type NodeSummary struct {
 	ID               uint64
 	Lives            int
-	Sent, Delivered  [3]int64 // per order: fifo, total, safe (see Orders)
+	Sent, Delivered  [4]int64 // per order: fifo, total, safe, causal (see Orders)
 	Nacks, Repairs   int64    // NACK datagrams and repairs sent
 	Found, Recovered int64    // messages found missing, and received later
 	Views            int      // views installed
@@ -247,12 +247,12 @@ func (d *demo) report(s *Summary) {
 		loss = d.o.Plan.Loss.String()
 	}
 	c.say(action, "summary: %s, %d nodes %s, %s", secs(d.stopped.Sub(d.start)), len(s.Nodes), where, loss)
-	c.say(plain, "  %4s %5s %6s %9s %6s %6s %6s %6s %7s %9s %5s %5s", "node", "lives", "sent", "delivered", "fifo", "total", "safe", "NACKs", "repairs", "recovered", "views", "locks")
+	c.say(plain, "  %4s %5s %6s %9s %6s %6s %6s %6s %6s %7s %9s %5s %5s", "node", "lives", "sent", "delivered", "fifo", "total", "safe", "causal", "NACKs", "repairs", "recovered", "views", "locks")
 	var all NodeSummary
 	for _, n := range s.Nodes {
 		d.nodeRow(fmt.Sprint(n.ID), n)
 		all.Lives += n.Lives
-		for i := range 3 {
+		for i := range Orders {
 			all.Sent[i] += n.Sent[i]
 			all.Delivered[i] += n.Delivered[i]
 		}
@@ -264,7 +264,7 @@ func (d *demo) report(s *Summary) {
 		all.Locks += n.Locks
 	}
 	d.nodeRow("all", all)
-	c.say(plain, "  (fifo, total, safe: delivered in each order; NACKs and repairs: sent; recovered: lost messages received later; locks: entries)")
+	c.say(plain, "  (fifo, total, safe, causal: delivered in each order; NACKs and repairs: sent; recovered: lost messages received later; locks: entries)")
 	c.say(plain, "  %s", d.viewStory(s))
 	c.say(plain, "  checks of the logs (as huddle check runs them):")
 	for _, ch := range s.Checks {
@@ -309,8 +309,8 @@ func (d *demo) nodeRow(name string, n NodeSummary) {
 	for _, x := range n.Sent {
 		sent += x
 	}
-	d.con.say(plain, "  %4s %5d %6d %9d %6d %6d %6d %6d %7d %9s %5d %5d", name, n.Lives, sent, delivered,
-		n.Delivered[0], n.Delivered[1], n.Delivered[2], n.Nacks, n.Repairs, fmt.Sprint(n.Recovered), n.Views, n.Locks)
+	d.con.say(plain, "  %4s %5d %6d %9d %6d %6d %6d %6d %6d %7d %9s %5d %5d", name, n.Lives, sent, delivered,
+		n.Delivered[0], n.Delivered[1], n.Delivered[2], n.Delivered[3], n.Nacks, n.Repairs, fmt.Sprint(n.Recovered), n.Views, n.Locks)
 }
 
 // viewStory is one line about the views: how many, and the crash and

@@ -45,7 +45,7 @@ type watcher struct {
 	}
 	tick struct { // at the last traffic line
 		at        time.Time
-		sent      [3]int64
+		sent      [4]int64
 		delivered int64
 		rep       [4]int64
 	}

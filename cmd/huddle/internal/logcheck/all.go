@@ -52,7 +52,7 @@ func (r *Run) CheckAll(o AllOptions) []Verdict {
 		sends, delivers, views, locks = sends+len(l.Sends), delivers+len(l.Delivers), views+len(l.Views), locks+len(l.Locks)
 		elections += len(l.Elections)
 		for _, d := range l.Delivers {
-			if d.Order == "total" || d.Order == "safe" {
+			if d.Order == "total" || d.Order == "safe" || d.Order == "causal" {
 				ordered++
 			}
 		}
@@ -85,7 +85,7 @@ func (r *Run) CheckAll(o AllOptions) []Verdict {
 		{Name: "logs", What: "every life's log ends with node.stopped or a known crash", Result: r.CheckLives(LivesOptions{Deaths: o.Deaths, Crashed: o.Crashed})},
 		{Name: "membership", What: "virtual synchrony, agreement on views, FIFO without holes, integrity", Result: r.CheckMembership(mo), Nothing: noViews},
 		{Name: "liveness", What: "every message sent in a view reached every member that stayed", Result: r.CheckLiveness(mo), Clock: true, Nothing: noDeliveries},
-		{Name: "order", What: "total order without holes, safe delivery", Result: r.CheckOrder(mo), Nothing: noDeliveries},
+		{Name: "order", What: "total order without holes, safe delivery, causal order", Result: r.CheckOrder(mo), Nothing: noDeliveries},
 		{Name: "election", What: "one leader per round, the highest member of its view, known to every member", Result: election.Result, Text: election.String(), Nothing: noElections},
 		{Name: "lock", What: "never two holders at once, every request granted", Result: lock.Result, Text: lock.String(), Clock: true, Nothing: noLocks},
 		{Name: "state", What: "every state installed is the one its provider took at the view's cut", Result: r.CheckState(), Nothing: noStates},

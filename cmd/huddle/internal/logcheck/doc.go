@@ -78,7 +78,9 @@
 // checks.
 //
 // CheckOrder (order.go) checks total order and safe delivery from the
-// deliver events' gseq and order, holes included (OrderGap).
+// deliver events' gseq and order, holes included (OrderGap), and causal
+// order (causal.go: CausalOrder) from each sender's log, what it had
+// delivered before each causal send.
 //
 // # How the logs end, and what was compared
 //

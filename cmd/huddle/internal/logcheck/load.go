@@ -75,7 +75,7 @@ type Send struct {
 	Len     int64
 	CRC     uint32
 	View    string // the view it was sent in; "" until sends carry their view
-	Order   string // "fifo", "total" or "safe"; "" before sends carried it
+	Order   string // "fifo", "total", "safe" or "causal"; "" before sends carried it
 	To      uint64 // the one member it was sent to (a service's Send); 0 for a multicast
 	Service string // "" for the application's channel
 	Time    time.Time
@@ -98,7 +98,7 @@ type Deliver struct {
 	Len     int64
 	CRC     uint32
 	View    string // "" until deliveries carry their view
-	Order   string // "fifo", "total" or "safe"; "" before deliveries carried it
+	Order   string // "fifo", "total", "safe" or "causal"; "" before deliveries carried it
 	GSeq    uint64 // total and safe: the message's number in the view's total order
 	Final   bool   // delivered at the view's end by the flush, not by its order record
 	Service string // "" for the application's channel

@@ -20,12 +20,15 @@ import (
 //   - a safe message that some life delivered by its record in V was
 //     delivered in V by every life that installed V and then any next
 //     view (it was held by every member when it was delivered);
-//   - a message is delivered in the order its send names.
+//   - a message is delivered in the order its send names;
+//   - a causal message is delivered after every message its sender had
+//     delivered in the view before sending it (CausalOrder).
 //
 // Lives that log no order field (older logs) are not checked.
 func (r *Run) CheckOrder(o MembershipOptions) *Result {
 	m := r.newVcheck("order", o)
 	m.indexSends()
+	m.checkCausal()
 	m.res.Sent = 0
 	type slot struct {
 		k    msgKey

@@ -47,6 +47,19 @@ func orderedRun(change func(n1, n2, n3 *logw)) []*logw {
 	return []*logw{n1, n2, n3}
 }
 
+// causalRun: node 1 sends seq 9 (fifo); node 2 delivers it and replies
+// with causal seq 3; node 3 delivers the reply after seq 9, or before it
+// (early).
+func causalRun(n1, n2, n3 *logw, early bool) {
+	n1.osend("1.1", "fifo", 9).odeliver("1.1", "fifo", 1, 9, 0, false).odeliver("1.1", "causal", 2, 3, 0, false)
+	n2.odeliver("1.1", "fifo", 1, 9, 0, false).osend("1.1", "causal", 3).odeliver("1.1", "causal", 2, 3, 0, false)
+	if early {
+		n3.odeliver("1.1", "causal", 2, 3, 0, false).odeliver("1.1", "fifo", 1, 9, 0, false)
+		return
+	}
+	n3.odeliver("1.1", "fifo", 1, 9, 0, false).odeliver("1.1", "causal", 2, 3, 0, false)
+}
+
 func TestCheckOrder(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -75,6 +88,9 @@ func TestCheckOrder(t *testing.T) {
 		{"a hole in the order", func(_, n2, _ *logw) {
 			n2.osend("1.1", "total", 9).odeliver("1.1", "total", 2, 9, 5, false)
 		}, map[logcheck.Kind]int{logcheck.OrderGap: 1, logcheck.TotalOrder: 1}, "delivered as gseq 5 of view 1.1 by its record, without gseq 4: total order has no holes"},
+		{"causal after its cause", func(n1, n2, n3 *logw) { causalRun(n1, n2, n3, false) }, nil, ""},
+		{"causal before its cause", func(n1, n2, n3 *logw) { causalRun(n1, n2, n3, true) },
+			map[logcheck.Kind]int{logcheck.CausalOrder: 1}, "delivered node 2 seq 3: before node 1 seq 9, which node 2 had delivered in view 1.1 before sending it (delivered here up to seq 1)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := orderedRun(tt.change)
