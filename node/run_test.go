@@ -20,12 +20,16 @@ import (
 	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/netmodel"
+	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/multicast"
 	"github.com/huddle-lan/huddle/multicast/memnet"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	testutil.Exclusive() // not beside the VM's and the LAN's tests: see there
+	goleak.VerifyTestMain(m)
+}
 
 func testConfig(id uint64) config.Config {
 	c := config.Local()

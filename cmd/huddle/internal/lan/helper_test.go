@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	testutil.Exclusive() // real timers: not beside the VM or the simulator's heaviest package
 	os.Exit(m.Run())
 }
 

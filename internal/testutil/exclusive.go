@@ -1,0 +1,28 @@
+package testutil
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Exclusive makes the test binary that calls it from TestMain wait until
+// no other binary that calls it runs, and hold the machine until it
+// exits (the lock goes with the process). `go test ./...` runs two test
+// binaries at once on a machine of two cores; the emulated CPU of the
+// netem VM (cmd/huddle/internal/vm), whose guest runs eight nodes and
+// netem on one core, and the tests of real processes on a virtual LAN
+// (cmd/huddle/internal/lan), whose timers are real, fail when the
+// simulator's heaviest package (node) or each other takes the cores. A
+// -short run does not wait: it runs neither the VM nor the long LAN
+// tests. TestMain calls flag.Parse first.
+func Exclusive() {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if testing.Short() {
+		return
+	}
+	lockExclusive(filepath.Join(os.TempDir(), "huddle-tests-exclusive.lock"))
+}
