@@ -21,7 +21,8 @@
 //
 // The timeline, as fractions of Options.Duration: the nodes start at 0
 // and form a view; each multicasts Options.Rate messages per second (node
-// 1 fifo, node 2 safe, the others total order) and takes the group's lock
+// 1 fifo, node 2 safe, node 3 causal with 4 nodes or more, the others
+// total order) and takes the group's lock
 // now and then (think 1-4 s, hold 400 ms); at 40 % the coordinator of
 // the current view, which is also the total-order sequencer, is killed
 // with SIGKILL; at 65 % it is started again with the same ID; at 100 %

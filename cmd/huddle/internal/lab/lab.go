@@ -319,8 +319,9 @@ func (d *demo) setup() error {
 
 func (d *demo) logPath(id uint64) string { return filepath.Join(d.dir, fmt.Sprintf("node%d.json", id)) }
 
-// order is the demo's workload order of node id: node 1 fifo, node 2 safe, the
-// others total (with two nodes: node 1 total, node 2 safe).
+// order is the demo's workload order of node id: node 1 fifo, node 2 safe,
+// node 3 causal when there are 4 nodes or more, the others total (with two
+// nodes: node 1 total, node 2 safe).
 func (d *demo) order(id uint64) string {
 	switch {
 	case d.o.Nodes == 2:
@@ -329,6 +330,8 @@ func (d *demo) order(id uint64) string {
 		return "fifo"
 	case id == 2:
 		return "safe"
+	case id == 3 && d.o.Nodes >= 4:
+		return "causal"
 	}
 	return "total"
 }
