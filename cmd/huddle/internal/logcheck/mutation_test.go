@@ -25,7 +25,8 @@ import (
 // The checker is tested by mutation: testdata/runs holds the logs of real
 // huddle lab runs on a virtual LAN (steady traffic with a graceful leave,
 // a coordinator killed and restarted under loss, a partition and its
-// heal, the lock in use, bully elections with the leader killed), each
+// heal, the lock in use, bully elections with the leader killed, causal
+// traffic beside FIFO and total under loss), each
 // passing every check. TestMutants corrupts them one corruption at a
 // time, many times from a seed, and wants every mutant to fail a check
 // with a violation that names the node (the mutated log's, or as the
@@ -41,6 +42,7 @@ import (
 //	huddle lab --nodes 5 --duration 12s --args "--send-rate 15 --send-order total" --node '1:--send-order safe' --node '3:--send-order fifo' --fault 4s:partition:1,2 --fault 8s:heal   # partition
 //	huddle lab --nodes 3 --duration 10s --args "--send-rate 5 --send-order total --lock-think 300ms-800ms --lock-hold 150ms"   # lock
 //	huddle lab --nodes 5 --duration 12s --args "--send-rate 5 --send-order total --election bully" --elections 3 --pause 2s --fault 6s:kill:5 --fault 9s:restart   # election
+//	huddle lab --nodes 4 --duration 8s --loss 0.02 --args "--send-rate 20 --send-order causal" --node '1:--send-order fifo' --node '2:--send-order total'   # causal
 
 // mutantsPerKind is how many mutants of each kind each run gets; with
 // -short, shortMutants.
@@ -65,8 +67,8 @@ func (fx *fixture) obj(file string, i int) map[string]any { return fx.objs[file]
 func loadFixtures(t *testing.T) []*fixture {
 	t.Helper()
 	paths, _ := filepath.Glob("testdata/runs/*.tgz")
-	if len(paths) < 5 {
-		t.Fatalf("testdata/runs holds %d runs, want the 5 of mutation_test.go", len(paths))
+	if len(paths) < 6 {
+		t.Fatalf("testdata/runs holds %d runs, want the 6 of mutation_test.go", len(paths))
 	}
 	var fs []*fixture
 	for _, p := range paths {
@@ -176,6 +178,7 @@ var mutations = []mutation{
 	{"truncate a log", truncateLog},
 	{"release a lock later", releaseLater},
 	{"make a second leader", secondLeader},
+	{"deliver a causal message before its cause", causalEarly},
 }
 
 // TestMutants applies every mutation to every run, mutantsPerKind times
@@ -312,6 +315,65 @@ func swapDeliveries(fx *fixture, r *rand.Rand) (*mutant, bool) {
 		}
 		return nil, ""
 	})
+}
+
+// causalEarly moves a causal delivery at a receiver up to just before its
+// delivery of a message that the causal message's sender had delivered
+// before sending it (the cause), where no message of the causal one's
+// sender lies between (that would be a FIFO mutant).
+func causalEarly(fx *fixture, r *rand.Rand) (*mutant, bool) {
+	causal := func(o map[string]any) bool { return str(o, "event") == logs.Deliver && str(o, "order") == "causal" }
+	return pick(fx, r, "deliver a causal message before its cause", causal, func(fx *fixture, file string, i int) ([]string, string) {
+		m, objs := fx.obj(file, i), fx.objs[file]
+		from, view, self := num(m, "from"), str(m, "view"), num(objs[max(i, 1)], "node")
+		if from == self {
+			return nil, ""
+		}
+		cfrom, cseq, ok := causeOf(fx, from, num(m, "seq"), view, self)
+		if !ok {
+			return nil, ""
+		}
+		for c := i - 1; c >= 0; c-- {
+			o := objs[c]
+			switch {
+			case str(o, "event") == logs.ViewInstalled || str(o, "event") == logs.NodeStarted:
+				return nil, ""
+			case str(o, "event") != logs.Deliver:
+				continue
+			case num(o, "from") == from:
+				return nil, "" // the sender's earlier message: FIFO, not causality
+			case num(o, "from") == cfrom && num(o, "seq") == cseq && str(o, "view") == view:
+				out := slices.Clone(fx.files[file])
+				line := out[i]
+				out = slices.Delete(out, i, i+1)
+				return slices.Insert(out, c, line), fmt.Sprintf("moved before line %d, node %d seq %d, which its sender had delivered before sending it", c+1, int(cfrom), int(cseq))
+			}
+		}
+		return nil, ""
+	})
+}
+
+// causeOf finds, in node from's log, its send of seq in view and the last
+// message of another sender (not node not) it delivered in that view
+// before it.
+func causeOf(fx *fixture, from, seq float64, view string, not float64) (cfrom, cseq float64, ok bool) {
+	objs := fx.objs[fmt.Sprintf("node%d.json", int(from))]
+	for s, o := range objs {
+		if str(o, "event") != logs.Send || num(o, "seq") != seq || str(o, "view") != view {
+			continue
+		}
+		for c := s - 1; c >= 0; c-- {
+			d := objs[c]
+			if e := str(d, "event"); e == logs.ViewInstalled || e == logs.NodeStarted {
+				return 0, 0, false
+			}
+			if str(d, "event") == logs.Deliver && str(d, "view") == view && num(d, "from") != from && num(d, "from") != not {
+				return num(d, "from"), num(d, "seq"), true
+			}
+		}
+		return 0, 0, false
+	}
+	return 0, 0, false
 }
 
 func changeCRC(fx *fixture, r *rand.Rand) (*mutant, bool) {
