@@ -1,6 +1,6 @@
 // Package huddle is the front door of huddle, a group-communication node
 // for LANs: join a group of nodes over IP multicast, multicast to it in
-// FIFO, total or safe order, send to one member, receive the views and
+// FIFO, causal, total or safe order, send to one member, receive the views and
 // messages of a named service in the order the node delivers them, ask
 // for the group's leader and take its lock (docs/design.md, "The node
 // runtime and the Group API").
