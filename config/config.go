@@ -186,8 +186,9 @@ type Config struct {
 
 	// SendOrder is the delivery order of those messages: "fifo" (each
 	// sender's order), "total" (one order for every member, through the
-	// view's coordinator as sequencer) or "safe" (total, and delivered only
-	// once every member holds the message). Default "fifo".
+	// view's coordinator as sequencer), "safe" (total, and delivered only
+	// once every member holds the message) or "causal" (after everything
+	// its sender had delivered before it). Default "fifo".
 	SendOrder string `toml:"send_order"`
 
 	// Duration stops the node (as SIGTERM would) after this long. Default
