@@ -16,13 +16,22 @@ import (
 // (cmd/huddle/internal/lan), whose timers are real, fail when the
 // simulator's heaviest package (node) or each other takes the cores. A
 // -short run does not wait: it runs neither the VM nor the long LAN
-// tests. TestMain calls flag.Parse first.
+// tests; nor does a fuzzing run, whose workers are the same binary (they
+// would wait for their coordinator's lock for ever). TestMain calls
+// flag.Parse first.
 func Exclusive() {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
-	if testing.Short() {
+	if testing.Short() || flagSet("test.fuzz") || flagSet("test.fuzzworker") {
 		return
 	}
 	lockExclusive(filepath.Join(os.TempDir(), "huddle-tests-exclusive.lock"))
+}
+
+// flagSet reports whether the test flag name is given a value other than
+// its zero ("" or false).
+func flagSet(name string) bool {
+	f := flag.Lookup(name)
+	return f != nil && f.Value.String() != "" && f.Value.String() != "false"
 }
