@@ -39,9 +39,6 @@ type causalState struct {
 	waiting int                 // causal messages held for their causes
 }
 
-// maxCausalHeader is the largest header a view of n members can need.
-func maxCausalHeader(n int) int { return binary.MaxVarintLen64 * (1 + 2*n) }
-
 // errCausalHeader: a causal message whose header does not fit the view.
 var errCausalHeader = errors.New("membership: malformed causal header")
 
@@ -92,10 +89,11 @@ func (o *orderer) readCausal(d *Delivery) error {
 	prev := c.last[d.Source]
 	v := make([]uint64, len(o.members))
 	copy(v, prev)
-	seen := make([]bool, len(o.members))
 	for range n {
 		i, k := binary.Uvarint(p)
-		if k <= 0 || i >= uint64(len(o.members)) || seen[i] {
+		// A count already grown is a member named twice: every growth is
+		// at least 1.
+		if k <= 0 || i >= uint64(len(o.members)) || v[i] != at(prev, i) {
 			return errCausalHeader
 		}
 		p = p[k:]
@@ -106,7 +104,7 @@ func (o *orderer) readCausal(d *Delivery) error {
 			return errCausalHeader
 		}
 		p = p[k:]
-		seen[i], v[i] = true, v[i]+g
+		v[i] += g
 	}
 	if c.last == nil {
 		c.last = map[uint64][]uint64{}
@@ -114,6 +112,15 @@ func (o *orderer) readCausal(d *Delivery) error {
 	c.last[d.Source] = v
 	d.causes, d.Payload = v, p
 	return nil
+}
+
+// at returns s[i], or 0 past its end (a source with no causal message yet
+// has no vector).
+func at(s []uint64, i uint64) uint64 {
+	if i < uint64(len(s)) {
+		return s[i]
+	}
+	return 0
 }
 
 // ready reports whether d may be delivered as its order allows, once the

@@ -151,11 +151,12 @@ const (
 // partitions and coordinator take-overs are all this one protocol; a
 // participant of a merge reports its own view and gets that view's cut.
 type Machine struct {
+	opt    Options
+	self   uint64
+	inc    uint64
+	engine *multicast.Engine
+
 	causalBuf []byte // a causal message's header and payload, as sent
-	opt       Options
-	self      uint64
-	inc       uint64
-	engine    *multicast.Engine
 
 	state     state
 	view      View

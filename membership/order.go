@@ -267,18 +267,14 @@ func (o *orderer) end() {
 		moved = false
 		for _, src := range o.heldSources() {
 			for q := o.held[src]; len(q) > 0; q = o.held[src] {
-				switch {
-				case ordered(q[0].Order):
+				if ordered(q[0].Order) {
 					o.stats.Unrecorded++
 					o.numbered++
 					o.deliverHead(src, o.numbered, true)
-				case o.ready(&q[0]):
+				} else if o.ready(&q[0]) {
 					o.drain(src, true)
-				default:
-					q = nil // its causes are not in the view's cut: see below
-				}
-				if q == nil {
-					break
+				} else {
+					break // its causes are not in the view's cut: see below
 				}
 				moved = true
 			}

@@ -1,6 +1,9 @@
 package logcheck
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+)
 
 // CausalOrder: a causal message delivered before a message that its
 // sender had delivered in the same view before sending it.
@@ -42,11 +45,7 @@ func (c *mcheck) indexCauses() map[*source]map[uint64]causes {
 					byView[d.View][from] = max(byView[d.View][from], d.Seq)
 				}
 				if send.Order == "causal" {
-					snap := causes{}
-					for k, v := range byView[send.View] {
-						snap[k] = v
-					}
-					sends[send.Seq] = snap
+					sends[send.Seq] = maps.Clone(byView[send.View])
 				}
 			}
 			out[s] = sends
