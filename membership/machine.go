@@ -588,7 +588,7 @@ func (m *Machine) afterStep(now time.Time) {
 			m.progress(now)
 		}
 		if len(m.selfq) == 0 {
-			m.orderer.advance(false) // reports may have made a safe message deliverable
+			m.orderer.pump(false) // reports may have made a safe message deliverable, and so a causal one behind it
 			if m.orderer.safeReportDue(now) {
 				m.engine.Report(now)
 			}
