@@ -105,7 +105,8 @@ func (m *Machine) sendRecords() {
 			return
 		}
 		if _, err := m.multicast(nil, b, wire.Record, 0); err != nil {
-			return // the window is full: stability wakes us
+			o.recordBlocked(m.now) // the window is full: stability wakes us, or the retry
+			return
 		}
 		m.stats.RecordsSent++
 		o.recordSent(runs)

@@ -56,7 +56,7 @@ type viewOrder struct {
 	// As the sequencer.
 	toOrder  []wire.OrderRun // ordered messages handed to the sequencer, not recorded yet
 	recorded uint64          // messages the records it sent have numbered
-	recordAt time.Time       // the next record goes out then at the earliest
+	recordAt time.Time       // the last record's time, or after one could not go out the next try
 
 	safeNews bool      // a safe message of another source arrived: tell the others this node holds it
 	reportAt time.Time // not before then (a session message per step at most, and not too often)
@@ -82,11 +82,15 @@ type run struct {
 // reach it.
 const maxRuns = 1 << 16
 
-// recordGap is the least time between two order records. A sequencer
-// that hears a message now and then records each at once; under load,
-// it records what arrived in the gap together, which spares every
-// member a datagram per few messages.
-const recordGap = 300 * time.Microsecond
+// recordRetry is how long a sequencer whose record could not go out (its
+// window was full) waits before it tries again, unless stability frees
+// room first. Otherwise a record goes out in every turn of the node's
+// loop that ordered something: under load a turn takes many datagrams,
+// and its one record orders them all. (Records held back to 300 µs apart
+// spared a datagram per few messages at 10 000 msg/s, and made each
+// wait 150 µs on average: total order's p50 was 0.31 ms there, 0.08 to
+// 0.11 ms without.)
+const recordRetry = 300 * time.Microsecond
 
 // safeReportGap is the least time between two session messages sent early
 // for safe delivery.
@@ -302,15 +306,19 @@ func (o *orderer) outstanding() bool {
 	return len(o.held) > 0 || len(o.runs) > 0 || len(o.toOrder) > 0
 }
 
-// recordDue reports whether the sequencer's next record may go out now,
-// and if so, holds the one after it back for recordGap.
+// recordDue reports whether the sequencer has a record to send now.
+// (What it then leaves unrecorded is due at once: recordDeadline.)
 func (o *orderer) recordDue(now time.Time) bool {
 	if len(o.toOrder) == 0 || now.Before(o.recordAt) {
 		return false
 	}
-	o.recordAt = now.Add(recordGap)
+	o.recordAt = now
 	return true
 }
+
+// recordBlocked holds the next record back for recordRetry: the last one
+// could not go out.
+func (o *orderer) recordBlocked(now time.Time) { o.recordAt = now.Add(recordRetry) }
 
 // nextRecord encodes the next order record, of at most per runs, into the
 // orderer's buffer (valid until the next call); ok is false when every

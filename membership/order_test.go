@@ -147,8 +147,11 @@ func TestOrdererRecordsAsSequencer(t *testing.T) {
 		o.hand(d, true)
 	}
 	now := time.Unix(1, 0)
-	if !o.recordDue(now) || o.recordDue(now.Add(recordGap-1)) || o.recordDeadline() != now.Add(recordGap) {
-		t.Fatalf("records are due once per recordGap: deadline %v", o.recordDeadline())
+	if !o.recordDue(now) || o.recordDeadline().After(now) {
+		t.Fatalf("a record is due at once: deadline %v", o.recordDeadline())
+	}
+	if o.recordBlocked(now); o.recordDue(now.Add(recordRetry-1)) || !o.recordDue(now.Add(recordRetry)) || o.recordDeadline() != now.Add(recordRetry) {
+		t.Fatalf("a record that could not go out is tried again after recordRetry: deadline %v", o.recordDeadline())
 	}
 	dec, got := wire.NewDecoder(), wire.OrderRecord{}
 	var firsts []uint64
