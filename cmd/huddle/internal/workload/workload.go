@@ -119,10 +119,16 @@ func (t *traffic) batch(n int) [][]byte {
 
 func (t *traffic) run(ctx context.Context, g *huddle.Group) {
 	svc := g.Service("") // the application's channel, as huddle send's
+	var p *pacer
+	if usePacer {
+		if p = newPacer(); p != nil {
+			defer p.close()
+		}
+	}
 	for !t.done() {
 		n := min(t.due(time.Now()), maxBatch)
 		if n == 0 {
-			if !sleepUntil(ctx, t.next()) {
+			if !t.sleep(ctx, p) {
 				return
 			}
 			continue
@@ -146,6 +152,23 @@ func (t *traffic) run(ctx context.Context, g *huddle.Group) {
 			return
 		}
 	}
+}
+
+// preciseWait is the longest wait for the next message that the pacer
+// makes (the end of ctx is noticed after it); longer ones are the
+// runtime's timers', whose rounding to the millisecond does not matter
+// there.
+const preciseWait = 5 * time.Millisecond
+
+// usePacer: the traffic paces itself with a pacer where it can.
+var usePacer = true
+
+// sleep waits until the next message is due, or ctx ends: false then.
+func (t *traffic) sleep(ctx context.Context, p *pacer) bool {
+	if d := time.Until(t.next()); p != nil && d > 0 && d <= preciseWait && p.wait(d) {
+		return ctx.Err() == nil
+	}
+	return sleepUntil(ctx, t.next())
 }
 
 // lockUse takes the lock for experiments, as the seed program dist_sync

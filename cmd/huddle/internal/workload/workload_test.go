@@ -21,6 +21,7 @@ import (
 // elections of election.count, one every interval; and every node takes
 // the lock again and again, never two at once.
 func TestWorkloads(t *testing.T) {
+	workload.NoPacer() // virtual time
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		net := huddle.NewNetwork(0.05)
