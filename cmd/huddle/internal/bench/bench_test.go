@@ -301,6 +301,9 @@ func (s *suite) print(title, setup string, after func() string) {
 	if x := os.Getenv(extraArgsEnv); x != "" {
 		fmt.Fprintf(&w, "NOTE: %s=%q: not the profile's defaults\n", extraArgsEnv, x)
 	}
+	if x := os.Getenv(latRateEnv); x != "" {
+		fmt.Fprintf(&w, "NOTE: %s=%q: the latency runs at %d msg/s; their targets are for 1000\n", latRateEnv, x, latRate)
+	}
 	var width [4]int
 	for _, r := range append([]row{{"scenario", "figure", "value", "target", "result", ""}}, s.rows...) {
 		for i, c := range []string{r.scenario, r.figure, r.value, r.target} {

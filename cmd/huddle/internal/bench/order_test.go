@@ -140,9 +140,21 @@ const (
 	tempHost   = 6
 	profileEnv = "BENCH_ORDER_PROFILE"
 	orderFor   = 2500 * time.Millisecond // a throughput run's length at its target
-	latRate    = 1000                    // msg/s of the latency runs
 	latCount   = 3000
+	// latRateEnv names an environment variable that sets the latency
+	// runs' rate (messages/s, 1 to 100 000) in place of 1000, to set
+	// huddle beside a peer's figures at another rate. The targets stay
+	// those of 1000 msg/s.
+	latRateEnv = "BENCH_LAT_RATE"
 )
+
+// latRate is the latency runs' rate, messages/s: 1000, or $BENCH_LAT_RATE.
+var latRate = func() int {
+	if n, err := strconv.Atoi(os.Getenv(latRateEnv)); err == nil && n >= 1 && n <= 100000 {
+		return n
+	}
+	return 1000
+}()
 
 // oneSpec is one non-sequencer sender (host 1) in a group of n.
 func oneSpec(n, count int) orderSpec {
@@ -265,7 +277,7 @@ func benchLatency(sc *scenario, order string, rtt time.Duration) {
 	detail := fmt.Sprintf("median of %d (by p50); %d messages at %d msg/s from h1 to its own delivery (%d of them final, at a view's end), %d never delivered; max %s; view %s (sequencer h%d); CPU %s",
 		runs, r.n, latRate, r.final, r.missing, fmtDur(r.max), o.view, o.coord, cpuLine(o))
 	if order == "total" {
-		sc.add("total order at 1000 msg/s: send → own deliver, p50", fmtDur(r.p50), "≤ 0.25 ms", verdict(r.n > 0 && r.p50 <= 250*time.Microsecond), detail)
+		sc.add(fmt.Sprintf("total order at %d msg/s: send → own deliver, p50", latRate), fmtDur(r.p50), "≤ 0.25 ms", verdict(r.n > 0 && r.p50 <= 250*time.Microsecond), detail)
 		sc.add("  p99", fmtDur(r.p99), "≤ 2 ms", verdict(r.n > 0 && r.p99 <= 2*time.Millisecond), "")
 		sc.add("  at the other member (h1 → sequencer → it), p50 / p99", fmtDur(r.otherP50)+" / "+fmtDur(r.otherP99), "-", "info",
 			fmt.Sprintf("h%d; set beside latfifo's one hop: a sequencer that adds exactly one hop doubles it", r.other))
@@ -274,7 +286,7 @@ func benchLatency(sc *scenario, order string, rtt time.Duration) {
 				fmt.Sprintf("raw %s; self-delivery of a total-order message is a round trip through the sequencer", fmtDur(rtt)))
 		}
 	} else {
-		sc.add("safe order at 1000 msg/s: send → own deliver, p50", fmtDur(r.p50), "≤ 2 ms", verdict(r.n > 0 && r.p50 <= 2*time.Millisecond), detail)
+		sc.add(fmt.Sprintf("safe order at %d msg/s: send → own deliver, p50", latRate), fmtDur(r.p50), "≤ 2 ms", verdict(r.n > 0 && r.p50 <= 2*time.Millisecond), detail)
 		sc.add("  p99", fmtDur(r.p99), "-", "info", "")
 	}
 	ok, how := o.traceCheck()
@@ -288,7 +300,7 @@ func benchLatency(sc *scenario, order string, rtt time.Duration) {
 // which is not the sequencer, each traced to its own delivery.
 func latencySpec(order string) orderSpec {
 	return orderSpec{members: hosts(1, 3), senders: []int{1}, count: latCount, rate: latRate, order: order, trace: true,
-		timeout: time.Duration(latCount/latRate)*time.Second + runTimeout, notSequencer: true}
+		timeout: time.Duration(latCount)*time.Second/time.Duration(latRate) + runTimeout, notSequencer: true}
 }
 
 // runLatency runs spec and measures h1's send → own delivery latencies.
@@ -316,7 +328,7 @@ func runLatency(sc *scenario, spec orderSpec) *latRun {
 // sequencer): one hop.
 func benchFIFOLatency(sc *scenario) {
 	r, runs := median(sc.N, func() *latRun { return runLatency(sc, latencySpec("fifo")) }, func(r *latRun) float64 { return float64(r.otherP50) })
-	sc.add("FIFO at 1000 msg/s: h1's send → delivery at another member, p50", fmtDur(r.otherP50), "-", "info",
+	sc.add(fmt.Sprintf("FIFO at %d msg/s: h1's send → delivery at another member, p50", latRate), fmtDur(r.otherP50), "-", "info",
 		fmt.Sprintf("median of %d (by p50); one hop, the floor of lattotal; h1 → h%d; p99 %s; view %s; CPU %s", runs, r.other, fmtDur(r.otherP99), r.o.view, cpuLine(r.o)))
 	sc.add("  p99", fmtDur(r.otherP99), "-", "info", "")
 	ok, how := r.o.traceCheck()
@@ -330,11 +342,11 @@ func benchLatency3(sc *scenario) {
 	p50 := map[string]time.Duration{}
 	for _, order := range []string{"fifo", "causal", "total"} {
 		spec := orderSpec{members: hosts(1, 3), senders: hosts(1, 3), count: latCount / 3, rate: latRate / 3, order: order, trace: true,
-			viaTemp: true, timeout: time.Duration(latCount/latRate)*time.Second + runTimeout + tempJoin}
+			viaTemp: true, timeout: time.Duration(latCount)*time.Second/time.Duration(latRate) + runTimeout + tempJoin}
 		o, runs := median(sc.N, func() *orderRun { return runOrder(sc, spec) }, func(o *orderRun) float64 { return float64(otherLatencies(o).p50) })
 		r := otherLatencies(o)
 		p50[order] = r.p50
-		sc.add(fmt.Sprintf("%s, 3 senders at 1000 msg/s in all: send → delivery at each other member, p50 / p99", order),
+		sc.add(fmt.Sprintf("%s, 3 senders at %d msg/s in all: send → delivery at each other member, p50 / p99", order, latRate),
 			fmtDur(r.p50)+" / "+fmtDur(r.p99), "-", "info",
 			fmt.Sprintf("median of %d (by p50); %d deliveries, %d never delivered; view %s; CPU %s", runs, r.n, r.missing, o.view, cpuLine(o)))
 		ok, how := o.traceCheck()

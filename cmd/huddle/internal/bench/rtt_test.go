@@ -121,7 +121,7 @@ func rawRTT(sc *scenario, from, to int) (rtts []time.Duration, sent int) {
 	if err != nil {
 		sc.Fatal(err)
 	}
-	limit := time.Duration(latCount/latRate)*time.Second + 10*time.Second
+	limit := time.Duration(latCount)*time.Second/time.Duration(latRate) + 10*time.Second
 	for _, p := range []*lan.Proc{ping, echo} {
 		if err := p.WaitTimeout(limit); err != nil {
 			sc.Fatalf("%s: %v", p.Name, err)
@@ -150,7 +150,7 @@ func (s *suite) benchRawRTT(sc *scenario) {
 		return run{quantile(rtts, 0.5), quantile(rtts, 0.99), len(rtts), sent}
 	}, func(r run) float64 { return float64(r.p50) })
 	s.baseline["rawrtt"] = float64(r.p50)
-	sc.add("raw UDP round trip h1 → h3 → h1 at 1000/s, 1000 B: p50", fmtDur(r.p50), "-", "info",
+	sc.add(fmt.Sprintf("raw UDP round trip h1 → h3 → h1 at %d/s, 1000 B: p50", latRate), fmtDur(r.p50), "-", "info",
 		fmt.Sprintf("median of %d (by p50); %d of %d echoed; the floor of lattotal's self-delivery (two hops)", runs, r.got, r.sent))
 	sc.add("  p99", fmtDur(r.p99), "-", "info", "")
 	sc.metric(float64(r.p50.Microseconds()), "p50-µs")
