@@ -206,7 +206,7 @@ func (f *fallback) probe(n *Node, now time.Time) {
 	if f.fresh && len(f.beacon) > 0 && len(f.addrs) > 0 {
 		f.fresh = false
 		f.probes += uint64(len(f.addrs))
-		f.t.WriteTo([][]byte{f.beacon}, f.addrs)
+		n.sendFailed(f.t.WriteTo([][]byte{f.beacon}, f.addrs))
 	}
 	changed := false
 	for _, a := range f.addrs {
@@ -247,7 +247,7 @@ func (f *fallback) probe(n *Node, now time.Time) {
 func (f *fallback) ask(n *Node, a netip.AddrPort, unicast bool) {
 	if d := n.core.PathDatagram(unicast); d != nil {
 		f.requests++
-		f.t.WriteToNext([][]byte{d}, []netip.AddrPort{a})
+		n.sendFailed(f.t.WriteToNext([][]byte{d}, []netip.AddrPort{a}))
 	}
 }
 
@@ -256,10 +256,7 @@ func (f *fallback) write(n *Node, out [][]byte) {
 	if len(out) == 0 || len(f.out) == 0 {
 		return
 	}
-	if err := f.t.WriteTo(out, f.out); err != nil {
-		n.sendErrors++
-		n.warnOnce("send", err.Error(), netip.AddrPort{})
-	}
+	n.sendFailed(f.t.WriteTo(out, f.out))
 }
 
 // logPath logs peer.path: how this node sends to a peer (dir "out") or

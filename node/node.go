@@ -591,7 +591,7 @@ func (n *Node) afterTurn() {
 		n.logEvent(&rd.Events[i])
 	}
 	if n.uni != nil {
-		n.uni.turn(n.core, &rd, time.Now(), func(key, msg string) { n.warnOnce(key, msg, netip.AddrPort{}) })
+		n.sendFailed(n.uni.turn(n.core, &rd, time.Now(), func(key, msg string) { n.warnOnce(key, msg, netip.AddrPort{}) }))
 		var err error
 		rd.Repair, err = n.uni.direct(rd.Repair, rd.RepairTo)
 		n.sendFailed(err)

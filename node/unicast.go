@@ -180,7 +180,8 @@ const resolveEvery = 5 * time.Second
 
 // turn follows the Core after a turn: the destinations when the set of
 // nodes it hears changed, the beacon, and a probe round when one is due.
-func (u *unicast) turn(c *Core, rd *Ready, now time.Time, warn func(key, msg string)) {
+// It returns the probe round's send error.
+func (u *unicast) turn(c *Core, rd *Ready, now time.Time, warn func(key, msg string)) error {
 	select {
 	case r := <-u.resolved:
 		u.setListed(r.addrs)
@@ -197,8 +198,9 @@ func (u *unicast) turn(c *Core, rd *Ready, now time.Time, warn func(key, msg str
 		u.fresh = true
 	}
 	if !now.Before(u.probeAt) {
-		u.probe(now)
+		return u.probe(now)
 	}
+	return nil
 }
 
 // applyPeers makes the Core's peer set the destinations: the nodes it
@@ -256,10 +258,10 @@ func (u *unicast) learn(id uint64, a netip.AddrPort) {
 // probe sends the latest beacon to every listed or learned node outside
 // the destinations, once per beacon: a node that received it already
 // would drop a second copy as a replay.
-func (u *unicast) probe(now time.Time) {
+func (u *unicast) probe(now time.Time) error {
 	u.probeAt = now.Add(u.every)
 	if !u.fresh || len(u.beacon) == 0 {
-		return
+		return nil
 	}
 	u.outside = u.outside[:0]
 	unheardName := false
@@ -285,11 +287,11 @@ func (u *unicast) probe(now time.Time) {
 		}
 	}
 	if len(u.outside) == 0 {
-		return
+		return nil
 	}
 	u.fresh = false
 	u.probes += uint64(len(u.outside))
-	u.t.WriteTo([][]byte{u.beacon}, u.outside)
+	return u.t.WriteTo([][]byte{u.beacon}, u.outside)
 }
 
 // direct sends the datagrams of repair that are for one node

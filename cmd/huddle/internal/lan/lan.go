@@ -58,6 +58,12 @@ type Host struct {
 	Port  string     // the host's veth end on the hub's bridge
 }
 
+// MAC is the Ethernet address of the host's Iface: locally administered,
+// and the host's index in its last three bytes.
+func (h Host) MAC() string {
+	return fmt.Sprintf("02:68:75:%02x:%02x:%02x", byte(h.Index>>16), byte(h.Index>>8), byte(h.Index))
+}
+
 // LAN is a virtual Ethernet segment: a hub namespace holding a bridge and
 // one namespace per host, each linked to the bridge by a veth pair.
 type LAN struct {
@@ -267,7 +273,7 @@ func (l *LAN) buildHub() error {
 	b.WriteString("link add br0 type bridge stp_state 0 mcast_snooping 0\n")
 	b.WriteString("link set br0 up\n")
 	for _, h := range l.hosts {
-		fmt.Fprintf(&b, "link add %s type veth peer name %s netns %s\n", h.Port, h.Iface, h.Netns)
+		fmt.Fprintf(&b, "link add %s type veth peer name %s address %s netns %s\n", h.Port, h.Iface, h.MAC(), h.Netns)
 		fmt.Fprintf(&b, "link set %s master br0 up\n", h.Port)
 	}
 	if _, err := l.run.run(b.String(), "ip", "-n", l.hub, "-b", "-"); err != nil {
@@ -291,13 +297,25 @@ func (l *LAN) buildHub() error {
 const noIPv6 = `for f in /proc/sys/net/ipv6/conf/all/disable_ipv6 /proc/sys/net/ipv6/conf/default/disable_ipv6; do [ -e "$f" ] && echo 1 > "$f"; done; true`
 
 // buildHost brings up lo (with multicast) and eth0 with its address and a
-// multicast route.
+// multicast route, and gives it every other host's MAC address for good.
+// The kernel keeps one neighbour table for all namespaces, and refuses
+// new entries past net.ipv4.neigh.default.gc_thresh3 (1024) in all of them
+// together: a LAN of 32 hosts, each resolving the other 31, reaches it
+// alone (and two LANs at once pass it), and then sends fail with ENOBUFS,
+// multicast too, since the group's address takes an entry of its own.
+// Permanent entries do not count towards that limit, and a LAN's hosts
+// keep their addresses, so no host of the lab resolves another by ARP.
 func (l *LAN) buildHost(h Host) error {
 	var b strings.Builder
 	b.WriteString("link set lo multicast on up\n")
 	fmt.Fprintf(&b, "addr add %s/%d dev %s\n", h.Addr, l.bits, h.Iface)
 	fmt.Fprintf(&b, "link set %s up\n", h.Iface)
 	fmt.Fprintf(&b, "route add 224.0.0.0/4 dev %s\n", h.Iface)
+	for _, o := range l.hosts {
+		if o.Index != h.Index {
+			fmt.Fprintf(&b, "neigh replace %s lladdr %s dev %s nud permanent\n", o.Addr, o.MAC(), h.Iface)
+		}
+	}
 	if _, err := l.run.run("", "ip", "netns", "exec", h.Netns, "sh", "-c", noIPv6); err != nil {
 		l.opts.Logf("lab: IPv6 stays on in %s: %v", h.Netns, err)
 	}

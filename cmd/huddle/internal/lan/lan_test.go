@@ -67,6 +67,7 @@ func TestRootless(t *testing.T) {
 	if l.Mode() != "rootless" {
 		t.Fatalf("mode %q, want rootless", l.Mode())
 	}
+	checkHosts(t, l)
 	if got := reach(t, l, 1, []int{2}); !slices.Equal(got, []int{2}) {
 		t.Fatalf("multicast from host 1 reached hosts %v, want [2]", got)
 	}
@@ -88,6 +89,19 @@ func checkHosts(t *testing.T, l *lan.LAN) {
 		out, err := l.Exec(i, "ip", "-4", "-o", "addr", "show", "dev", "eth0")
 		if err != nil || !strings.Contains(string(out), h.Addr.String()+"/24") {
 			t.Errorf("host %d eth0: %v %s", i, err, out)
+		}
+		// Every other host's MAC is known for good: the kernel's one
+		// neighbour table for all namespaces cannot fill up (lan.go,
+		// buildHost).
+		out, err = l.Exec(i, "ip", "-4", "neigh", "show", "dev", "eth0", "nud", "permanent")
+		for j := 1; j <= l.Hosts(); j++ {
+			o := l.Host(j)
+			if j != i && (err != nil || !strings.Contains(string(out), o.Addr.String()+" lladdr "+o.MAC()+" PERMANENT")) {
+				t.Errorf("host %d: no permanent neighbour entry for host %d (%s at %s): %v\n%s", i, j, o.Addr, o.MAC(), err, out)
+			}
+		}
+		if out, err := l.Exec(i, "ip", "-o", "link", "show", "dev", "eth0"); err != nil || !strings.Contains(string(out), "link/ether "+h.MAC()) {
+			t.Errorf("host %d eth0 is not at %s: %v %s", i, h.MAC(), err, out)
 		}
 	}
 }
