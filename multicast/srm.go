@@ -53,16 +53,21 @@ func scale(d time.Duration, f float64) time.Duration { return time.Duration(floa
 // round of recovery, after a lost NACK or repair, within a few milliseconds.
 //
 // A backed-off request (after our own request, or one heard from another
-// member) waits at least twice the time repairs have been taking to come
-// back (st.answer): on a host too busy to answer within C1·d, asking
-// again sooner only duplicates the repair already on its way. This is
-// the adaptive part of SRM (§VI) reduced to what a LAN needs.
+// member) waits at least as long as repairs have been taking to come back
+// (st.answer) plus four times their deviation (st.answerV), and at least
+// twice that time, doubled with each back-off, as TCP's retransmission
+// timer does: on a host too busy to answer within C1·d, asking again
+// sooner only duplicates the repair already on its way. Only messages
+// this node asked for once are timed (Karn's rule): a repair that
+// answers the first request but arrives after the second would pass for
+// a quick one. This is the adaptive part of SRM (§VI) reduced to what a
+// LAN needs.
 func (e *Engine) armRequest(now time.Time, st *stream, s uint64, g *gap) {
 	d := e.delay(st.src)
 	b := min(max(g.backoff, 1)-1, maxBackoff)
 	lo, hi := scale(d, e.opt.C1)<<b, scale(d, e.opt.C1+st.c2)<<b
-	if g.backoff > 0 && 2*st.answer > lo {
-		lo, hi = 2*st.answer, 2*st.answer+max(hi-lo, 2*st.answer)
+	if a := max(2*st.answer, st.answer+4*st.answerV); g.backoff > 0 && a > lo {
+		lo, hi = a, a+max(hi-lo, a)
 	}
 	if g.backoff == 0 {
 		lo, hi = e.slot(st, s, lo, hi)
@@ -264,6 +269,7 @@ func (e *Engine) nack(now time.Time, st *stream, ranges []wire.SeqRange) {
 				g.requests++ // a request of the first round
 			}
 			g.backoff++
+			g.again = !g.askedAt.IsZero()
 			g.askedAt = now
 			e.stats.NackedSeqs++
 			e.armRequest(now, st, s, g)

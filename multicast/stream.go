@@ -20,7 +20,8 @@ type stream struct {
 	ring     ring   // messages held, from stable+1 on
 	gaps     map[uint64]*gap
 	ahead    map[uint64]time.Time // requests heard for messages not yet known missing, and when (nil when none)
-	answer   time.Duration        // smoothed time from our request to its repair
+	answer   time.Duration        // smoothed time from our request of a message to its repair (asked once)
+	answerV  time.Duration        // smoothed deviation of those times
 	c2       float64              // this source's request-timer spread C2, adapted (SRM §VI-A)
 	dups     float64              // smoothed duplicate requests per loss of this source
 	repairs  map[uint64]*repairState
@@ -43,6 +44,7 @@ type gap struct {
 	due        time.Time // when the armed request timer fires
 	ignoreTill time.Time // SRM: requests heard before this do not back off again
 	askedAt    time.Time // when this node last requested it; zero = never
+	again      bool      // this node requested it more than once
 	requests   int       // requests of its first round (attempt 0) this node sent or heard
 	backoff    uint      // SRM exponential back-off: the request interval is multiplied by 2^backoff
 	gen        uint32    // generation of the armed request timer
@@ -185,8 +187,8 @@ func (e *Engine) receive(now time.Time, st *stream, d *wire.Data, v wire.ViewID,
 	if g := st.gaps[s]; g != nil {
 		e.stats.GapsRecovered++
 		e.stats.Recovery.Add(now.Sub(g.detected))
-		if !g.askedAt.IsZero() {
-			st.answer = smooth(st.answer, now.Sub(g.askedAt))
+		if !g.askedAt.IsZero() && !g.again {
+			st.answer, st.answerV = smoothDev(st.answer, st.answerV, now.Sub(g.askedAt))
 		}
 		if g.requests > 0 {
 			e.adapt(st, g.requests-1)
@@ -394,12 +396,17 @@ func (e *Engine) skip(now time.Time, st *stream, low uint64, quiet bool) {
 	e.openGaps(now, st)
 }
 
-// smooth is an EWMA with gain 1/8, as TCP's SRTT (RFC 6298).
-func smooth(old, sample time.Duration) time.Duration {
-	if old == 0 {
-		return sample
+// smoothDev takes a sample into a smoothed mean and mean deviation, as
+// TCP's round-trip estimator does (RFC 6298: gains 1/8 and 1/4).
+func smoothDev(mean, dev, sample time.Duration) (time.Duration, time.Duration) {
+	if mean == 0 {
+		return sample, sample / 2
 	}
-	return old + (sample-old)/8
+	diff := sample - mean
+	if diff < 0 {
+		diff = -diff
+	}
+	return mean + (sample-mean)/8, dev + (diff-dev)/4
 }
 
 // received is the highest seq of st this node holds with nothing missing
