@@ -81,11 +81,19 @@ var (
 // Reading is done in batches of batchSize datagrams, with poolSize batches
 // circulating between the reader goroutine and the loop. That bounds the
 // node's receive memory: when the loop falls behind, the reader waits, and
-// the kernel's socket buffer absorbs (or drops) the rest.
+// the kernel's socket buffer absorbs (or drops) the rest. A batch of large
+// datagrams holds fewer of them (batchLen), so that a reader's buffers stay
+// within poolSize·batchBytes: a node has up to four readers, and 64 buffers
+// of 64 KiB in each batch were 66 MB of buffers alone.
 const (
-	batchSize = 64
-	poolSize  = 4
+	batchSize  = 64
+	poolSize   = 4
+	batchBytes = 512 << 10
 )
+
+// batchLen is how many datagrams of size bytes a batch holds: batchSize,
+// fewer for large datagrams (at least 4).
+func batchLen(size int) int { return max(4, min(batchSize, batchBytes/(size+1))) }
 
 type rxBatch struct {
 	pkts []multicast.Packet
@@ -277,7 +285,7 @@ func (n *Node) leave(ctl, data *reader, rerr <-chan error) error {
 }
 
 func newBatch(size int) *rxBatch {
-	b := &rxBatch{pkts: make([]multicast.Packet, batchSize)}
+	b := &rxBatch{pkts: make([]multicast.Packet, batchLen(size))}
 	for i := range b.pkts {
 		// One spare byte tells a datagram longer than size apart from one
 		// that fits exactly, even where the OS does not report truncation.
