@@ -411,6 +411,15 @@ func (m *Machine) Fits(serviceLen, payloadLen int) bool {
 	return m.state == member && m.participant == nil && m.engine.Fits(serviceLen, payloadLen)
 }
 
+// FitsOrder is Fits for a message of that order: a causal message also
+// carries its causal header, which Multicast adds to the payload.
+func (m *Machine) FitsOrder(serviceLen, payloadLen int, order wire.Order) bool {
+	if order == wire.Causal && m.state == member {
+		payloadLen += m.orderer.causalHeaderLen()
+	}
+	return m.Fits(serviceLen, payloadLen)
+}
+
 // Sending reports whether Multicast may succeed now (a view is installed
 // and no flush holds sends).
 func (m *Machine) Sending() bool { return m.state == member && m.participant == nil }

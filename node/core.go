@@ -607,6 +607,12 @@ func (c *Core) Fits(serviceLen, payloadLen int) bool {
 	return c.membership.Fits(serviceLen, payloadLen)
 }
 
+// FitsOrder is Fits for a message of that order (a causal message carries
+// a header too).
+func (c *Core) FitsOrder(serviceLen, payloadLen int, order wire.Order) bool {
+	return c.membership.FitsOrder(serviceLen, payloadLen, order)
+}
+
 // Sending reports whether the node is in a view that takes messages now.
 func (c *Core) Sending() bool { return c.membership.Sending() }
 
