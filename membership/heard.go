@@ -178,6 +178,9 @@ type PeerAddr struct {
 	ID     uint64
 	Addr   netip.AddrPort
 	Member bool
+	// InView: it was last heard in a view (this node's or another), so it
+	// multicasts a session message every heartbeat; a joiner may be quiet.
+	InView bool
 }
 
 // peers appends to dst every node in the table (a restarted member's new
@@ -185,10 +188,10 @@ type PeerAddr struct {
 // The set changes only when version does.
 func (t *heardTable) peers(dst []PeerAddr, v View, self uint64) []PeerAddr {
 	for id, h := range t.nodes {
-		dst = append(dst, PeerAddr{ID: id, Addr: h.addr, Member: v.Has(id)})
+		dst = append(dst, PeerAddr{ID: id, Addr: h.addr, Member: v.Has(id), InView: h.view != (wire.ViewID{})})
 	}
 	for id, h := range t.restarts {
-		dst = append(dst, PeerAddr{ID: id, Addr: h.addr, Member: true})
+		dst = append(dst, PeerAddr{ID: id, Addr: h.addr, Member: true, InView: h.view != (wire.ViewID{})})
 	}
 	for _, x := range v.Members {
 		if _, ok := t.nodes[x.ID]; !ok && x.ID != self {

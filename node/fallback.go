@@ -49,7 +49,7 @@ type fallback struct {
 // peerPath is what a node knows of the paths to and from one peer.
 type peerPath struct {
 	id      uint64    // its node ID, once a path note named it
-	member  bool      // a member of the view: it multicasts a session message every heartbeat
+	member  bool      // in a view (this node's, or another: a node to merge, or the group a joiner joins): it multicasts a session message every heartbeat
 	mcastAt time.Time // its last multicast datagram
 	uniAt   time.Time // its last unicast datagram
 	deaf    bool      // this node hears it only by unicast, and asked it to send so
@@ -138,7 +138,7 @@ func (f *fallback) applyPeers(n *Node, now time.Time) {
 	for _, p := range f.scratch {
 		if a := p.Addr; a.IsValid() && a != self {
 			d = append(d, a)
-			member[a] = member[a] || p.Member
+			member[a] = member[a] || p.Member || p.InView
 		}
 	}
 	d = sortedAddrs(d)
@@ -211,8 +211,11 @@ func (f *fallback) probe(n *Node, now time.Time) {
 	changed := false
 	for _, a := range f.addrs {
 		p := f.known[a]
-		// Only a member's silence on multicast says anything: it sends
-		// a session message every heartbeat, where a joiner may be quiet.
+		// Only the silence on multicast of a node in a view says
+		// anything: it sends a session message every heartbeat, where a
+		// joiner may be quiet. Nodes of another view count too: a joiner
+		// that hears nothing of the group by multicast, or a merge whose
+		// other side it does not reach, goes by unicast.
 		mcastGone := p.member && now.Sub(p.mcastAt) >= f.stale
 		uniHeard := now.Sub(p.uniAt) < 2*f.every+f.stale
 		if mcastGone && uniHeard {

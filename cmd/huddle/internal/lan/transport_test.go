@@ -205,3 +205,45 @@ func sawView(l *lan.LAN, host, n int) bool {
 	}
 	return false
 }
+
+// TestFallbackTakesInAJoinerWithoutMulticast: a node whose host gets no
+// multicast from the moment it starts (the switch forwards the group to
+// the other hosts only) still joins the group and gets its traffic: it
+// hears the members' path probes by unicast, asks them to send to it by
+// unicast too, and the flush that admits it, and every message after,
+// reach it that way.
+func TestFallbackTakesInAJoinerWithoutMulticast(t *testing.T) {
+	l := newLAN(t, keepLogs(t, lan.Options{Hosts: 4}))
+	g := &cluster{t: t, l: l, bin: buildHuddle(t), extra: append([]string{"--send-order", "total"}, memberWorkload...),
+		procs: map[int]*lan.Proc{}, lives: map[int]int{}}
+	g.start = time.Now()
+	for h := 1; h <= 3; h++ {
+		g.startNode(h)
+	}
+	g.waitViews("group of three formed", []int{1, 2, 3}, ids(1, 2, 3))
+	if err := l.SetMulticast(4, false); err != nil {
+		t.Fatal(err)
+	}
+	g.startNode(4)
+	all := []int{1, 2, 3, 4}
+	g.waitViews("the joiner without multicast taken in", all, ids(all...))
+	time.Sleep(time.Second) // traffic in the view of four
+	g.stop(all)
+	evs, err := logs.ReadFile(nodeLog(l, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unicast := 0
+	for _, e := range evs {
+		if dir, _ := e.Str(logs.DirKey); e.Name == logs.PeerPath && dir == "in" {
+			if path, _ := e.Str(logs.PathKey); path == "unicast" {
+				unicast++
+			}
+		}
+	}
+	if unicast < 3 {
+		t.Errorf("node 4 logged %d peer.path events hearing a member by unicast only, want one for each of the 3", unicast)
+	}
+	r := g.check(true)
+	g.wantDeliveries(r)
+}
