@@ -3,7 +3,6 @@ package membership
 import (
 	"encoding/binary"
 	"errors"
-	"math/bits"
 
 	"github.com/huddle-lan/huddle/internal/wire"
 )
@@ -66,28 +65,6 @@ func (o *orderer) causalHeader(b []byte) []byte {
 	}
 	return b
 }
-
-// causalHeaderLen is the length of the header causalHeader would write
-// now, found without writing it.
-func (o *orderer) causalHeaderLen() int {
-	c := &o.causal
-	reset := len(c.sent) != len(o.members) // causalHeader starts the counts afresh
-	n, size := 0, 0
-	for i, x := range o.members {
-		var sent uint64
-		if !reset {
-			sent = c.sent[i]
-		}
-		if now := c.passed[x.ID]; x.ID != o.self && now != sent {
-			n++
-			size += uvarintLen(uint64(i)) + uvarintLen(now-sent)
-		}
-	}
-	return uvarintLen(uint64(n)) + size
-}
-
-// uvarintLen is the length of x as binary.AppendUvarint writes it.
-func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
 
 func (o *orderer) causalSent() {
 	for i, x := range o.members {

@@ -406,18 +406,18 @@ func (m *Machine) multicast(service, payload []byte, order wire.Order, dest uint
 	return seq, nil
 }
 
-// Fits reports whether a message of these sizes can be sent now.
-func (m *Machine) Fits(serviceLen, payloadLen int) bool {
-	return m.state == member && m.participant == nil && m.engine.Fits(serviceLen, payloadLen)
-}
-
-// FitsOrder is Fits for a message of that order: a causal message also
-// carries its causal header, which Multicast adds to the payload.
-func (m *Machine) FitsOrder(serviceLen, payloadLen int, order wire.Order) bool {
-	if order == wire.Causal && m.state == member {
-		payloadLen += m.orderer.causalHeaderLen()
+// Fits reports whether a message of these sizes and order would fit the
+// send window now (see multicast.Engine.Fits): a causal message counts
+// the causal header Multicast would add to its payload.
+func (m *Machine) Fits(serviceLen, payloadLen int, order wire.Order) bool {
+	if m.state != member || m.participant != nil {
+		return false
 	}
-	return m.Fits(serviceLen, payloadLen)
+	if order == wire.Causal {
+		m.causalBuf = m.orderer.causalHeader(m.causalBuf[:0])
+		payloadLen += len(m.causalBuf)
+	}
+	return m.engine.Fits(serviceLen, payloadLen)
 }
 
 // Sending reports whether Multicast may succeed now (a view is installed

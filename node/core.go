@@ -602,15 +602,10 @@ func (c *Core) Multicast(service, payload []byte, order wire.Order, dest uint64)
 // (see multicast.Engine.Paused).
 func (c *Core) Paused(now time.Time, d time.Duration) { c.membership.Paused(now, d) }
 
-// Fits reports whether a message of these sizes can be sent now.
-func (c *Core) Fits(serviceLen, payloadLen int) bool {
-	return c.membership.Fits(serviceLen, payloadLen)
-}
-
-// FitsOrder is Fits for a message of that order (a causal message carries
-// a header too).
-func (c *Core) FitsOrder(serviceLen, payloadLen int, order wire.Order) bool {
-	return c.membership.FitsOrder(serviceLen, payloadLen, order)
+// Fits reports whether a message of these sizes and order can be sent
+// now (a causal message carries a header too).
+func (c *Core) Fits(serviceLen, payloadLen int, order wire.Order) bool {
+	return c.membership.Fits(serviceLen, payloadLen, order)
 }
 
 // Sending reports whether the node is in a view that takes messages now.

@@ -49,7 +49,7 @@ type fallback struct {
 // peerPath is what a node knows of the paths to and from one peer.
 type peerPath struct {
 	id      uint64    // its node ID, once a path note named it
-	member  bool      // in a view (this node's, or another: a node to merge, or the group a joiner joins): it multicasts a session message every heartbeat
+	inView  bool      // in a view (this node's, or another: a node to merge, or the group a joiner joins): it multicasts a session message every heartbeat
 	mcastAt time.Time // its last multicast datagram
 	uniAt   time.Time // its last unicast datagram
 	deaf    bool      // this node hears it only by unicast, and asked it to send so
@@ -134,11 +134,11 @@ func (f *fallback) applyPeers(n *Node, now time.Time) {
 	f.applied = true
 	self := n.o.Transport.LocalAddr()
 	d := f.dscratch[:0]
-	member := map[netip.AddrPort]bool{}
+	inView := map[netip.AddrPort]bool{}
 	for _, p := range f.scratch {
 		if a := p.Addr; a.IsValid() && a != self {
 			d = append(d, a)
-			member[a] = member[a] || p.Member || p.InView
+			inView[a] = inView[a] || p.Member || p.InView
 		}
 	}
 	d = sortedAddrs(d)
@@ -157,7 +157,7 @@ func (f *fallback) applyPeers(n *Node, now time.Time) {
 			p = &peerPath{mcastAt: now}
 			f.known[a] = p
 		}
-		p.member = member[a]
+		p.inView = inView[a]
 	}
 	f.addrs = append(f.addrs[:0], d...)
 	f.lastSrc, f.lastAt = netip.AddrPort{}, nil
@@ -216,7 +216,7 @@ func (f *fallback) probe(n *Node, now time.Time) {
 		// joiner may be quiet. Nodes of another view count too: a joiner
 		// that hears nothing of the group by multicast, or a merge whose
 		// other side it does not reach, goes by unicast.
-		mcastGone := p.member && now.Sub(p.mcastAt) >= f.stale
+		mcastGone := p.inView && now.Sub(p.mcastAt) >= f.stale
 		uniHeard := now.Sub(p.uniAt) < 2*f.every+f.stale
 		if mcastGone && uniHeard {
 			p.rounds++

@@ -44,13 +44,19 @@ type cluster struct {
 // startGroup starts a node on each of hosts 1..n with extra flags.
 func startGroup(t *testing.T, opts lan.Options, extra ...string) *cluster {
 	t.Helper()
-	l := newLAN(t, keepLogs(t, opts))
-	g := &cluster{t: t, l: l, bin: buildHuddle(t), extra: extra, procs: map[int]*lan.Proc{}, lives: map[int]int{}}
-	g.start = time.Now()
-	for h := 1; h <= l.Hosts(); h++ {
+	g := newCluster(t, opts, extra...)
+	for h := 1; h <= g.l.Hosts(); h++ {
 		g.startNode(h)
 	}
 	return g
+}
+
+// newCluster builds the LAN of a cluster whose nodes run with extra
+// flags, and starts none of them.
+func newCluster(t *testing.T, opts lan.Options, extra ...string) *cluster {
+	t.Helper()
+	l := newLAN(t, keepLogs(t, opts))
+	return &cluster{t: t, l: l, bin: buildHuddle(t), extra: extra, procs: map[int]*lan.Proc{}, lives: map[int]int{}, start: time.Now()}
 }
 
 func (g *cluster) startNode(h int) {

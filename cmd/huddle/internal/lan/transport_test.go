@@ -213,10 +213,8 @@ func sawView(l *lan.LAN, host, n int) bool {
 // unicast too, and the flush that admits it, and every message after,
 // reach it that way.
 func TestFallbackTakesInAJoinerWithoutMulticast(t *testing.T) {
-	l := newLAN(t, keepLogs(t, lan.Options{Hosts: 4}))
-	g := &cluster{t: t, l: l, bin: buildHuddle(t), extra: append([]string{"--send-order", "total"}, memberWorkload...),
-		procs: map[int]*lan.Proc{}, lives: map[int]int{}}
-	g.start = time.Now()
+	g := newCluster(t, lan.Options{Hosts: 4}, append([]string{"--send-order", "total"}, memberWorkload...)...)
+	l := g.l
 	for h := 1; h <= 3; h++ {
 		g.startNode(h)
 	}
