@@ -589,13 +589,22 @@ func (n *Node) receivePath(b *rxBatch) {
 // afterTurn takes what the Core produced in a turn of the loop, once.
 // It logs the events first, in the order they happened, then sends the
 // datagrams (the repair traffic on the control socket when there is one,
-// the rest on the group's), then hands the events to Handle. Logging
-// comes first so that a node killed at any moment has logged every
-// message it sent: a receiver's log never holds a message its sender's
-// log lacks.
+// the rest on the group's), then logs the deliveries that ended the
+// turn's events and hands the events to Handle. Logging comes first so
+// that a node killed at any moment has logged every message it sent: a
+// receiver's log never holds a message its sender's log lacks.
 func (n *Node) afterTurn() {
 	rd := n.core.Ready()
-	for i := range rd.Events {
+	// The deliveries at the end of the turn's events are logged after
+	// its datagrams: no datagram tells of them, and a sequencer's order
+	// record, a FIFO sender's own datagram, need not wait for their
+	// lines (with trace_deliveries, one write each). Lines stay in the
+	// order of the events.
+	logged := len(rd.Events)
+	for logged > 0 && isDelivery(&rd.Events[logged-1]) {
+		logged--
+	}
+	for i := range rd.Events[:logged] {
 		n.logEvent(&rd.Events[i])
 	}
 	if n.uni != nil {
@@ -619,11 +628,19 @@ func (n *Node) afterTurn() {
 		n.fb.write(n, rd.Repair)
 		n.fb.write(n, rd.Data)
 	}
+	for i := logged; i < len(rd.Events); i++ {
+		n.logEvent(&rd.Events[i])
+	}
 	if n.o.Handle != nil {
 		for i := range rd.Events {
 			n.o.Handle(&rd.Events[i])
 		}
 	}
+}
+
+// isDelivery says whether ev is a message delivered to this node.
+func isDelivery(ev *Event) bool {
+	return ev.Kind == MembershipEvent && ev.Membership.Kind == membership.Delivered
 }
 
 // logEvent logs one event the Core reported and acts on what the node

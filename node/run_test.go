@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -503,3 +505,59 @@ func TestOtherWireVersion(t *testing.T) {
 		})
 	})
 }
+
+// TestDeliveryLinesFollowTheDatagram: with trace_deliveries, a sender's
+// "send" line is written before its datagram leaves (a receiver's log
+// never holds a message its sender's log lacks), and the deliveries that
+// end a turn are logged after its datagrams: the FIFO sender's own copy
+// does not hold its datagram back by a log write.
+func TestDeliveryLinesFollowTheDatagram(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var seen []string
+		note := func(s string) { mu.Lock(); seen = append(seen, s); mu.Unlock() }
+		f := &recordingTransport{fakeTransport: newFake(), wrote: func() { note("datagram") }}
+		log := writerFunc(func(p []byte) {
+			for _, name := range []string{logs.Send, logs.Deliver} {
+				if bytes.Contains(p, []byte(fmt.Sprintf("%q:%q", logs.EventKey, name))) {
+					note(name)
+				}
+			}
+		})
+		c := testConfig(1)
+		c.TraceDeliveries = true
+		n := New(Options{Config: c, Transport: f, Log: zerolog.New(log), Inc: 1})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- n.Run(ctx) }()
+		time.Sleep(time.Second) // alone in a view of its own
+		note("now")
+		if _, err := n.Multicast(ctx, nil, []byte("one"), wire.FIFO); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		i := slices.Index(seen, "now")
+		if got, want := seen[i+1:min(len(seen), i+4)], []string{logs.Send, "datagram", logs.Deliver}; !slices.Equal(got, want) {
+			t.Fatalf("after the Multicast: %v, want %v", got, want)
+		}
+	})
+}
+
+// recordingTransport is a fakeTransport that tells of every write.
+type recordingTransport struct {
+	*fakeTransport
+	wrote func()
+}
+
+func (r *recordingTransport) WriteBatch([][]byte) error { r.wrote(); return nil }
+
+// writerFunc is an io.Writer that hands each write to a function.
+type writerFunc func(p []byte)
+
+func (w writerFunc) Write(p []byte) (int, error) { w(p); return len(p), nil }
