@@ -81,6 +81,8 @@ func helperMain(args []string) error {
 		return tokenMain(args)
 	case "ping": // ping LISTEN PEER SIZE RATE COUNT PINGER
 		return pingMain(args)
+	case "hop": // hop GROUP:PORT IFACE ROLE SIZE RATE COUNT
+		return hopMain(args)
 	}
 	return fmt.Errorf("unknown mode %q", args[0])
 }

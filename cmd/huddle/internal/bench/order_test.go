@@ -69,7 +69,21 @@ import (
 //   - rawrtt: the raw floor of the latency scenarios: a UDP datagram of
 //     1000 bytes from h1 to h3 (the sequencer's host) and straight back,
 //     1000 a second for 3 s, round trip p50 and p99. Total order's
-//     self-delivery is a round trip too.
+//     self-delivery is a round trip too. The latency runs' targets are
+//     ratios to it: total order p50 ≤ 1.3× its p50 (at the sender and at
+//     the other member), p99 ≤ 2× its p99; FIFO's hop ≤ 1.3× half its p50.
+//   - rawhop: the same rate and size multicast from h1 with h2 and h3
+//     reading (hop_test.go): the time from the send to h2's read, p50 and
+//     p99; latfifo's hop with no protocol. A multicast wakes both other
+//     hosts' processes at once, on cores they share with the sender.
+//   - rawrelay: rawhop with h3 multicasting each datagram again at once,
+//     as a sequencer multicasts an order record: the time from h1's send
+//     to the copy's arrival at h1 and at h2; lattotal's two hops with no
+//     protocol. latfifo and lattotal print their ratios to these too.
+//
+// The latency runs (rawrtt, rawhop, rawrelay, latfifo, lattotal, latsafe)
+// run on a LAN of 3 hosts, exactly their members: the lab's bridge floods
+// every multicast to every host, which a snooping switch does not.
 //   - latfifo: the floor of the latency scenarios, as lattotal with
 //     --send-order fifo: a FIFO sender delivers its own copy at once, so
 //     the figure is the time from h1's send to the delivery at that other
@@ -112,14 +126,16 @@ func BenchmarkOrder(b *testing.B) {
 	s.run("all5", func(sc *scenario) { s.benchAll(sc, 5) })
 	s.run("all5paced", benchAllPaced)
 	s.run("rawrtt", s.benchRawRTT)
-	s.run("latfifo", benchFIFOLatency)
-	s.run("lattotal", func(sc *scenario) { benchLatency(sc, "total", time.Duration(s.baseline["rawrtt"])) })
-	s.run("latsafe", func(sc *scenario) { benchLatency(sc, "safe", 0) })
+	s.run("rawhop", s.benchRawHop)
+	s.run("rawrelay", s.benchRawRelay)
+	s.run("latfifo", s.benchFIFOLatency)
+	s.run("lattotal", func(sc *scenario) { s.benchLatency(sc, "total") })
+	s.run("latsafe", func(sc *scenario) { s.benchLatency(sc, "safe") })
 	s.run("lat3", benchLatency3)
 	s.run("loss1", func(sc *scenario) { s.benchOrderLoss(sc, 0.01) })
 	s.run("loss5", func(sc *scenario) { s.benchOrderLoss(sc, 0.05) })
 	method, veth := "", "?"
-	if lan := machine.lans[orderHosts]; lan != nil {
+	if lan := cmp.Or(machine.lans[orderHosts], machine.lans[latHosts]); lan != nil {
 		method, veth = lan.LossMethod(), mtu(lan)
 	}
 	s.print("huddle total-order benchmark", fmt.Sprintf("virtual LAN (veth MTU %s, loss by %s), --profile local --loopback=false, 1000-byte messages", veth, method),
@@ -137,6 +153,11 @@ func BenchmarkOrder(b *testing.B) {
 
 const (
 	orderHosts = 6 // members on hosts 1..5, the temporary founder on 6
+	// latHosts is the LAN of the one-sender latency runs and their floors:
+	// exactly their members. The lab's bridge floods every multicast to
+	// every host (no IGMP snooping), and the sender's kernel pays for each
+	// copy; a switch that snoops sends it to the members alone.
+	latHosts   = 3
 	tempHost   = 6
 	profileEnv = "BENCH_ORDER_PROFILE"
 	orderFor   = 2500 * time.Millisecond // a throughput run's length at its target
@@ -269,8 +290,8 @@ type latRun struct {
 }
 
 // benchLatency: one non-sequencer sender at 1000 msg/s, send → own
-// deliver; rtt is rawrtt's p50 when it ran.
-func benchLatency(sc *scenario, order string, rtt time.Duration) {
+// deliver; for total order, as ratios to the floors that ran before it.
+func (s *suite) benchLatency(sc *scenario, order string) {
 	spec := latencySpec(order)
 	r, runs := median(sc.N, func() *latRun { return runLatency(sc, spec) }, func(r *latRun) float64 { return float64(r.p50) })
 	o := r.o
@@ -281,10 +302,13 @@ func benchLatency(sc *scenario, order string, rtt time.Duration) {
 		sc.add("  p99", fmtDur(r.p99), "≤ 2 ms", verdict(r.n > 0 && r.p99 <= 2*time.Millisecond), "")
 		sc.add("  at the other member (h1 → sequencer → it), p50 / p99", fmtDur(r.otherP50)+" / "+fmtDur(r.otherP99), "-", "info",
 			fmt.Sprintf("h%d; set beside latfifo's one hop: a sequencer that adds exactly one hop doubles it", r.other))
-		if rtt > 0 {
-			sc.add("  p50 / raw UDP round trip p50 (rawrtt)", fmt.Sprintf("%.2f", float64(r.p50)/float64(rtt)), "-", "info",
-				fmt.Sprintf("raw %s; self-delivery of a total-order message is a round trip through the sequencer", fmtDur(rtt)))
-		}
+		s.floorRatio(sc, "  p50 / raw UDP round trip p50 (rawrtt)", r.p50, "rawrtt", 1, 1.3,
+			"self-delivery of a total-order message is a round trip through the sequencer")
+		s.floorRatio(sc, "  p99 / raw UDP round trip p99 (rawrtt)", r.p99, "rawrtt-p99", 1, 2, "")
+		s.floorRatio(sc, "  at the other member: p50 / rawrtt p50", r.otherP50, "rawrtt", 1, 1.3, "")
+		s.floorRatio(sc, "  p50 / raw multicast relay p50 (rawrelay)", r.p50, "rawrelay", 1, 0,
+			"the same two multicast hops with no protocol")
+		s.floorRatio(sc, "  at the other member: p50 / rawrelay's at h2", r.otherP50, "rawrelay-other", 1, 0, "")
 	} else {
 		sc.add(fmt.Sprintf("safe order at %d msg/s: send → own deliver, p50", latRate), fmtDur(r.p50), "≤ 2 ms", verdict(r.n > 0 && r.p50 <= 2*time.Millisecond), detail)
 		sc.add("  p99", fmtDur(r.p99), "-", "info", "")
@@ -299,7 +323,7 @@ func benchLatency(sc *scenario, order string, rtt time.Duration) {
 // latencySpec is the latency scenarios' run: 1000 msg/s in order from h1,
 // which is not the sequencer, each traced to its own delivery.
 func latencySpec(order string) orderSpec {
-	return orderSpec{members: hosts(1, 3), senders: []int{1}, count: latCount, rate: latRate, order: order, trace: true,
+	return orderSpec{members: hosts(1, 3), senders: []int{1}, count: latCount, rate: latRate, order: order, trace: true, hosts: latHosts,
 		timeout: time.Duration(latCount)*time.Second/time.Duration(latRate) + runTimeout, notSequencer: true}
 }
 
@@ -326,11 +350,13 @@ func runLatency(sc *scenario, spec orderSpec) *latRun {
 // 1000 msg/s; its own copy is delivered at once, so the figure is the
 // time from its send to the delivery at another member (not the
 // sequencer): one hop.
-func benchFIFOLatency(sc *scenario) {
+func (s *suite) benchFIFOLatency(sc *scenario) {
 	r, runs := median(sc.N, func() *latRun { return runLatency(sc, latencySpec("fifo")) }, func(r *latRun) float64 { return float64(r.otherP50) })
 	sc.add(fmt.Sprintf("FIFO at %d msg/s: h1's send → delivery at another member, p50", latRate), fmtDur(r.otherP50), "-", "info",
 		fmt.Sprintf("median of %d (by p50); one hop, the floor of lattotal; h1 → h%d; p99 %s; view %s; CPU %s", runs, r.other, fmtDur(r.otherP99), r.o.view, cpuLine(r.o)))
 	sc.add("  p99", fmtDur(r.otherP99), "-", "info", "")
+	s.floorRatio(sc, "  p50 / half the raw round trip's p50 (rawrtt)", r.otherP50, "rawrtt", 0.5, 1.3, "")
+	s.floorRatio(sc, "  p50 / raw multicast hop p50 (rawhop)", r.otherP50, "rawhop", 1, 0, "the same hop with no protocol")
 	ok, how := r.o.traceCheck()
 	sc.add("trace checks: logcheck, all delivered", okWord(ok), "ok", verdict(ok), how)
 	sc.metric(float64(r.otherP50.Microseconds()), "p50-µs")
@@ -435,6 +461,7 @@ type orderSpec struct {
 	timeout      time.Duration // for every member to deliver everything
 	args         []string      // more flags for every node (the sealed runs' key file)
 	size         int           // bytes of every message (0: msgSize)
+	hosts        int           // hosts of the LAN (0: orderHosts)
 }
 
 // total is the number of messages every member must deliver.
@@ -492,7 +519,7 @@ func runOrder(sc *scenario, spec orderSpec) *orderRun {
 	if spec.trace {
 		args = append(args, "--trace-deliveries")
 	}
-	g := sc.newGroup(orderHosts, false, append(args, spec.args...)...)
+	g := sc.newGroup(cmp.Or(spec.hosts, orderHosts), false, append(args, spec.args...)...)
 	o := &orderRun{spec: spec, g: g}
 	start := func(host int, extra ...string) *member {
 		if dir := os.Getenv(profileEnv); dir != "" && host != tempHost {

@@ -73,6 +73,8 @@ func helperArgs(args []string, usage string, vs ...any) error {
 			*v, err = strconv.Atoi(a)
 		case *bool:
 			*v, err = strconv.ParseBool(a)
+		case *string:
+			*v = a
 		default:
 			err = fmt.Errorf("helperArgs: %T", v)
 		}
