@@ -35,7 +35,9 @@ type batchIO struct {
 	riovs  []unix.Iovec
 	rnames []unix.RawSockaddrInet4 // the senders
 
-	names []unix.RawSockaddrInet4 // sendTo's destinations, one per header
+	names []unix.RawSockaddrInet4 // each header's destination
+
+	gso gsoState // runs of datagrams in one header (gso_linux.go)
 }
 
 func newBatchIO(udp *net.UDPConn, pc *ipv4.PacketConn, group *net.UDPAddr, max int) batchIO {
@@ -45,9 +47,10 @@ func newBatchIO(udp *net.UDPConn, pc *ipv4.PacketConn, group *net.UDPAddr, max i
 	b := batchIO{pc: pc, group: group, rmsgs: make([]ipv4.Message, max), wmsgs: make([]ipv4.Message, max)}
 	if ip4 := group.IP.To4(); udp != nil && ip4 != nil {
 		if rc, err := udp.SyscallConn(); err == nil {
-			b.raw, b.hdrs, b.iovs = rc, make([]unix.Mmsghdr, max), make([]unix.Iovec, max)
+			b.raw, b.hdrs, b.iovs = rc, make([]unix.Mmsghdr, max), make([]unix.Iovec, gsoIovs)
 			b.rhdrs, b.riovs, b.rnames = make([]unix.Mmsghdr, max), make([]unix.Iovec, max), make([]unix.RawSockaddrInet4, max)
 			b.names = make([]unix.RawSockaddrInet4, max)
+			b.gso = newGSO(max)
 			b.name = sockaddr(netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip4)), uint16(group.Port)))
 		}
 	}
@@ -68,58 +71,38 @@ func sockaddr(a netip.AddrPort) unix.RawSockaddrInet4 {
 }
 
 // sendTo sends every datagram to every destination, in order for each,
-// at the destination's port plus offset, as many per sendmmsg as the
-// headers hold. Each sendmmsg gives every destination a run of
-// consecutive datagrams (the headers shared out among the destinations)
-// rather than one datagram in turn: a receiver then wakes once per run,
-// as a multicast receiver does for a burst, where one datagram every
-// len(dests) sends woke it about once per datagram. A destination the
-// kernel refuses is skipped, as write skips a datagram; the first error
-// is returned once the rest has gone.
+// at the destination's port plus offset. Each sendmmsg gives every
+// destination a run of consecutive datagrams (a header of its own each,
+// or one header for the lot, see addRun) rather than one datagram in
+// turn: a receiver then wakes once per run, as a multicast receiver does
+// for a burst, where one datagram every len(dests) sends woke it about
+// once per datagram. A destination the kernel refuses is skipped, as
+// write skips a datagram; the first error is returned once the rest has
+// gone.
 func (b *batchIO) sendTo(datagrams [][]byte, dests []netip.AddrPort, offset uint16) error {
 	if b.raw == nil {
 		return b.sendToEach(datagrams, dests, offset)
 	}
 	var first error
-	n := 0
-	flush := func() error {
-		for done := 0; done < n; {
-			k, err := b.sendmmsg(done, n-done)
-			if err != nil {
-				if isClosed(err) {
-					return err
-				}
-				first = cmp.Or(first, err)
-				k = max(k, 0) + 1
-			}
-			done += k
-		}
-		n = 0
-		return nil
+	var f fill
+	chunk := max(1, len(b.hdrs)/max(1, len(dests)))
+	if b.gso.maxSeg > 0 {
+		chunk = gsoMaxSegs // a run per destination
 	}
-	run := max(1, len(b.hdrs)/max(1, len(dests)))
-	for lo := 0; lo < len(datagrams); lo += run {
-		chunk := datagrams[lo:min(len(datagrams), lo+run)]
+	for lo := 0; lo < len(datagrams); lo += chunk {
+		part := datagrams[lo:min(len(datagrams), lo+chunk)]
 		for _, dst := range dests {
 			if !dst.Addr().Is4() {
 				continue
 			}
-			for _, d := range chunk {
-				b.names[n] = sockaddr(netip.AddrPortFrom(dst.Addr(), dst.Port()+offset))
-				b.header(n, d, &b.names[n])
-				if n++; n == len(b.hdrs) {
-					if err := flush(); err != nil {
-						return err
-					}
-				}
+			if err := b.put(&f, part, sockaddr(netip.AddrPortFrom(dst.Addr(), dst.Port()+offset)), &first); err != nil {
+				return err
 			}
 		}
 	}
-	if err := flush(); err != nil {
-		return err
-	}
+	err := b.flushRuns(&f)
 	runtime.KeepAlive(datagrams)
-	return first
+	return cmp.Or(first, err)
 }
 
 // sendToEach is sendTo without a raw connection: one datagram per call.
@@ -167,21 +150,19 @@ func (b *batchIO) read(pkts []Packet) (int, error) {
 
 // write sends every datagram it can. A datagram the kernel refuses (a
 // firewall's EPERM, say) is skipped rather than taking the rest of the
-// batch with it; the first error is returned once the rest has gone.
+// batch with it (a run of them, see addRun, is skipped whole); the first
+// error is returned once the rest has gone.
 func (b *batchIO) write(datagrams [][]byte) error {
+	if b.raw != nil {
+		return b.send(datagrams)
+	}
 	var first error
 	for len(datagrams) > 0 {
 		ms := b.wmsgs[:min(len(datagrams), len(b.wmsgs))]
 		for i := range ms {
 			ms[i].Buffers[0] = datagrams[i]
 		}
-		var n int
-		var err error
-		if b.raw != nil {
-			n, err = b.send(datagrams)
-		} else {
-			n, err = b.pc.WriteBatch(ms, 0)
-		}
+		n, err := b.pc.WriteBatch(ms, 0)
 		if err != nil {
 			if isClosed(err) {
 				return err
@@ -196,35 +177,23 @@ func (b *batchIO) write(datagrams [][]byte) error {
 
 func isClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
 
-// send is one sendmmsg of the first datagrams to the group, as a raw
-// system call: the loop goroutine keeps its P through it. Through the
-// runtime's syscall entry (x/net's WriteBatch), a sendmmsg longer than
-// 20 µs, which a batch to a bridge of several hosts is, lets sysmon hand
-// the P to another thread and back: context switches the sender paid for
-// with every batch. The socket is non-blocking, so the call never waits;
-// a full send buffer (EAGAIN) parks the goroutine in the poller as before.
-func (b *batchIO) send(datagrams [][]byte) (int, error) {
-	n := min(len(datagrams), len(b.hdrs))
-	for i, d := range datagrams[:n] {
-		b.header(i, d, &b.name)
+// send is write to the group as raw sendmmsg system calls, of runs of
+// datagrams where the kernel cuts them (see addRun): the loop goroutine
+// keeps its P through them. Through the runtime's syscall entry (x/net's
+// WriteBatch), a sendmmsg longer than 20 µs, which a batch to a bridge of
+// several hosts is, lets sysmon hand the P to another thread and back:
+// context switches the sender paid for with every batch. The socket is
+// non-blocking, so the call never waits; a full send buffer (EAGAIN)
+// parks the goroutine in the poller as before.
+func (b *batchIO) send(datagrams [][]byte) error {
+	var first error
+	var f fill
+	if err := b.put(&f, datagrams, b.name, &first); err != nil {
+		return err
 	}
-	sent, err := b.sendmmsg(0, n)
+	err := b.flushRuns(&f)
 	runtime.KeepAlive(datagrams)
-	return sent, err
-}
-
-// header points sendmmsg's header i at datagram d and address name.
-func (b *batchIO) header(i int, d []byte, name *unix.RawSockaddrInet4) {
-	iov := &b.iovs[i]
-	iov.Base = nil
-	if len(d) > 0 {
-		iov.Base = &d[0]
-	}
-	iov.SetLen(len(d))
-	h := &b.hdrs[i].Hdr
-	h.Name, h.Namelen = (*byte)(unsafe.Pointer(name)), unix.SizeofSockaddrInet4
-	h.Iov = iov
-	h.SetIovlen(1)
+	return cmp.Or(first, err)
 }
 
 // sendmmsg is one sendmmsg of headers [from, from+n), prepared by the

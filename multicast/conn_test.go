@@ -445,7 +445,10 @@ func readSysctl(t *testing.T, name string) int {
 // TestRefusedDatagramDoesNotSinkTheBatch: a datagram the kernel refuses
 // costs that datagram, not the rest of the batch. The kernel refuses one
 // too large for UDP (EMSGSIZE) on any machine, and, where a firewall can be
-// had (iptables or nft), one that a rule refuses (EPERM).
+// had (iptables or nft), one that a rule refuses (EPERM). The one refused
+// by the rule is followed by a longer one, so that it goes in a header of
+// its own (see addRun): a run of datagrams passes the OUTPUT hook whole,
+// and a rule on a packet's length sees the run's.
 func TestRefusedDatagramDoesNotSinkTheBatch(t *testing.T) {
 	if !testutil.PrivateNetwork(t) {
 		return
@@ -465,12 +468,13 @@ func TestRefusedDatagramDoesNotSinkTheBatch(t *testing.T) {
 	a, b := open(t, opts("lo")), open(t, opts("lo"))
 	for _, r := range refusals {
 		t.Logf("case: %s", r.name)
-		batch := [][]byte{[]byte("first"), r.bad, []byte("third"), []byte("fourth")}
+		third := append([]byte("third"), make([]byte, 800)...) // longer than 777
+		batch := [][]byte{[]byte("first"), r.bad, third, []byte("fourth")}
 		if err := a.WriteBatch(batch); err == nil {
 			t.Fatalf("%s: WriteBatch reported no error for the refused datagram", r.name)
 		}
 		got := read(t, b, 3, 2048)
-		for i, want := range []string{"first", "third", "fourth"} {
+		for i, want := range []string{"first", string(third), "fourth"} {
 			if string(got[i].data) != want {
 				t.Fatalf("%s: datagram %d is %q, want %q: the batch after the refused one was lost", r.name, i, got[i].data, want)
 			}
