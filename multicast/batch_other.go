@@ -19,6 +19,9 @@ func newBatchIO(udp *net.UDPConn, _ *ipv4.PacketConn, group *net.UDPAddr, _ int)
 	return batchIO{udp: udp, group: group}
 }
 
+// noRuns: there are no runs here.
+func (b *batchIO) noRuns() {}
+
 func (b *batchIO) read(pkts []Packet) (int, error) {
 	if len(pkts) == 0 {
 		return 0, nil

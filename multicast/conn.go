@@ -36,6 +36,9 @@ type SocketOptions struct {
 	RecvBuffer int            // requested SO_RCVBUF, bytes
 	SendBuffer int            // requested SO_SNDBUF, bytes (0: the system's default)
 	MaxBatch   int            // datagrams per ReadBatch/WriteBatch system call (default DefaultMaxBatch)
+	// NoSegmentation sends every datagram with a header of its own, as
+	// before runs (UDP segmentation offload, Linux): for comparisons.
+	NoSegmentation bool
 }
 
 // DefaultMaxBatch is the number of datagrams per system call when
@@ -82,6 +85,9 @@ func Open(o SocketOptions, log zerolog.Logger) (*Conn, error) {
 		return nil, err
 	}
 	c.batch = newBatchIO(c.udp, c.pc, c.group, o.MaxBatch)
+	if o.NoSegmentation {
+		c.batch.noRuns()
+	}
 	return c, nil
 }
 

@@ -47,6 +47,9 @@ type gsoState struct {
 	runs   uint64     // headers of more than one datagram put together
 }
 
+// noRuns turns runs off for good.
+func (b *batchIO) noRuns() { b.gso.maxSeg = 0 }
+
 func newGSO(headers int) gsoState {
 	return gsoState{maxSeg: gsoMaxBytes, ctl: make([]byte, headers*unix.CmsgSpace(2)), spans: make([][][]byte, headers)}
 }

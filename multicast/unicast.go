@@ -16,6 +16,8 @@ type UnicastOptions struct {
 	RecvBuffer int            // requested SO_RCVBUF of the data socket, bytes
 	SendBuffer int            // requested SO_SNDBUF, bytes (0: the system's default)
 	MaxBatch   int            // datagrams per system call (default DefaultMaxBatch)
+	// NoSegmentation: as SocketOptions.NoSegmentation.
+	NoSegmentation bool
 }
 
 // Unicast is the transport for networks that carry no multicast: every
@@ -64,6 +66,10 @@ func OpenUnicast(o UnicastOptions, log zerolog.Logger) (*Unicast, error) {
 	u := &Unicast{data: data, repair: repair, local: a}
 	u.dbatch = newBatchIO(data, ipv4.NewPacketConn(data), net.UDPAddrFromAddrPort(a), o.MaxBatch)
 	u.rbatch = newBatchIO(repair, ipv4.NewPacketConn(repair), net.UDPAddrFromAddrPort(ra), o.MaxBatch)
+	if o.NoSegmentation {
+		u.dbatch.noRuns()
+		u.rbatch.noRuns()
+	}
 	if o.SendBuffer > 0 {
 		data.SetWriteBuffer(o.SendBuffer)
 	}

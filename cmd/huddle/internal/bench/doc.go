@@ -72,7 +72,13 @@
 //     blast of 2.5 s bounds it; paced runs of 1.5 s step down by 30 %
 //     until one is loss-free, then bisect 5 times). An unpaced blast
 //     measures what overloaded sinks keep up with, about half of it on
-//     two cores; the detail shows both.
+//     two cores; the detail shows both. A sendmmsg header per datagram,
+//     as mcastbench sends: the targets are set against this ceiling.
+//   - rawruns: raw with the blaster sending runs of datagrams in one
+//     header each (UDP segmentation offload), as huddle sends, for
+//     information. The lab gives every host gso_max_segs 1, so that the
+//     sender's kernel cuts a run before the wire, as a card without UDP
+//     segmentation does, and the LAN carries one datagram per frame.
 //   - lossless: `huddle run --profile local --loopback=false` (one node
 //     per host, as on a LAN) on the same 5 hosts, host 1
 //     sending N 1000-byte messages at --send-rate 10000000 (as fast as the

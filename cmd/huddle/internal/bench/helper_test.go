@@ -54,18 +54,19 @@ func helperMain(args []string) error {
 		return errors.New("no mode")
 	}
 	switch args[0] {
-	case "blast": // blast GROUP:PORT|ADDR:PORT,... IFACE SIZE DURATION BATCH RATE
-		if len(args) != 7 {
-			return errors.New("usage: blast group:port|addr:port,... iface size duration batch rate")
+	case "blast": // blast GROUP:PORT|ADDR:PORT,... IFACE SIZE DURATION BATCH RATE RUNS
+		if len(args) != 8 {
+			return errors.New("usage: blast group:port|addr:port,... iface size duration batch rate runs")
 		}
 		size, err1 := strconv.Atoi(args[3])
 		d, err2 := time.ParseDuration(args[4])
 		batch, err3 := strconv.Atoi(args[5])
 		rate, err4 := strconv.ParseFloat(args[6], 64)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
+		runs, err5 := strconv.ParseBool(args[7])
+		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 			return err
 		}
-		return blast(args[1], args[2], size, d, batch, rate)
+		return blast(args[1], args[2], size, d, batch, rate, runs)
 	case "sink": // sink GROUP:PORT|ADDR:PORT IFACE RCVBUF IDLE TOTAL
 		if len(args) != 6 {
 			return errors.New("usage: sink group:port|addr:port iface rcvbuf idle total")
@@ -102,8 +103,8 @@ func helperMain(args []string) error {
 // first destination's port, WriteBatch: sendmmsg with an address per
 // datagram, batch headers a call); rate and the count sent are then
 // datagrams before the fan-out, each one per destination.
-func blast(group, iface string, size int, d time.Duration, batch int, rate float64) error {
-	c, dests, err := openBlaster(group, iface, batch)
+func blast(group, iface string, size int, d time.Duration, batch int, rate float64, runs bool) error {
+	c, dests, err := openBlaster(group, iface, batch, runs)
 	if err != nil {
 		return err
 	}
@@ -157,10 +158,10 @@ type blaster interface {
 // openBlaster opens blast's socket for target, a group address or a list
 // of unicast addresses, and says how many destinations the list has (0
 // for a group).
-func openBlaster(target, iface string, batch int) (blaster, int, error) {
+func openBlaster(target, iface string, batch int, runs bool) (blaster, int, error) {
 	if !strings.Contains(target, ",") {
 		if ga, err := netip.ParseAddrPort(target); err == nil && ga.Addr().IsMulticast() {
-			c, err := multicast.Open(multicast.SocketOptions{Group: ga, Iface: iface, TTL: 1, SendBuffer: 4 << 20, MaxBatch: batch}, zerolog.Nop())
+			c, err := multicast.Open(multicast.SocketOptions{Group: ga, Iface: iface, TTL: 1, SendBuffer: 4 << 20, MaxBatch: batch, NoSegmentation: !runs}, zerolog.Nop())
 			return c, 0, err
 		}
 	}
@@ -179,7 +180,7 @@ func openBlaster(target, iface string, batch int) (blaster, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	u, err := multicast.OpenUnicast(multicast.UnicastOptions{Listen: netip.AddrPortFrom(src, dests[0].Port()), SendBuffer: 4 << 20, MaxBatch: batch}, zerolog.Nop())
+	u, err := multicast.OpenUnicast(multicast.UnicastOptions{Listen: netip.AddrPortFrom(src, dests[0].Port()), SendBuffer: 4 << 20, MaxBatch: batch, NoSegmentation: !runs}, zerolog.Nop())
 	if err != nil {
 		return nil, 0, err
 	}

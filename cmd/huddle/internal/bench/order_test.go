@@ -34,7 +34,9 @@ import (
 // that counts.
 //
 //   - raw3, raw4, raw5: the ceilings, 1 blaster and 2, 3 or 4 sinks, 1000 B:
-//     the loss-free rate (lossFree).
+//     the loss-free rate (lossFree), a sendmmsg header per datagram.
+//   - raw3runs: raw3 with the blaster sending runs of datagrams (UDP
+//     segmentation offload) as huddle does, for information.
 //   - one3, one5: the members other than the sender start first and form
 //     the group (the highest ID founds it, so it coordinates and
 //     sequences); then host 1 starts with `--send-order total --send-size
@@ -116,6 +118,7 @@ func BenchmarkOrder(b *testing.B) {
 	for _, n := range []int{3, 4, 5} {
 		s.run(fmt.Sprintf("raw%d", n), func(sc *scenario) { sc.metric(s.ceiling(sc, sc.name, sc.lan(orderHosts), n, sc.N), "dgram/s") })
 	}
+	s.run("raw3runs", func(sc *scenario) { s.runsCeiling(sc, sc.lan(orderHosts), 3) })
 	s.run("one3", func(sc *scenario) { s.benchOne(sc, 3) })
 	s.run("one5", func(sc *scenario) { s.benchOne(sc, 5) })
 	s.run("fifo3", s.benchFIFO)

@@ -295,10 +295,10 @@ func benchTransports(sc *scenario, what string) {
 // TestUnicastBlasterArgs: the blaster takes a group or a list of unicast
 // destinations, and refuses a list with a group in it (no network).
 func TestUnicastBlasterArgs(t *testing.T) {
-	if _, _, err := openBlaster("10.77.0.2:7000,239.1.2.3:7000", "lo", 64); err == nil {
+	if _, _, err := openBlaster("10.77.0.2:7000,239.1.2.3:7000", "lo", 64, true); err == nil {
 		t.Error("a list with a multicast address was accepted")
 	}
-	if _, _, err := openBlaster("10.77.0.2:7000,nonsense", "lo", 64); err == nil {
+	if _, _, err := openBlaster("10.77.0.2:7000,nonsense", "lo", 64, true); err == nil {
 		t.Error("a list with a bad address was accepted")
 	}
 }
