@@ -50,7 +50,7 @@ func newBatchIO(udp *net.UDPConn, pc *ipv4.PacketConn, group *net.UDPAddr, max i
 			b.raw, b.hdrs, b.iovs = rc, make([]unix.Mmsghdr, max), make([]unix.Iovec, gsoIovs)
 			b.rhdrs, b.riovs, b.rnames = make([]unix.Mmsghdr, max), make([]unix.Iovec, max), make([]unix.RawSockaddrInet4, max)
 			b.names = make([]unix.RawSockaddrInet4, max)
-			b.gso = newGSO(max)
+			b.gso = newGSO(rc, max)
 			b.name = sockaddr(netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip4)), uint16(group.Port)))
 		}
 	}

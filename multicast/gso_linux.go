@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -39,8 +40,8 @@ type gsoState struct {
 	// starts at gsoMaxBytes and comes down to below a length the kernel
 	// refused in a run (EMSGSIZE or EINVAL: longer than the path's MTU
 	// allows, where the kernel would have to fragment), and to 0 where it
-	// cannot cut runs at all (EIO: an IPsec route, say; EINVAL on a
-	// kernel without UDP_SEGMENT).
+	// cannot cut runs at all (EIO: an IPsec route, say). It is 0 from the
+	// start on a kernel without UDP_SEGMENT (see newGSO).
 	maxSeg int
 	ctl    []byte     // one UDP_SEGMENT control message per header
 	spans  [][][]byte // the datagrams of each header of the current call
@@ -50,8 +51,17 @@ type gsoState struct {
 // noRuns turns runs off for good.
 func (b *batchIO) noRuns() { b.gso.maxSeg = 0 }
 
-func newGSO(headers int) gsoState {
-	return gsoState{maxSeg: gsoMaxBytes, ctl: make([]byte, headers*unix.CmsgSpace(2)), spans: make([][][]byte, headers)}
+// newGSO prepares runs for headers headers on the socket of rc, or leaves
+// them off where the kernel has no UDP_SEGMENT: a kernel before 4.18
+// ignores the control message of a level it does not know and would send
+// a run as one datagram.
+func newGSO(rc syscall.RawConn, headers int) gsoState {
+	g := gsoState{ctl: make([]byte, headers*unix.CmsgSpace(2)), spans: make([][][]byte, headers)}
+	var err error
+	if cerr := rc.Control(func(fd uintptr) { _, err = unix.GetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_SEGMENT) }); cerr == nil && err == nil {
+		g.maxSeg = gsoMaxBytes
+	}
+	return g
 }
 
 // fill is a sendmmsg being put together: headers and iovecs taken.
@@ -173,6 +183,7 @@ func (b *batchIO) flushRuns(f *fill) error {
 		}
 		done = failed + 1
 	}
+	clear(b.gso.spans[:f.h]) // hold no caller's buffers
 	f.h, f.iov = 0, 0
 	return first
 }
