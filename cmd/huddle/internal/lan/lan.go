@@ -328,8 +328,9 @@ func (l *LAN) buildHost(h Host) error {
 	// socket, after the INPUT hook where the lab drops at random: a loss
 	// would take the whole run. With one segment at most the sender's
 	// kernel cuts the run before the device, as a card without UDP
-	// segmentation does. A kernel that cannot change it on a device that
-	// exists (before 5.19, say) leaves the LAN working, with that caveat.
+	// segmentation does. A kernel or an ip that cannot change it on a
+	// device that exists (older ones) leaves the LAN working, with that
+	// caveat.
 	if _, err := l.run.run("", "ip", "-n", h.Netns, "link", "set", h.Iface, "gso_max_segs", "1"); err != nil {
 		l.opts.Logf("lab: %s carries runs of datagrams whole (%v): a random drop there takes a run", h.Netns, err)
 	}
