@@ -70,6 +70,12 @@ func sockaddr(a netip.AddrPort) unix.RawSockaddrInet4 {
 	return sa
 }
 
+// addrPort is sockaddr's inverse.
+func addrPort(sa *unix.RawSockaddrInet4) netip.AddrPort {
+	port := (*[2]byte)(unsafe.Pointer(&sa.Port))
+	return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(port[0])<<8|uint16(port[1]))
+}
+
 // sendTo sends every datagram to every destination, in order for each,
 // at the destination's port plus offset. Each sendmmsg gives every
 // destination a run of consecutive datagrams (a header of its own each,
@@ -263,8 +269,7 @@ func (b *batchIO) recv(pkts []Packet) (int, error) {
 		}
 		p.Src = netip.AddrPort{}
 		if sa := &b.rnames[i]; h.Hdr.Namelen >= unix.SizeofSockaddrInet4 && sa.Family == unix.AF_INET {
-			port := (*[2]byte)(unsafe.Pointer(&sa.Port))
-			p.Src = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(port[0])<<8|uint16(port[1]))
+			p.Src = addrPort(sa)
 		}
 	}
 	return got, nil

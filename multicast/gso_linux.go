@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
-	"net"
 	"net/netip"
 	"syscall"
 	"unsafe"
@@ -167,16 +166,12 @@ func (b *batchIO) flushRuns(f *fill) error {
 			if b.gso.maxSeg < gsoMinSeg || errors.Is(err, unix.EIO) {
 				b.gso.maxSeg = 0
 			}
-			name := (*unix.RawSockaddrInet4)(unsafe.Pointer(b.hdrs[failed].Hdr.Name))
-			port := (*[2]byte)(unsafe.Pointer(&name.Port))
-			to := net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom4(name.Addr), uint16(port[0])<<8|uint16(port[1])))
-			for _, d := range run {
-				if _, err := b.pc.WriteTo(d, nil, to); err != nil {
-					if isClosed(err) {
-						return err
-					}
-					first = cmp.Or(first, err)
+			to := addrPort(&b.names[failed])
+			if err := b.sendToEach(run, []netip.AddrPort{to}, 0); err != nil {
+				if isClosed(err) {
+					return err
 				}
+				first = cmp.Or(first, err)
 			}
 		} else {
 			first = cmp.Or(first, err)
