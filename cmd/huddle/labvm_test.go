@@ -23,8 +23,12 @@ import (
 // receives in bursts of 3 and delaying it 2 ms ±1 ms, which only netem
 // does. The lab runs in the VM (package vm); its output comes through,
 // it passes its checks, and its logs come back to --log-dir: lab.json
-// says the loss was netem's, and every node found gaps and recovered them
-// with no drop of its own (injected_drops 0: the kernel dropped).
+// says the loss was netem's, and every node that shared a view with
+// another found gaps and recovered them with no drop of its own
+// (injected_drops 0: the kernel dropped). Under software emulation one
+// CPU runs the three nodes, and a node whose loop is held up twice in a
+// row is starved and taken into no view (node.health), as it should be;
+// so at least two of the three must share a view, not all three.
 func TestLabInVM(t *testing.T) {
 	testutil.NeedVM(t, vm.Available())
 	bin := buildHuddle(t)
@@ -44,20 +48,32 @@ func TestLabInVM(t *testing.T) {
 		lines[len(lines)-1].Event != lab.JournalEnd || lines[len(lines)-1].OK == nil || !*lines[len(lines)-1].OK {
 		t.Errorf("lab.json: %+v", lines)
 	}
+	shared := 0
 	for id := 1; id <= 3; id++ {
-		st := lastStats(t, filepath.Join(dir, fmt.Sprintf("node%d.json", id)))
-		t.Logf("node %d: %v", id, st)
-		if st["gaps_detected"] == 0 || st["gaps_recovered"] == 0 || st["repairs_recv"] == 0 || st["injected_drops"] != 0 {
-			t.Errorf("node %d's last node.stats: want gaps found and recovered, repairs received and no drop of its own: %v", id, st)
+		st, most := lastStats(t, filepath.Join(dir, fmt.Sprintf("node%d.json", id)))
+		t.Logf("node %d: %v; at most %d members in its views", id, st, most)
+		if st["injected_drops"] != 0 {
+			t.Errorf("node %d dropped datagrams itself: %v", id, st)
 		}
+		if most < 2 {
+			continue
+		}
+		shared++
+		if st["gaps_detected"] == 0 || st["gaps_recovered"] == 0 || st["repairs_recv"] == 0 {
+			t.Errorf("node %d's last node.stats: want gaps found and recovered and repairs received: %v", id, st)
+		}
+	}
+	if shared < 2 {
+		t.Errorf("%d nodes shared a view with another, want at least 2", shared)
 	}
 	if out, code := runCheck(t, bin, dir); code != exitOK {
 		t.Errorf("huddle check: exit %d:\n%s", code, out)
 	}
 }
 
-// lastStats returns the counters of a node log's last node.stats.
-func lastStats(t *testing.T, path string) map[string]float64 {
+// lastStats returns the counters of a node log's last node.stats and the
+// most members any view it installed had.
+func lastStats(t *testing.T, path string) (map[string]float64, int) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -65,19 +81,28 @@ func lastStats(t *testing.T, path string) map[string]float64 {
 	}
 	defer f.Close()
 	var last map[string]any
+	most := 0
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
 		var ev map[string]any
-		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev["event"] == "node.stats" {
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		switch ev["event"] {
+		case "node.stats":
 			last = ev
+		case "view.installed":
+			if m, ok := ev["members"].([]any); ok {
+				most = max(most, len(m))
+			}
 		}
 	}
 	st := map[string]float64{}
 	for _, k := range []string{"gaps_detected", "gaps_recovered", "repairs_recv", "injected_drops"} {
 		st[k], _ = last[k].(float64)
 	}
-	return st
+	return st, most
 }
 
 // TestLabDelayNeedsNetem: where the kernel has no netem, a lab run with
