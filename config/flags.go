@@ -48,6 +48,7 @@ var usage = map[string]string{
 	"loopback":                     "deliver this host's own datagrams to other nodes on this host",
 	"datagram_size":                "largest UDP payload in `bytes`, 512 to 65000",
 	"recv_buffer":                  "socket receive buffer in `bytes`, 65536 to 1 GiB",
+	"busy_poll":                    "after a total or safe send, read the group socket without sleeping until its delivery, at most this `long`, 0 (off) to 100ms",
 	"heartbeat":                    "`interval` between session messages (heartbeats), 1ms to 10s",
 	"suspect_timeout":              "`silence` after which a peer is suspected, 3 heartbeats to 10m",
 	"join_timeout":                 "`time` to wait for admission before forming a group alone, 10ms to 1m",

@@ -465,6 +465,7 @@ func everything() Config {
 		Loopback:         false,
 		DatagramSize:     9000,
 		RecvBuffer:       1 << 20,
+		BusyPoll:         ms(1),
 		Heartbeat:        ms(30),
 		SuspectTimeout:   ms(300),
 		JoinTimeout:      ms(250),

@@ -57,6 +57,7 @@ func (c *Config) problems() []error {
 		inRange("ttl", c.TTL, 1, 255),
 		inRange("datagram_size", c.DatagramSize, 512, 65000),
 		inRange("recv_buffer", c.RecvBuffer, 65536, 1<<30),
+		inRange("busy_poll", c.BusyPoll, 0, 100*ms),
 		inRange("heartbeat", c.Heartbeat, ms, 10*Duration(time.Second)),
 		c.checkSuspectTimeout(),
 		inRange("join_timeout", c.JoinTimeout, 10*ms, Duration(time.Minute)),

@@ -21,6 +21,7 @@ import (
 // The message headers are allocated once and pointed at the caller's
 // buffers per call.
 type batchIO struct {
+	udp   *net.UDPConn // for the read deadline of wake
 	pc    *ipv4.PacketConn
 	group *net.UDPAddr
 	rmsgs []ipv4.Message
@@ -44,7 +45,7 @@ func newBatchIO(udp *net.UDPConn, pc *ipv4.PacketConn, group *net.UDPAddr, max i
 	if max <= 0 {
 		max = DefaultMaxBatch
 	}
-	b := batchIO{pc: pc, group: group, rmsgs: make([]ipv4.Message, max), wmsgs: make([]ipv4.Message, max)}
+	b := batchIO{udp: udp, pc: pc, group: group, rmsgs: make([]ipv4.Message, max), wmsgs: make([]ipv4.Message, max)}
 	if ip4 := group.IP.To4(); udp != nil && ip4 != nil {
 		if rc, err := udp.SyscallConn(); err == nil {
 			b.raw, b.hdrs, b.iovs = rc, make([]unix.Mmsghdr, max), make([]unix.Iovec, gsoIovs)
@@ -130,7 +131,8 @@ func (b *batchIO) sendToEach(datagrams [][]byte, dests []netip.AddrPort, offset 
 
 func (b *batchIO) read(pkts []Packet) (int, error) {
 	if b.raw != nil {
-		return b.recv(pkts)
+		n, err := b.recv(pkts, true)
+		return woken(b.udp, n, err)
 	}
 	ms := b.rmsgs[:min(len(pkts), len(b.rmsgs))]
 	for i := range ms {
@@ -138,7 +140,7 @@ func (b *batchIO) read(pkts []Packet) (int, error) {
 	}
 	n, err := b.pc.ReadBatch(ms, 0)
 	if err != nil {
-		return 0, err
+		return woken(b.udp, 0, err)
 	}
 	for i := range n {
 		p, m := &pkts[i], &ms[i]
@@ -224,10 +226,20 @@ func (b *batchIO) sendmmsg(from, n int) (int, error) {
 	return sent, nil
 }
 
+// tryRead is read that returns 0 at once when nothing has arrived
+// (Poller).
+func (b *batchIO) tryRead(pkts []Packet) (int, error) {
+	if b.raw == nil {
+		return 0, ErrNoPoll
+	}
+	n, err := b.recv(pkts, false)
+	return woken(b.udp, n, err) // a Wake's deadline ends polls too
+}
+
 // recv is read as one raw recvmmsg, for the reason send gives: the
 // reader goroutine keeps its P, and an empty socket (EAGAIN) parks it in
-// the poller as before.
-func (b *batchIO) recv(pkts []Packet) (int, error) {
+// the poller as before, or with wait false returns 0.
+func (b *batchIO) recv(pkts []Packet, wait bool) (int, error) {
 	n := min(len(pkts), len(b.rhdrs))
 	if n == 0 {
 		return 0, nil
@@ -249,7 +261,7 @@ func (b *batchIO) recv(pkts []Packet) (int, error) {
 	err := b.raw.Read(func(fd uintptr) bool {
 		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), uintptr(n), 0, 0, 0)
 		if e == unix.EAGAIN || e == unix.EINTR {
-			return false // wait until readable
+			return !wait // wait until readable, or return none
 		}
 		got, errno = int(r), e
 		return true

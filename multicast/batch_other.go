@@ -28,11 +28,14 @@ func (b *batchIO) read(pkts []Packet) (int, error) {
 	}
 	n, src, err := b.udp.ReadFromUDPAddrPort(pkts[0].Buf)
 	if err != nil {
-		return 0, err
+		return woken(b.udp, 0, err)
 	}
 	pkts[0].N, pkts[0].Src = n, src
 	return 1, nil
 }
+
+// tryRead: here a socket is not read without waiting.
+func (b *batchIO) tryRead([]Packet) (int, error) { return 0, ErrNoPoll }
 
 func (b *batchIO) write(datagrams [][]byte) error {
 	var first error

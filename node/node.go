@@ -111,6 +111,10 @@ type Node struct {
 	sendc   chan *sendReq
 	calls   chan func(*Core) // Do
 	stopped chan struct{}    // closed when Run returns
+	spin    *spinner         // the group socket's busy poll (busy_poll), or nil
+
+	awaitRecord bool   // the loop's: this turn sent total or safe messages, and spin is on
+	awaitSeq    uint64 // the last of them: its delivery ends the poll
 
 	// Owned by the loop.
 	core         *Core
@@ -216,7 +220,8 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 
 	rerr := make(chan error, 4)
-	data := startReader(o.Transport, cfg.DatagramSize, rerr)
+	n.spin = newSpinner(o.Transport, cfg.BusyPoll.D())
+	data := startReaderSpinning(o.Transport, cfg.DatagramSize, rerr, n.spin)
 	ctl := data
 	if o.Control != nil {
 		ctl = startReader(o.Control, cfg.DatagramSize, rerr)
@@ -303,14 +308,24 @@ type reader struct {
 }
 
 func startReader(t multicast.Transport, size int, rerr chan<- error) *reader {
+	return startReaderSpinning(t, size, rerr, nil)
+}
+
+// startReaderSpinning is startReader whose goroutine reads through s, the
+// busy poll, when s is not nil.
+func startReaderSpinning(t multicast.Transport, size int, rerr chan<- error, s *spinner) *reader {
 	x := &reader{t: t, full: make(chan *rxBatch, poolSize), free: make(chan *rxBatch, poolSize), done: make(chan struct{})}
 	for range poolSize {
 		x.free <- newBatch(size)
 	}
+	read := t.ReadBatch
+	if s != nil {
+		read = func(pkts []multicast.Packet) (int, error) { return s.read(t, pkts) }
+	}
 	go func() {
 		defer close(x.done)
 		for b := range x.free {
-			k, err := t.ReadBatch(b.pkts)
+			k, err := read(b.pkts)
 			if err != nil {
 				rerr <- err
 				return
@@ -417,6 +432,10 @@ func (n *Node) loop(ctx context.Context, ctl, data *reader, rerr <-chan error) e
 		n.checkPause(&due)
 		n.sendPending()
 		n.afterTurn()
+		if n.awaitRecord {
+			n.awaitRecord = false
+			n.spin.sent() // poll for the record rather than sleep
+		}
 		// Re-arm only for an earlier deadline: re-arming costs a system
 		// call with a timerfd, and a sending node's deadline moves later
 		// on nearly every turn (the tail probe follows the last data).

@@ -25,6 +25,9 @@ import (
 func (n *Node) logDelivery(d *membership.Delivery) {
 	if d.Order != wire.FIFO && d.Source == n.o.Config.ID && d.Inc == n.o.Inc {
 		n.noteDelivered(d.Seq)
+		if n.spin != nil && d.Order != wire.Causal && d.Seq >= n.awaitSeq {
+			n.spin.done() // nothing of ours awaits its record
+		}
 	}
 	if n.o.Config.TraceDeliveries {
 		e := n.log.Info().Str(logs.EventKey, logs.Deliver).Str(logs.ViewKey, d.View.String()).Uint64(logs.FromKey, d.Source).

@@ -178,6 +178,9 @@ func (n *Node) sendPending() {
 			if req.order != wire.FIFO {
 				n.noteSent(seq)
 			}
+			if n.spin != nil && (req.order == wire.Total || req.order == wire.Safe) {
+				n.awaitRecord, n.awaitSeq = true, seq
+			}
 			if req.sent == 0 {
 				req.first = seq
 			}

@@ -224,6 +224,7 @@ func (n *Node) counters() Counters {
 		{"unicast_dests", n.uni.destCount()}, {"unicast_probes", n.uni.probeCount()}, {"unicast_directed", n.uni.directedCount()}, {"unlisted_dropped", n.uni.unlistedCount()},
 		{"path_unicast_out", n.fb.outCount()}, {"path_unicast_in", n.fb.deafCount()},
 		{"path_probes", pp}, {"path_requests", pr}, {"path_copies", pc}, {"path_changes", pch},
+		{"busy_polled", n.spin.polledCount()}, {"busy_poll_wakes", n.spin.wakeCount()},
 	}
 }
 

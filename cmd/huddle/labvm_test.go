@@ -99,7 +99,7 @@ func lastStats(t *testing.T, path string) (map[string]float64, int) {
 		}
 	}
 	st := map[string]float64{}
-	for _, k := range []string{"gaps_detected", "gaps_recovered", "repairs_recv", "injected_drops"} {
+	for _, k := range []string{"gaps_detected", "gaps_recovered", "repairs_recv", "injected_drops", "busy_polled", "busy_poll_wakes", "datagrams_in"} {
 		st[k], _ = last[k].(float64)
 	}
 	return st, most

@@ -116,6 +116,8 @@ var catalogue = map[string]spec{
 	"path_requests":         counter("huddle_path_requests", "Per-peer fallback: path datagrams sent (asking a peer for unicast, or saying multicast is back)."),
 	"path_copies":           counter("huddle_path_copies", "Per-peer fallback: unicast copies of what multicast brought, dropped."),
 	"path_changes":          counter("huddle_path_changes", "Per-peer fallback: peer.path events (a path to or from a peer changed)."),
+	"busy_polled":           counter("huddle_busy_polled", "busy_poll: batches of datagrams the group socket's reader took while polling instead of sleeping."),
+	"busy_poll_wakes":       counter("huddle_busy_poll_wakes", "busy_poll: times a total or safe send woke the sleeping reader to poll for the sequencer's record."),
 	"unlisted_dropped":      counter("huddle_unlisted_dropped", "Unicast transport with peers_only: datagrams from unlisted addresses, dropped."),
 	"data_unplaced":         counter("huddle_data_unplaced", "Data of a node proposed by a flush, taken before the view placed its stream: held until it does."),
 	"msgs_sent":             counter("huddle_messages_sent", "Messages this node multicast."),
