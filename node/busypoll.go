@@ -17,7 +17,7 @@ import (
 // more than the network's own trip.
 type spinner struct {
 	p      multicast.Poller
-	window int64        // nanoseconds since epoch
+	window int64        // nanoseconds
 	epoch  time.Time    // monotonic clock's origin
 	active atomic.Int64 // the last ordered send, since epoch
 	// parked is true while the reader waits in ReadBatch: an ordered
@@ -50,7 +50,7 @@ func newSpinner(t multicast.Transport, window time.Duration) *spinner {
 		return nil
 	}
 	s := &spinner{p: p, window: int64(window), epoch: time.Now()}
-	s.active.Store(-s.window) // closed until the first datagram
+	s.done() // closed until the first ordered send
 	s.credit = 2 * s.window
 	return s
 }
@@ -60,8 +60,8 @@ func (s *spinner) now() int64 { return int64(time.Since(s.epoch)) }
 // busy says whether the window after the last ordered send is still open.
 func (s *spinner) busy() bool { return s.now()-s.active.Load() < s.window }
 
-// sent opens the window at a turn that multicast messages in total or
-// safe order, and wakes the reader if it waits: the record is then
+// sent opens the window at a message sent in total or safe order, and
+// wakes the reader if it waits: the record is then
 // polled for, not slept for. The order of the two stores and loads
 // (active, then parked here; parked, then active in read) means that
 // either the reader sees the window open or this sees it parked.
@@ -73,7 +73,8 @@ func (s *spinner) sent() {
 	}
 }
 
-// done closes the window: the last ordered send has been delivered.
+// done closes the window: the last ordered send has been delivered (or
+// none was made).
 func (s *spinner) done() { s.active.Store(-s.window) }
 
 // read is ReadBatch with the busy poll: while the window is open it

@@ -113,10 +113,9 @@ type Node struct {
 	stopped chan struct{}    // closed when Run returns
 	spin    *spinner         // the group socket's busy poll (busy_poll), or nil
 
-	awaitRecord bool   // the loop's: this turn sent total or safe messages, and spin is on
-	awaitSeq    uint64 // the last of them: its delivery ends the poll
-
 	// Owned by the loop.
+	awaitRecord  bool   // with spin: this turn sent total or safe messages
+	awaitSeq     uint64 // the last of them: its delivery ends the poll
 	core         *Core
 	log          zerolog.Logger
 	pending      []*sendReq // Multicast calls waiting for the send window
