@@ -26,7 +26,10 @@ func (n *Node) logDelivery(d *membership.Delivery) {
 	if d.Order != wire.FIFO && d.Source == n.o.Config.ID && d.Inc == n.o.Inc {
 		n.noteDelivered(d.Seq)
 		if n.spin != nil && d.Order != wire.Causal && d.Seq >= n.awaitSeq {
-			n.spin.done() // nothing of ours awaits its record
+			// Nothing of ours awaits its record: the sequencer orders
+			// its own at once, in the turn that sent them.
+			n.awaitRecord = false
+			n.spin.done()
 		}
 	}
 	if n.o.Config.TraceDeliveries {

@@ -12,9 +12,11 @@ import (
 )
 
 // TestLabBusyPoll runs three nodes with busy_poll on a virtual LAN, total
-// order at the lab's rate, with loss: the run passes its checks, and every
-// node took datagrams while it polled and was woken by its sends to poll;
-// the same run without busy_poll counts neither.
+// order at the lab's rate, with loss: the run passes its checks; nodes 1
+// and 2 took datagrams while they polled and were woken by their sends to
+// poll; node 3, the sequencer (the highest ID coordinates), orders its own
+// messages at once and neither polls nor wakes; the same run without
+// busy_poll counts none of it.
 func TestLabBusyPoll(t *testing.T) {
 	testutil.NeedLAN(t, lan.Available())
 	bin := buildHuddle(t)
@@ -29,7 +31,7 @@ func TestLabBusyPoll(t *testing.T) {
 		for id := 1; id <= 3; id++ {
 			st, _ := lastStats(t, filepath.Join(dir, fmt.Sprintf("node%d.json", id)))
 			t.Logf("busy_poll %s, node %d: %v", poll, id, st)
-			if on := poll != "0s"; on != (st["busy_polled"] > 0) || on != (st["busy_poll_wakes"] > 0) {
+			if on := poll != "0s" && id != 3; on != (st["busy_polled"] > 0) || on != (st["busy_poll_wakes"] > 0) {
 				t.Errorf("busy_poll %s: node %d polled %v batches of %v, woken %v times", poll, id, st["busy_polled"], st["datagrams_in"], st["busy_poll_wakes"])
 			}
 		}
