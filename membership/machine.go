@@ -409,7 +409,7 @@ func (m *Machine) multicast(service, payload []byte, order wire.Order, dest uint
 // Fits reports whether a message of these sizes and order would fit the
 // send window now (see multicast.Engine.Fits): a causal message counts
 // the causal header Multicast would add to its payload.
-func (m *Machine) Fits(serviceLen, payloadLen int, order wire.Order) bool {
+func (m *Machine) Fits(serviceLen, payloadLen int, order wire.Order, dest uint64) bool {
 	if m.state != member || m.participant != nil {
 		return false
 	}
@@ -417,7 +417,7 @@ func (m *Machine) Fits(serviceLen, payloadLen int, order wire.Order) bool {
 		m.causalBuf = m.orderer.causalHeader(m.causalBuf[:0])
 		payloadLen += len(m.causalBuf)
 	}
-	return m.engine.Fits(serviceLen, payloadLen)
+	return m.engine.Fits(serviceLen, payloadLen, order, dest)
 }
 
 // Sending reports whether Multicast may succeed now (a view is installed

@@ -111,7 +111,8 @@ func TestDirectedRequestGoesToTheSource(t *testing.T) {
 
 // TestFanOutBoundsTheWindow: with Directed and FanOutBytes, the unstable
 // payload times the destinations fits FanOutBytes (less the sequencer's
-// eighth): three destinations take a third of the window one takes.
+// eighth): three destinations take a third of the window one takes. Each
+// message goes in a turn of its own, uncut: one fragment each.
 func TestFanOutBoundsTheWindow(t *testing.T) {
 	fill := func(peers int, directed bool) int {
 		e := newDirected(1, 64000)
@@ -124,6 +125,7 @@ func TestFanOutBoundsTheWindow(t *testing.T) {
 			if _, err := e.Multicast(nil, make([]byte, 1000), wire.FIFO, 0); err != nil {
 				break
 			}
+			e.Pack()
 		}
 		return n
 	}

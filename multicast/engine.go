@@ -123,6 +123,8 @@ type Engine struct {
 	lagReported   bool                   // the laggards of this full window were reported
 	senders       int                    // members sending now, this one included: they share the window
 	sendq         []uint64               // own seqs to transmit at the next flush
+	tail          tail                   // the last datagram that packing sendq will fill
+	lossAt        time.Time              // when a member last asked for a repair of our own data (cut)
 	batchBuf      []wire.Data            // backing array of the batches packed from sendq
 	sortedStreams []uint64               // the streams' sources in order (streamIDs); nil: to be sorted again
 	earlyAt       time.Time              // when the last early acknowledgement went (ackEarly)

@@ -143,7 +143,8 @@ func TestJumpInAMemberStreamIsBounded(t *testing.T) {
 }
 
 // heldSource returns node 1 in a view with member 2/5, holding n of its own
-// messages of 1000 bytes, none stable (2 has not reported them).
+// messages of 1000 bytes, none stable (2 has not reported them), each
+// sent in a turn of its own (so each is one fragment, uncut).
 func heldSource(t *testing.T, n int) *Engine {
 	t.Helper()
 	e := New(Options{Self: 1, Inc: 100, Group: 7, Heartbeat: hb, SuspectTimeout: suspect, Window: 4096}, t0)
@@ -154,6 +155,7 @@ func heldSource(t *testing.T, n int) *Engine {
 		if _, err := e.Multicast(nil, payload, wire.FIFO, 0); err != nil {
 			t.Fatalf("message %d: %v", i, err)
 		}
+		e.Pack()
 	}
 	e.TakeOutput()
 	return e

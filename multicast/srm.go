@@ -327,6 +327,9 @@ func (e *Engine) onNack(now time.Time, p *peer, n *wire.Nack) {
 	if st == nil || len(n.Ranges) == 0 {
 		return
 	}
+	if st == e.own {
+		e.lossAt = now // a member lost some of ours: cut no messages for a while
+	}
 	// SRM also learns from a request that the data exists. Here requests
 	// travel apart from the data, and may overtake what is still queued
 	// in this node's socket: gaps are learned from data and session

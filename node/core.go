@@ -602,10 +602,10 @@ func (c *Core) Multicast(service, payload []byte, order wire.Order, dest uint64)
 // (see multicast.Engine.Paused).
 func (c *Core) Paused(now time.Time, d time.Duration) { c.membership.Paused(now, d) }
 
-// Fits reports whether a message of these sizes and order can be sent
-// now (a causal message carries a header too).
-func (c *Core) Fits(serviceLen, payloadLen int, order wire.Order) bool {
-	return c.membership.Fits(serviceLen, payloadLen, order)
+// Fits reports whether a message of these sizes, order and destination
+// can be sent now (a causal message carries a header too).
+func (c *Core) Fits(serviceLen, payloadLen int, order wire.Order, dest uint64) bool {
+	return c.membership.Fits(serviceLen, payloadLen, order, dest)
 }
 
 // Sending reports whether the node is in a view that takes messages now.

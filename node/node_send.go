@@ -151,11 +151,11 @@ func (n *Node) sendPending() {
 		p := req.payloads[req.sent]
 		switch {
 		case budget <= 0:
-			n.sendsDue = n.core.Sending() && n.core.Fits(len(req.service), len(p), req.order)
+			n.sendsDue = n.core.Sending() && n.core.Fits(len(req.service), len(p), req.order, req.dest)
 			return
 		case !n.core.Sending():
 			return // no view yet, or a view change: the install wakes the loop
-		case !n.core.Fits(len(req.service), len(p), req.order):
+		case !n.core.Fits(len(req.service), len(p), req.order, req.dest):
 			if !n.sendBlocked {
 				n.sendBlocked = true
 				n.windowFull++

@@ -58,9 +58,14 @@ func HeaderSize(h *Header, bodyFields int) int {
 }
 
 // DataSize is the encoded size of d's fields, without an array header.
-func DataSize(d *Data) int {
-	return uintSize(d.Seq) + uintSize(uint64(d.Order)) + uintSize(d.Dest) + nameSize(len(d.Service)) +
-		uintSize(uint64(d.FragIndex)) + uintSize(uint64(d.FragCount)) + binSize(len(d.Payload))
+func DataSize(d *Data) int { return DataSizeWith(d, len(d.Service), len(d.Payload)) }
+
+// DataSizeWith is DataSize of d with a service of serviceLen bytes and a
+// payload of payloadLen bytes in place of its own: a message's size before
+// it is built.
+func DataSizeWith(d *Data, serviceLen, payloadLen int) int {
+	return uintSize(d.Seq) + uintSize(uint64(d.Order)) + uintSize(d.Dest) + nameSize(serviceLen) +
+		uintSize(uint64(d.FragIndex)) + uintSize(uint64(d.FragCount)) + binSize(payloadLen)
 }
 
 // Sizes of the envelopes that carry data, for packing.
