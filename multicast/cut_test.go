@@ -89,8 +89,9 @@ func TestCutFillsDatagrams(t *testing.T) {
 }
 
 // TestWhatIsNotCut: a message alone in its turn goes whole; the
-// sequencer's records are never cut; a message that fits what is left of
-// the datagram goes whole beside the others.
+// sequencer's records are never cut, nor messages smaller than an eighth
+// of a datagram; a message that fits what is left of the datagram goes
+// whole beside the others.
 func TestWhatIsNotCut(t *testing.T) {
 	frags := func(out []wire.Envelope) (n int) {
 		for _, env := range out {
@@ -111,6 +112,12 @@ func TestWhatIsNotCut(t *testing.T) {
 	}
 	if _, out := turn(t, e, wire.Record, payloads(2, 1000)...); len(out) != 2 || frags(out) != 0 {
 		t.Fatalf("two records: %d datagrams, %d fragments, want two datagrams, uncut", len(out), frags(out))
+	}
+	if _, out := turn(t, e, wire.FIFO, payloads(13, 170)...); len(out) != 2 || frags(out) != 0 {
+		t.Fatalf("13 messages of 170 bytes: %d datagrams, %d fragments, want two datagrams, uncut", len(out), frags(out))
+	}
+	if _, out := turn(t, e, wire.FIFO, payloads(13, 180)...); len(out) != 2 || frags(out) != 2 {
+		t.Fatalf("13 messages of 180 bytes: %d datagrams, %d fragments, want two datagrams, one message cut", len(out), frags(out))
 	}
 	if _, out := turn(t, e, wire.FIFO, payloads(2, 600)...); len(out) != 1 || frags(out) != 0 {
 		t.Fatalf("two messages of 600 bytes: %d datagrams, %d fragments, want one datagram, uncut", len(out), frags(out))

@@ -69,8 +69,11 @@ func (c cutting) size(i int) int {
 // sends full datagrams, all of one length (which go in runs,
 // gso_linux.go), instead of one a message: at 1000 bytes, about three
 // datagrams for four messages. A message alone in its turn is not cut,
-// nor while members ask for repairs of this node's data (lossy), nor the
-// sequencer's records, which ordered delivery waits for.
+// nor one smaller than an eighth of a datagram (cutting it saves little
+// and costs every receiver a reassembly: 100-byte messages lost 3 % of
+// their throughput), nor any while members ask for repairs of this
+// node's data (lossy), nor the sequencer's records, which ordered
+// delivery waits for.
 func (e *Engine) cut(serviceLen, payloadLen int, order wire.Order, dest uint64) (cutting, error) {
 	n, err := e.fragments(serviceLen, payloadLen)
 	if err != nil {
@@ -78,7 +81,7 @@ func (e *Engine) cut(serviceLen, payloadLen int, order wire.Order, dest uint64) 
 	}
 	per := e.fragmentSize(serviceLen)
 	c := cutting{n: n, first: per, per: per}
-	if e.tail.n == 0 || order == wire.Record || e.lossy() {
+	if e.tail.n == 0 || order == wire.Record || payloadLen < e.opt.DatagramSize/8 || e.lossy() {
 		return c, nil
 	}
 	ds := e.opt.DatagramSize
