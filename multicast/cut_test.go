@@ -130,9 +130,10 @@ func TestWhatIsNotCut(t *testing.T) {
 // TestFitsAgreesWithMulticast: whatever the queue holds, Fits says exactly
 // whether Multicast would take the message, cut as it would be cut, so
 // that a sender told it fits is never refused (a refusal would reach the
-// application as an error). Random sizes, orders and destinations, turns
-// of random length, a window that fills because the one member never
-// reports anything.
+// application as an error); and no datagram is longer than datagram_size.
+// Random sizes, services, orders and destinations, turns of random
+// length, a window that fills because the one member reports nothing
+// for a while, then all it holds.
 func TestFitsAgreesWithMulticast(t *testing.T) {
 	testutil.ForSeeds(t, 20, func(t *testing.T, seed int64) {
 		r := rand.New(rand.NewPCG(uint64(seed), 7))
@@ -140,6 +141,7 @@ func TestFitsAgreesWithMulticast(t *testing.T) {
 		e.SetMembers([]wire.Member{{ID: 2, Inc: 5}})
 		e.Step(t0, addr2, session(2, 5, t0))
 		orders := []wire.Order{wire.FIFO, wire.Total, wire.Safe, wire.Record}
+		enc := wire.NewEncoder()
 		refused := 0
 		for i := range 3000 {
 			size := r.IntN(1500)
@@ -162,14 +164,21 @@ func TestFitsAgreesWithMulticast(t *testing.T) {
 			}
 			if err != nil {
 				refused++
+				if r.IntN(4) == 0 { // the member catches up: the window reopens
+					e.Step(t0, addr2, session(2, 5, t0, wire.PeerState{ID: 1, Inc: 100, Seq: e.own.next - 1}))
+				}
 			}
 			if r.IntN(6) == 0 {
 				e.Pack()
-				e.TakeOutput()
+				for _, env := range e.TakeOutput() {
+					if b, err := enc.Append(nil, &env); err != nil || len(b) > e.opt.DatagramSize {
+						t.Fatalf("after message %d: a datagram of %d bytes (%v), more than %d", i, len(b), err, e.opt.DatagramSize)
+					}
+				}
 			}
 		}
-		if refused == 0 {
-			t.Fatalf("the window never filled: the test tested nothing")
+		if refused == 0 || e.stats.MsgsSent < 1000 {
+			t.Fatalf("%d messages sent, %d refused: the test tested too little", e.stats.MsgsSent, refused)
 		}
 	})
 }

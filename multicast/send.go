@@ -62,9 +62,9 @@ func (c cutting) size(i int) int {
 
 // cut cuts a message of these sizes, or fails with ErrTooLarge. A message
 // is cut into fragments of the most a datagram carries (fragmentSize);
-// and where the datagram that the send queue ends with has room for at
-// least an eighth of a datagram but not for the whole message, its first
-// fragment fills that room exactly. So a sender of messages that are
+// and where the datagram that the send queue ends with has some room
+// left but not enough for the whole message, its first fragment fills
+// that room exactly. So a sender of messages that are
 // larger than what is left of a datagram, and smaller than a datagram,
 // sends full datagrams, all of one length (which go in runs,
 // gso_linux.go), instead of one a message: at 1000 bytes, about three
