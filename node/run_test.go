@@ -209,7 +209,8 @@ func TestRunReturnsTransportFailure(t *testing.T) {
 }
 
 // TestRunWorkload runs traffic through the real loop in virtual time: a
-// client of node 1 multicasts 300 messages at 1000/s over a lossy network,
+// client of node 1 waits for a view of all three, then multicasts 300
+// messages at 1000/s over a lossy network,
 // and the others log every one of them as delivered, in order, with the
 // CRC the sender logged; the node stops by itself after --duration. It
 // runs with the repair traffic on the data transport and on its own.
@@ -237,7 +238,16 @@ func runWorkload(t *testing.T, repairSocket bool) {
 			go func() { errs <- nd.Run(context.Background()) }()
 			if id == 1 {
 				go func() {
-					time.Sleep(c.JoinTimeout.D()) // the others join first
+					// The others join first: a message sent in a view
+					// without them is not theirs to deliver.
+					for {
+						if st, err := nd.Status(context.Background()); err != nil {
+							return
+						} else if len(st.Members) == 3 {
+							break
+						}
+						time.Sleep(time.Millisecond)
+					}
 					for i := range 300 {
 						p := binary.BigEndian.AppendUint64(make([]byte, 0, 100), uint64(i+1))
 						if _, err := nd.Multicast(context.Background(), nil, p[:100], wire.FIFO); err != nil {
