@@ -107,23 +107,22 @@ func TestWhatIsNotCut(t *testing.T) {
 		return n
 	}
 	e := newEngine(1)
-	if _, out := turn(t, e, wire.Total, payloads(1, 1200)...); len(out) != 1 || frags(out) != 0 {
-		t.Fatalf("a message alone in its turn: %d datagrams, %d fragments, want one datagram, uncut", len(out), frags(out))
-	}
-	if _, out := turn(t, e, wire.Record, payloads(2, 1000)...); len(out) != 2 || frags(out) != 0 {
-		t.Fatalf("two records: %d datagrams, %d fragments, want two datagrams, uncut", len(out), frags(out))
-	}
-	if _, out := turn(t, e, wire.FIFO, payloads(13, 170)...); len(out) != 2 || frags(out) != 0 {
-		t.Fatalf("13 messages of 170 bytes: %d datagrams, %d fragments, want two datagrams, uncut", len(out), frags(out))
-	}
-	if _, out := turn(t, e, wire.FIFO, payloads(13, 180)...); len(out) != 2 || frags(out) != 2 {
-		t.Fatalf("13 messages of 180 bytes: %d datagrams, %d fragments, want two datagrams, one message cut", len(out), frags(out))
-	}
-	if _, out := turn(t, e, wire.FIFO, payloads(2, 600)...); len(out) != 1 || frags(out) != 0 {
-		t.Fatalf("two messages of 600 bytes: %d datagrams, %d fragments, want one datagram, uncut", len(out), frags(out))
-	}
-	if _, out := turn(t, e, wire.FIFO, payloads(2, 1000)...); len(out) != 2 || frags(out) != 2 {
-		t.Fatalf("two messages of 1000 bytes: %d datagrams, %d fragments, want the second cut in two", len(out), frags(out))
+	for _, c := range []struct {
+		what              string
+		order             wire.Order
+		n, size           int
+		datagrams, pieces int
+	}{
+		{"a message alone in its turn", wire.Total, 1, 1200, 1, 0},
+		{"two records", wire.Record, 2, 1000, 2, 0},
+		{"13 messages of 170 bytes", wire.FIFO, 13, 170, 2, 0},
+		{"13 messages of 180 bytes (one cut)", wire.FIFO, 13, 180, 2, 2},
+		{"two messages of 600 bytes", wire.FIFO, 2, 600, 1, 0},
+		{"two messages of 1000 bytes (the second cut)", wire.FIFO, 2, 1000, 2, 2},
+	} {
+		if _, out := turn(t, e, c.order, payloads(c.n, c.size)...); len(out) != c.datagrams || frags(out) != c.pieces {
+			t.Fatalf("%s: %d datagrams, %d fragments, want %d and %d", c.what, len(out), frags(out), c.datagrams, c.pieces)
+		}
 	}
 }
 

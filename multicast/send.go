@@ -30,14 +30,11 @@ func (e *Engine) Multicast(service, payload []byte, order wire.Order, dest uint6
 	if c.n > 1 {
 		d.FragCount = uint32(c.n)
 	}
-	first, body := e.own.next, d.Payload
+	first, body, from := e.own.next, d.Payload, 0
 	for i := range c.n {
-		from := 0
-		if i > 0 {
-			from = c.first + (i-1)*c.per
-		}
-		d.Seq, d.FragIndex = e.own.next, uint32(i)
-		d.Payload = body[from:min(len(body), from+c.size(i))]
+		to := min(len(body), from+c.size(i))
+		d.Seq, d.FragIndex, d.Payload = e.own.next, uint32(i), body[from:to]
+		from = to
 		e.own.ring.put(d, e.view)
 		e.sendq = append(e.sendq, d.Seq)
 		e.tail.add(e, wire.DataSize(&d))
@@ -155,12 +152,11 @@ func (e *Engine) fragments(serviceLen, payloadLen int) (int, error) {
 // message too large ever to fit reports true: Multicast will say so).
 func (e *Engine) Fits(serviceLen, payloadLen int, order wire.Order, dest uint64) bool {
 	c, err := e.cut(serviceLen, payloadLen, order, dest)
-	n := c.n
-	size := serviceLen*n + payloadLen
-	if err == nil && !e.fits(n, size, order) {
+	size := serviceLen*c.n + payloadLen
+	if err == nil && !e.fits(c.n, size, order) {
 		e.refreshOwn()
 	}
-	return err != nil || e.fits(n, size, order)
+	return err != nil || e.fits(c.n, size, order)
 }
 
 // fits reports whether n more fragments of size bytes in all fit this
