@@ -94,6 +94,19 @@ type Config struct {
 	// fragment loses the whole datagram. 512 to 65000.
 	DatagramSize int `toml:"datagram_size"`
 
+	// BulkDatagramSize is the largest datagram a busy sender packs its
+	// messages into while no member has asked it for a repair in the last
+	// ten heartbeats; at the first request it packs to datagram_size
+	// again. Every message is still cut to fit datagram_size, so repairs
+	// do. Datagrams above the MTU cross the LAN in IP fragments: fewer
+	// datagrams for the same messages (a sender's cost is per datagram),
+	// but a lost fragment loses the whole datagram, hence only while
+	// nothing is lost. 0 (or datagram_size) turns it off: set 0 where IP
+	// fragments do not pass. Default 65000. It may differ between
+	// members: every member reads datagrams of up to 65000 bytes.
+	// 0, or datagram_size to 65000.
+	BulkDatagramSize int `toml:"bulk_datagram_size"`
+
 	// RecvBuffer is the socket receive buffer requested from the kernel, in
 	// bytes. Default 8 MiB: enough to absorb about 50 ms of a saturated
 	// gigabit link without drops while the node is descheduled. The kernel
@@ -610,24 +623,25 @@ const (
 // a peer suspected after 400ms of silence.
 func LAN() Config {
 	return Config{
-		Profile:        ProfileLAN,
-		Group:          "huddle",
-		Addr:           "239.192.72.68:7468",
-		Transport:      "multicast",
-		TTL:            1,
-		Loopback:       true,
-		DatagramSize:   multicast.DefaultDatagramSize,
-		RecvBuffer:     8 << 20,
-		Heartbeat:      Duration(50 * time.Millisecond),
-		SuspectTimeout: Duration(400 * time.Millisecond),
-		JoinTimeout:    Duration(500 * time.Millisecond),
-		Quorum:         "off",
-		StateMaxSize:   1 << 30,
-		StatsInterval:  Duration(10 * time.Second),
-		SendWindow:     multicast.DefaultWindow,
-		MaxMessageSize: multicast.DefaultMaxMessage,
-		SendSize:       1000,
-		SendOrder:      "fifo",
+		Profile:          ProfileLAN,
+		Group:            "huddle",
+		Addr:             "239.192.72.68:7468",
+		Transport:        "multicast",
+		TTL:              1,
+		Loopback:         true,
+		DatagramSize:     multicast.DefaultDatagramSize,
+		BulkDatagramSize: MaxDatagramSize,
+		RecvBuffer:       8 << 20,
+		Heartbeat:        Duration(50 * time.Millisecond),
+		SuspectTimeout:   Duration(400 * time.Millisecond),
+		JoinTimeout:      Duration(500 * time.Millisecond),
+		Quorum:           "off",
+		StateMaxSize:     1 << 30,
+		StatsInterval:    Duration(10 * time.Second),
+		SendWindow:       multicast.DefaultWindow,
+		MaxMessageSize:   multicast.DefaultMaxMessage,
+		SendSize:         1000,
+		SendOrder:        "fifo",
 		SRM: SRM{C1: multicast.DefaultC1, C2: multicast.DefaultC2, D1: multicast.DefaultD1, D2: multicast.DefaultD2,
 			MinDelay: Duration(multicast.DefaultMinDelay)},
 		Log:      Log{Level: "info", Format: "json"},

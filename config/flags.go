@@ -47,6 +47,7 @@ var usage = map[string]string{
 	"ttl":                          "IP time-to-live of multicast datagrams in `hops`, 1 to 255; 1 stays on the link",
 	"loopback":                     "deliver this host's own datagrams to other nodes on this host",
 	"datagram_size":                "largest UDP payload in `bytes`, 512 to 65000",
+	"bulk_datagram_size":           "largest datagram in `bytes` a busy sender packs while nothing is lost (IP-fragmented), 0 (off) or datagram_size to 65000",
 	"recv_buffer":                  "socket receive buffer in `bytes`, 65536 to 1 GiB",
 	"busy_poll":                    "after a total or safe send, read the group socket without sleeping until its delivery, at most this `long`, 0 (off) to 100ms",
 	"heartbeat":                    "`interval` between session messages (heartbeats), 1ms to 10s",

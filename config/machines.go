@@ -20,7 +20,7 @@ import (
 func (c Config) Membership() membership.Options {
 	return membership.Options{
 		Engine: multicast.Options{
-			DatagramSize: c.DatagramSize, Heartbeat: c.Heartbeat.D(), SuspectTimeout: c.SuspectTimeout.D(),
+			DatagramSize: c.DatagramSize, BulkSize: c.BulkDatagramSize, Heartbeat: c.Heartbeat.D(), SuspectTimeout: c.SuspectTimeout.D(),
 			Window: c.SendWindow, WindowBytes: multicast.WindowBytes(c.RecvBuffer), MaxMessage: c.MaxMessageSize,
 			C1: c.SRM.C1, C2: c.SRM.C2, D1: c.SRM.D1, D2: c.SRM.D2, MinDelay: c.SRM.MinDelay.D(),
 			Directed: c.Transport == "unicast",
@@ -109,5 +109,16 @@ func (c Config) GroupSettings() []membership.Setting {
 	if t := c.Transport; t != "" && t != "multicast" {
 		ss = append(ss, membership.Setting{Name: "transport", Value: t})
 	}
+
 	return ss
 }
+
+// ReadSize is the largest datagram a member reads on the group's socket
+// and the per-peer fallback's: the largest any member may send, whatever
+// this one's own datagram_size and bulk_datagram_size, so that members
+// whose bulk_datagram_size differs (or who have it off) still hear each
+// other's bulk datagrams.
+func (c Config) ReadSize() int { return MaxDatagramSize }
+
+// MaxDatagramSize is the largest datagram_size and bulk_datagram_size.
+const MaxDatagramSize = 65000

@@ -55,7 +55,8 @@ func (c *Config) problems() []error {
 		checkListen(c.Listen),
 		unicastOnly(c),
 		inRange("ttl", c.TTL, 1, 255),
-		inRange("datagram_size", c.DatagramSize, 512, 65000),
+		inRange("datagram_size", c.DatagramSize, 512, MaxDatagramSize),
+		c.checkBulkDatagramSize(),
 		inRange("recv_buffer", c.RecvBuffer, 65536, 1<<30),
 		inRange("busy_poll", c.BusyPoll, 0, 100*ms),
 		inRange("heartbeat", c.Heartbeat, ms, 10*Duration(time.Second)),
@@ -134,6 +135,14 @@ func inRange[T cmp.Ordered](key string, v, lo, hi T) error {
 	// Written as a negation so that a NaN float fails too.
 	if !(v >= lo && v <= hi) {
 		return problem(key, "", "%v is out of range (%v to %v)", v, lo, bound(hi))
+	}
+	return nil
+}
+
+// checkBulkDatagramSize: 0 (off), or datagram_size to 65000.
+func (c *Config) checkBulkDatagramSize() error {
+	if b := c.BulkDatagramSize; b != 0 && !(b >= c.DatagramSize && b <= MaxDatagramSize) {
+		return problem("bulk_datagram_size", "", "%d is out of range (0 for off, or datagram_size %d to %d)", b, c.DatagramSize, MaxDatagramSize)
 	}
 	return nil
 }

@@ -129,14 +129,20 @@ func TestWhatIsNotCut(t *testing.T) {
 // TestFitsAgreesWithMulticast: whatever the queue holds, Fits says exactly
 // whether Multicast would take the message, cut as it would be cut, so
 // that a sender told it fits is never refused (a refusal would reach the
-// application as an error); and no datagram is longer than datagram_size.
+// application as an error); and no datagram is longer than datagram_size,
+// or than BulkSize where the engine has one.
 // Random sizes, services, orders and destinations, turns of random
 // length, a window that fills because the one member reports nothing
 // for a while, then all it holds.
 func TestFitsAgreesWithMulticast(t *testing.T) {
 	testutil.ForSeeds(t, 20, func(t *testing.T, seed int64) {
 		r := rand.New(rand.NewPCG(uint64(seed), 7))
-		e := New(Options{Self: 1, Inc: 100, Group: 7, Heartbeat: hb, SuspectTimeout: suspect, Window: 64 + r.IntN(512)}, t0)
+		bulk := 0 // datagram_size alone, or bulk datagrams too, with a member's requests now and then
+		if r.IntN(2) == 0 {
+			bulk = DefaultDatagramSize + r.IntN(bulkSize-DefaultDatagramSize)
+		}
+		e := New(Options{Self: 1, Inc: 100, Group: 7, Heartbeat: hb, SuspectTimeout: suspect, Window: 64 + r.IntN(512), BulkSize: bulk}, t0)
+		longest := max(DefaultDatagramSize, bulk)
 		e.SetMembers([]wire.Member{{ID: 2, Inc: 5}})
 		e.Step(t0, addr2, session(2, 5, t0))
 		orders := []wire.Order{wire.FIFO, wire.Total, wire.Safe, wire.Record}
@@ -170,10 +176,18 @@ func TestFitsAgreesWithMulticast(t *testing.T) {
 			if r.IntN(6) == 0 {
 				e.Pack()
 				for _, env := range e.TakeOutput() {
-					if b, err := enc.Append(nil, &env); err != nil || len(b) > e.opt.DatagramSize {
-						t.Fatalf("after message %d: a datagram of %d bytes (%v), more than %d", i, len(b), err, e.opt.DatagramSize)
+					if b, err := enc.Append(nil, &env); err != nil || len(b) > longest {
+						t.Fatalf("after message %d: a datagram of %d bytes (%v), more than %d", i, len(b), err, longest)
 					}
 				}
+			}
+			if r.IntN(200) == 0 { // a member asks for a repair: no cuts, no bulk for a while
+				e.Step(e.lastNow, addr2, nackEnv(2, 5, 1, 100, 0, wire.SeqRange{First: 1, Last: 1}))
+			}
+			if r.IntN(50) == 0 { // time passes
+				now := e.lastNow.Add(hb)
+				e.Tick(now)
+				e.TakeOutput()
 			}
 		}
 		if refused == 0 || e.stats.MsgsSent < 1000 {
@@ -232,11 +246,25 @@ func TestCutDatagramLostAndRepaired(t *testing.T) {
 	}
 	r.Step(t0, addr1, &out[0])
 	r.Step(t0, addr1, &out[2])
+	repairUntilDelivered(t, s, r, ps, func(wire.Envelope) {})
+	if st := s.Stats(); st.RepairsSent < 2 {
+		t.Fatalf("the source sent %d repairs, want the two fragments the lost datagram carried", st.RepairsSent)
+	}
+}
+
+// repairUntilDelivered runs source s (node 1) and receiver r (node 2),
+// which lost some of ps, for up to two virtual seconds, each envelope of
+// s passing through seen first, and fails unless r then delivered every
+// one of ps, in order.
+func repairUntilDelivered(t *testing.T, s, r *Engine, ps [][]byte, seen func(wire.Envelope)) {
+	t.Helper()
+	addr1 := netip.MustParseAddrPort("10.0.0.1:7468")
 	var got []Delivery
 	for now := t0; now.Before(t0.Add(2 * time.Second)); now = now.Add(time.Millisecond) {
 		s.Tick(now)
 		r.Tick(now)
 		for _, env := range s.TakeOutput() {
+			seen(env)
 			r.Step(now, addr1, &env)
 		}
 		for _, env := range r.TakeOutput() {
@@ -253,8 +281,5 @@ func TestCutDatagramLostAndRepaired(t *testing.T) {
 		if !bytes.Equal(d.Payload, ps[i]) {
 			t.Fatalf("delivery %d is not message %d", i, i)
 		}
-	}
-	if st := s.Stats(); st.RepairsSent < 2 {
-		t.Fatalf("the source sent %d repairs, want the two fragments the lost datagram carried", st.RepairsSent)
 	}
 }

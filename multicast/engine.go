@@ -20,6 +20,13 @@ type Options struct {
 	SuspectTimeout time.Duration // silence after which a peer is lost
 	DatagramSize   int           // largest datagram, bytes (default DefaultDatagramSize)
 	Window         int           // most unstable own messages (default DefaultWindow)
+	// BulkSize is the largest datagram a busy sender packs its messages
+	// into while no member asks it for repairs (lossy); 0, or no more
+	// than DatagramSize, packs every datagram to DatagramSize. Every
+	// message still fits a datagram of DatagramSize (fragmentSize), so
+	// that a repair does, and the receivers must read datagrams of
+	// BulkSize. See packSize.
+	BulkSize int
 	// WindowBytes bounds the payload bytes of the unstable own messages
 	// too (0: no bound), shared as Window is: a sender's window must fit
 	// the receivers' socket buffers, or a receiver descheduled for a few
@@ -125,6 +132,7 @@ type Engine struct {
 	sendq         []uint64               // own seqs to transmit at the next flush
 	tail          tail                   // the last datagram that packing sendq will fill
 	lossAt        time.Time              // when a member last asked for a repair of our own data (cut)
+	quiet         int                    // heartbeats a lossy period lasts after lossAt (lossy); 0: cutQuiet
 	batchBuf      []wire.Data            // backing array of the batches packed from sendq
 	sortedStreams []uint64               // the streams' sources in order (streamIDs); nil: to be sorted again
 	earlyAt       time.Time              // when the last early acknowledgement went (ackEarly)

@@ -110,7 +110,7 @@ func runEngineScript(t *testing.T, data []byte) {
 	r := &engineRun{t: t, s: s, mode: int(s.Byte() % 3), now: t0, enc: wire.NewEncoder(), dec: wire.NewDecoder(),
 		env: wire.NewEnvelope(65000), sent: map[wire.Member]map[uint64]sentMsg{}}
 	r.l = newDeliveryLedger(r.mode == fuzzAlone)
-	opt := Options{Group: 7, Heartbeat: hb, SuspectTimeout: suspect, Window: 64}
+	opt := Options{Group: 7, Heartbeat: hb, SuspectTimeout: suspect, Window: 64, BulkSize: 65000} // bulk datagrams while nothing is lost
 	members := []wire.Member{{ID: 1, Inc: 100}, honest[0], honest[1]}
 	others := func(id uint64) []wire.Member { // as membership tells its engine
 		return slices.DeleteFunc(slices.Clone(members), func(m wire.Member) bool { return m.ID == id })

@@ -81,7 +81,7 @@ func (e *Engine) cut(serviceLen, payloadLen int, order wire.Order, dest uint64) 
 	if e.tail.n == 0 || order == wire.Record || payloadLen < e.opt.DatagramSize/8 || e.lossy() {
 		return c, nil
 	}
-	ds := e.opt.DatagramSize
+	ds := e.packSize()
 	h := e.header(wire.KindBatch)
 	// The first fragment with an empty payload, counting the most
 	// fragments a cut could take (one more than uncut).
@@ -100,17 +100,61 @@ func (e *Engine) cut(serviceLen, payloadLen int, order wire.Order, dest uint64) 
 }
 
 // lossy reports whether a member asked for a repair of this node's data
-// within the last cutQuiet heartbeats. Then no message is cut: a lost
-// datagram that carries the pieces of two messages costs two repairs,
-// where one message a datagram costs one, and under 5 % loss cutting
-// lost a third of the throughput it gains without loss.
+// within the last quiet heartbeats (cutQuiet, or more, see noteLoss).
+// Then no message is cut: a lost datagram that carries the pieces of two
+// messages costs two repairs, where one message a datagram costs one,
+// and under 5 % loss cutting lost a third of the throughput it gains
+// without loss. Nor are datagrams packed to BulkSize (packSize).
 func (e *Engine) lossy() bool {
-	return !e.lossAt.IsZero() && e.lastNow.Sub(e.lossAt) < cutQuiet*e.opt.Heartbeat
+	return !e.lossAt.IsZero() && e.lastNow.Sub(e.lossAt) < e.quietFor()
+}
+
+// quietFor is how long a lossy period lasts after the last request.
+func (e *Engine) quietFor() time.Duration {
+	return time.Duration(max(cutQuiet, e.quiet)) * e.opt.Heartbeat
+}
+
+// noteLoss records a member's request for a repair of this node's data at
+// now. A request that starts a lossy period soon after the last one ended
+// (within one more quiet period) doubles the period, up to maxQuiet
+// heartbeats; one after a longer calm sets it back to cutQuiet. Where the
+// loss comes and goes with bulk datagrams, as where IP fragments do not
+// pass, or with a member of an earlier release that reads no datagram
+// longer than datagram_size, the sender so tries bulk datagrams ever more
+// rarely, where it would lose one turn's worth to repairs every cutQuiet
+// heartbeats; where loss is steady, the period never ends.
+func (e *Engine) noteLoss(now time.Time) {
+	if !e.lossAt.IsZero() && now.Sub(e.lossAt) >= e.quietFor() {
+		if now.Sub(e.lossAt) < 2*e.quietFor() {
+			e.quiet = min(2*max(cutQuiet, e.quiet), maxQuiet)
+		} else {
+			e.quiet = cutQuiet
+		}
+	}
+	e.lossAt = now
 }
 
 // cutQuiet is how many heartbeats after the last request for a repair of
-// its data a node cuts no message.
-const cutQuiet = 10
+// its data a node cuts no message, and packs datagrams of DatagramSize
+// only (packSize); maxQuiet is the most that grows to (noteLoss).
+const (
+	cutQuiet = 10
+	maxQuiet = 64 * cutQuiet
+)
+
+// packSize is the length packData fills datagrams to: Options.BulkSize
+// while no member asks for repairs of this node's data (lossy), else
+// DatagramSize. A bulk datagram longer than the path's MTU crosses it in
+// IP fragments and is lost whole with any of them, so a sender goes back
+// to DatagramSize at the first request for a repair; the repairs, of
+// messages no longer than DatagramSize allows, go in datagrams of that
+// size in any case.
+func (e *Engine) packSize() int {
+	if e.opt.BulkSize > e.opt.DatagramSize && !e.lossy() {
+		return e.opt.BulkSize
+	}
+	return e.opt.DatagramSize
+}
 
 // tail is what packData (below) will put in the last datagram of the send
 // queue as it stands: n messages whose DataSize values sum to fields.
@@ -119,7 +163,7 @@ type tail struct{ n, fields int }
 // add follows packData as it packs one more message of DataSize sz.
 func (t *tail) add(e *Engine, sz int) {
 	h := e.header(wire.KindBatch)
-	if t.n > 0 && wire.BatchSize(&h, t.n+1, t.fields+sz) > e.opt.DatagramSize {
+	if t.n > 0 && wire.BatchSize(&h, t.n+1, t.fields+sz) > e.packSize() {
 		*t = tail{}
 	}
 	t.n++
@@ -264,6 +308,7 @@ func (e *Engine) packData() {
 		return
 	}
 	h := e.header(wire.KindBatch)
+	limit := e.packSize()
 	// Every batch is a window of one reused array: no allocation per datagram.
 	all := e.batchBuf[:0]
 	start, fields := 0, 0
@@ -273,20 +318,22 @@ func (e *Engine) packData() {
 			continue
 		}
 		sz := wire.DataSize(&en.data)
-		if n := len(all) - start; n > 0 && wire.BatchSize(&h, n+1, fields+sz) > e.opt.DatagramSize {
-			e.emitBatch(all[start:len(all):len(all)])
+		if n := len(all) - start; n > 0 && wire.BatchSize(&h, n+1, fields+sz) > limit {
+			e.emitBatch(all[start:len(all):len(all)], fields)
 			start, fields = len(all), 0
 		}
 		all = append(all, en.data)
 		fields += sz
 	}
-	e.emitBatch(all[start:len(all):len(all)])
+	e.emitBatch(all[start:len(all):len(all)], fields)
 	e.batchBuf = all
 	e.sendq, e.tail = e.sendq[:0], tail{}
 	e.probe()
 }
 
-func (e *Engine) emitBatch(batch []wire.Data) {
+// emitBatch queues one datagram of the batch, whose messages' DataSize
+// values sum to fields.
+func (e *Engine) emitBatch(batch []wire.Data, fields int) {
 	switch len(batch) {
 	case 0:
 		return
@@ -298,4 +345,7 @@ func (e *Engine) emitBatch(batch []wire.Data) {
 		e.out = append(e.out, env)
 	}
 	e.stats.DataDatagrams++
+	if h := e.header(wire.KindBatch); len(batch) > 1 && wire.BatchSize(&h, len(batch), fields) > e.opt.DatagramSize {
+		e.stats.BulkDatagrams++
+	}
 }

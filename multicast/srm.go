@@ -328,7 +328,7 @@ func (e *Engine) onNack(now time.Time, p *peer, n *wire.Nack) {
 		return
 	}
 	if st == e.own {
-		e.lossAt = now // a member lost some of ours: cut no messages for a while
+		e.noteLoss(now) // a member lost some of ours: neither cut nor bulk for a while
 	}
 	// SRM also learns from a request that the data exists. Here requests
 	// travel apart from the data, and may overtake what is still queued

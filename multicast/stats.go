@@ -7,6 +7,7 @@ type Stats struct {
 	MsgsSent       uint64 // messages multicast by this node
 	BytesSent      uint64 // their payload bytes
 	DataDatagrams  uint64 // datagrams of new data sent (KindData and KindBatch)
+	BulkDatagrams  uint64 // of those, longer than DatagramSize (Options.BulkSize)
 	MsgsDelivered  uint64 // messages delivered to the layer above
 	BytesDelivered uint64 // their payload bytes
 	Duplicates     uint64 // data or repairs of messages already held

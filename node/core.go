@@ -97,6 +97,7 @@ type Core struct {
 	opt        CoreOptions
 	self, inc  uint64 // Membership.Engine.Self and Inc
 	size       int    // Membership.Engine.DatagramSize: the largest datagram
+	bulk       int    // Membership.Engine.BulkSize: the largest data datagram, when larger
 	group      uint32
 	dec        *wire.Decoder
 	enc        *wire.Encoder
@@ -159,7 +160,7 @@ type CoreStats struct {
 	ForeignGroup  uint64 // another group sharing the address
 	OwnEcho       uint64 // our own datagrams looped back
 	EncodeErrors  uint64
-	OversizedSent uint64 // datagrams over DatagramSize: none should be (every kind is sized to fit); counted, still sent
+	OversizedSent uint64 // datagrams over DatagramSize (a batch: over BulkSize): none should be (every kind is sized to fit); counted, still sent
 	InjectedDrops uint64 // datagrams the built-in fault injection dropped (Drop)
 	SealedDropped uint64 // sealed datagrams, which a node without a key cannot open
 	SealMismatch  uint64 // opened datagrams whose inner sender is not the one the seal names
@@ -242,10 +243,11 @@ func NewCore(o CoreOptions, now time.Time) *Core {
 		self:      eng.Self,
 		inc:       eng.Inc,
 		size:      eng.DatagramSize,
+		bulk:      max(eng.DatagramSize, eng.BulkSize),
 		group:     wire.GroupHash(o.Group),
 		dec:       wire.NewDecoder(),
 		enc:       wire.NewEncoder(),
-		env:       wire.NewEnvelope(eng.DatagramSize),
+		env:       wire.NewEnvelope(max(eng.DatagramSize, eng.BulkSize)),
 		lastInput: now,
 		started:   now,
 	}
@@ -273,6 +275,9 @@ func (c *Core) membershipOptions() membership.Options {
 	mo := c.opt.Membership
 	room := c.room()
 	mo.Engine.Group, mo.Engine.DatagramSize = c.group, room
+	if c.bulk > c.size {
+		mo.Engine.BulkSize = c.bulk - (c.size - room) // less the seal's overhead too
+	}
 	mo.Engine.Rand = rand.New(rand.NewPCG(c.opt.Seed, c.self))
 	mo.MessageSize = cmp.Or(mo.MessageSize, wire.ChunkedMax(room))
 	mo.Replicated = len(c.opt.State.Services) > 0
@@ -687,7 +692,7 @@ func (c *Core) emit(env *wire.Envelope) {
 		c.stats.EncodeErrors++
 		return
 	}
-	if len(b) > c.size {
+	if len(b) > c.size && (env.Kind != wire.KindBatch || len(b) > c.bulk) {
 		c.stats.OversizedSent++
 	}
 	c.stats.DatagramsOut++

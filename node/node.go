@@ -220,13 +220,13 @@ func (n *Node) Run(ctx context.Context) error {
 
 	rerr := make(chan error, 4)
 	n.spin = newSpinner(o.Transport, cfg.BusyPoll.D())
-	data := startReaderSpinning(o.Transport, cfg.DatagramSize, rerr, n.spin)
+	data := startReaderSpinning(o.Transport, cfg.ReadSize(), rerr, n.spin)
 	ctl := data
 	if o.Control != nil {
 		ctl = startReader(o.Control, cfg.DatagramSize, rerr)
 	}
 	if n.fb != nil {
-		n.path = startReader(o.Path, cfg.DatagramSize, rerr)
+		n.path = startReader(o.Path, cfg.ReadSize(), rerr)
 		n.pnotes = startReader(o.PathNotes, cfg.DatagramSize, rerr)
 	}
 	err := n.loop(ctx, ctl, data, rerr)
@@ -569,10 +569,13 @@ func (x *reader) from(n *Node) source {
 func (n *Node) receive(b *rxBatch, from source) {
 	now := time.Now()
 	limit := n.o.Config.DatagramSize
+	if from == fromGroup {
+		limit = n.o.Config.ReadSize()
+	}
 	for _, p := range b.pkts[:b.n] {
 		if p.N > limit {
 			n.truncated++
-			n.warnOnce("truncated", "a datagram longer than datagram_size arrived and was dropped; every member must use the same datagram_size", p.Src)
+			n.warnOnce("truncated", fmt.Sprintf("a datagram longer than the %d bytes this socket reads arrived and was dropped; every member must use the same datagram_size", limit), p.Src)
 			continue
 		}
 		src := p.Src
@@ -592,7 +595,7 @@ func (n *Node) receive(b *rxBatch, from source) {
 // fallback read, less the copies of what multicast brings.
 func (n *Node) receivePath(b *rxBatch) {
 	now := time.Now()
-	limit := n.o.Config.DatagramSize
+	limit := n.o.Config.ReadSize()
 	for _, p := range b.pkts[:b.n] {
 		if p.N > limit {
 			n.truncated++

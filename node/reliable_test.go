@@ -101,6 +101,7 @@ type scenario struct {
 	opts                      sim.Options
 	stall                     bool
 	suspect                   time.Duration
+	bulk                      int // multicast.Options.BulkSize
 }
 
 func randomScenario(r *rand.Rand, seed int64) scenario {
@@ -117,12 +118,15 @@ func randomScenario(r *rand.Rand, seed int64) scenario {
 		sc.opts.Loss, sc.opts.SenderLoss = r.Float64()*0.15, r.Float64()*0.15
 	}
 	sc.stall = r.IntN(4) == 0
+	if r.IntN(2) == 0 {
+		sc.bulk = 65000
+	}
 	return sc
 }
 
 func (sc scenario) String() string {
-	return fmt.Sprintf("%d nodes, %d senders × %d msgs, loss %.2f, sender loss %.2f, dup %.2f, reorder %.2f, jitter %v, stall %v",
-		sc.nodes, sc.senders, sc.perSender, sc.opts.Loss, sc.opts.SenderLoss, sc.opts.Dup, sc.opts.Reorder, sc.opts.Jitter, sc.stall)
+	return fmt.Sprintf("%d nodes, %d senders × %d msgs, loss %.2f, sender loss %.2f, dup %.2f, reorder %.2f, jitter %v, stall %v, bulk %d",
+		sc.nodes, sc.senders, sc.perSender, sc.opts.Loss, sc.opts.SenderLoss, sc.opts.Dup, sc.opts.Reorder, sc.opts.Jitter, sc.stall, sc.bulk)
 }
 
 // run drives the scenario and returns the world and the ledger.
@@ -131,7 +135,7 @@ func (sc scenario) run(t *testing.T, r *rand.Rand) (*sim.World, *ledger) {
 	all := ids(sc.nodes)
 	for _, id := range all {
 		w.Add(id, func(id, inc uint64, seed int64, _ netip.AddrPort) sim.Machine {
-			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, Heartbeat: testHeartbeat, SuspectTimeout: sc.suspect, Window: 256}}}, w.Now()))
+			return newSimCore(NewCore(CoreOptions{Group: "huddle", Seed: uint64(seed), Membership: membership.Options{JoinTimeout: testJoin, Engine: multicast.Options{Self: id, Inc: inc, DatagramSize: 1400, BulkSize: sc.bulk, Heartbeat: testHeartbeat, SuspectTimeout: sc.suspect, Window: 256}}}, w.Now()))
 		})
 	}
 	l := newLedger()
@@ -202,10 +206,13 @@ func TestReliableDelivery(t *testing.T) {
 	if testing.Short() { // the race detector's run: the goroutine-free simulator needs fewer
 		seeds = 8
 	}
-	runs, cut := 0, 0
+	runs, cut, bulk := 0, 0, uint64(0)
 	defer func() {
 		if runs > 1 && cut == 0 && !t.Failed() {
 			t.Fatalf("no message was cut in %d runs: the cuts (multicast/send.go) went untested", runs)
+		}
+		if runs > 2 && bulk == 0 && !t.Failed() {
+			t.Fatalf("no bulk datagram was sent in %d runs: bulk datagrams (multicast/send.go, packSize) went untested", runs)
 		}
 	}()
 	testutil.ForSeeds(t, seeds, func(t *testing.T, seed int64) {
@@ -226,9 +233,10 @@ func TestReliableDelivery(t *testing.T) {
 			tot.NacksSent += ms.NacksSent
 			tot.RepairsSent += ms.RepairsSent
 			tot.MsgsDelivered += ms.MsgsDelivered
+			tot.BulkDatagrams += ms.BulkDatagrams
 		}
-		cut += l.cut
-		t.Logf("%v: delivered %d (%d cut), gaps %d, NACKs %d, repairs %d, sim %+v", sc, tot.MsgsDelivered, l.cut, tot.GapsDetected, tot.NacksSent, tot.RepairsSent, w.Stats())
+		cut, bulk = cut+l.cut, bulk+tot.BulkDatagrams
+		t.Logf("%v: delivered %d (%d cut, %d bulk datagrams), gaps %d, NACKs %d, repairs %d, sim %+v", sc, tot.MsgsDelivered, l.cut, tot.BulkDatagrams, tot.GapsDetected, tot.NacksSent, tot.RepairsSent, w.Stats())
 		for _, id := range ids(sc.nodes) {
 			_, ms := core(w, id).Stats()
 			if ms.Buffered != 0 || ms.Unstable != 0 {

@@ -195,7 +195,7 @@ func (n *Node) counters() Counters {
 		{"strangers", ms.Strangers}, {"strangers_evicted", ms.PeersEvicted}, {"strangers_unannounced", ms.PeersUnannounced},
 		{"foreign_data", ms.ForeignData}, {"nacks_refused", ms.NackRefused}, {"repairs_over_budget", ms.RepairBudget},
 		{"future_incarnation", ms.FutureInc}, {"data_unplaced", ms.Unplaced},
-		{"msgs_sent", ms.MsgsSent}, {"bytes_sent", ms.BytesSent}, {"data_datagrams", ms.DataDatagrams},
+		{"msgs_sent", ms.MsgsSent}, {"bytes_sent", ms.BytesSent}, {"data_datagrams", ms.DataDatagrams}, {"bulk_datagrams", ms.BulkDatagrams},
 		{"msgs_delivered", ms.MsgsDelivered}, {"bytes_delivered", ms.BytesDelivered}, {"protocol_msgs", cs.ProtocolMsgs}, {"app_delivered", cs.AppDelivered}, {"for_others", gs.ForOthers},
 		{"duplicates", ms.Duplicates}, {"gaps_detected", ms.GapsDetected}, {"gaps_recovered", ms.GapsRecovered},
 		{"nacks_sent", ms.NacksSent}, {"nacked_seqs", ms.NackedSeqs}, {"nacks_suppressed", ms.NacksSuppressed},

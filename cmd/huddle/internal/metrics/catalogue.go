@@ -123,6 +123,7 @@ var catalogue = map[string]spec{
 	"msgs_sent":             counter("huddle_messages_sent", "Messages this node multicast."),
 	"bytes_sent":            counter("huddle_messages_sent_bytes", "Payload bytes of the messages this node multicast."),
 	"data_datagrams":        counter("huddle_data_datagrams_sent", "Datagrams that carried this node's messages."),
+	"bulk_datagrams":        counter("huddle_bulk_datagrams_sent", "Datagrams of this node's messages longer than datagram_size (bulk_datagram_size), IP-fragmented."),
 	"msgs_delivered":        counter("huddle_messages_delivered", "Messages delivered by the multicast layer, exactly once each."),
 	"bytes_delivered":       counter("huddle_messages_delivered_bytes", "Payload bytes of the messages delivered by the multicast layer."),
 	"protocol_msgs":         counter("huddle_protocol_messages_delivered", "Delivered messages of the election and the lock."),
