@@ -98,7 +98,8 @@ type Config struct {
 	// messages into while no member has asked it for a repair in the last
 	// ten heartbeats; at the first request it packs to datagram_size
 	// again. Every message is still cut to fit datagram_size, so repairs
-	// do. Datagrams above the MTU cross the LAN in IP fragments: fewer
+	// do; messages smaller than an eighth of datagram_size are not packed
+	// in bulk (they gain nothing). Datagrams above the MTU cross the LAN in IP fragments: fewer
 	// datagrams for the same messages (a sender's cost is per datagram),
 	// but a lost fragment loses the whole datagram, hence only while
 	// nothing is lost. 0 (or datagram_size) turns it off: set 0 where IP

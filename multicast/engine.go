@@ -129,7 +129,7 @@ type Engine struct {
 	fullSince     time.Time              // since when the send window has been full; zero when it is not
 	lagReported   bool                   // the laggards of this full window were reported
 	senders       int                    // members sending now, this one included: they share the window
-	sendq         []uint64               // own seqs to transmit at the next flush
+	sendq         []sendItem             // own messages (fragments) to transmit at the next flush
 	tail          tail                   // the last datagram that packing sendq will fill
 	lossAt        time.Time              // when a member last asked for a repair of our own data (cut)
 	quiet         int                    // heartbeats a lossy period lasts after lossAt (lossy); 0: cutQuiet

@@ -26,6 +26,7 @@ func (e *Engine) Multicast(service, payload []byte, order wire.Order, dest uint6
 			return 0, ErrWindowFull
 		}
 	}
+	small := e.small(len(payload))
 	d := owned(&wire.Data{Order: order, Dest: dest, Service: service, Payload: payload})
 	if c.n > 1 {
 		d.FragCount = uint32(c.n)
@@ -36,8 +37,8 @@ func (e *Engine) Multicast(service, payload []byte, order wire.Order, dest uint6
 		d.Seq, d.FragIndex, d.Payload = e.own.next, uint32(i), body[from:to]
 		from = to
 		e.own.ring.put(d, e.view)
-		e.sendq = append(e.sendq, d.Seq)
-		e.tail.add(e, wire.DataSize(&d))
+		e.sendq = append(e.sendq, sendItem{d.Seq, small})
+		e.tail.add(e, wire.DataSize(&d), small)
 		e.own.next++
 	}
 	e.own.high = e.own.next - 1
@@ -78,10 +79,10 @@ func (e *Engine) cut(serviceLen, payloadLen int, order wire.Order, dest uint64) 
 	}
 	per := e.fragmentSize(serviceLen)
 	c := cutting{n: n, first: per, per: per}
-	if e.tail.n == 0 || order == wire.Record || payloadLen < e.opt.DatagramSize/8 || e.lossy() {
+	if e.tail.n == 0 || order == wire.Record || e.small(payloadLen) || e.lossy() {
 		return c, nil
 	}
-	ds := e.packSize()
+	ds := e.tail.limit(e)
 	h := e.header(wire.KindBatch)
 	// The first fragment with an empty payload, counting the most
 	// fragments a cut could take (one more than uncut).
@@ -156,18 +157,44 @@ func (e *Engine) packSize() int {
 	return e.opt.DatagramSize
 }
 
-// tail is what packData (below) will put in the last datagram of the send
-// queue as it stands: n messages whose DataSize values sum to fields.
-type tail struct{ n, fields int }
+// small reports whether a message of payloadLen bytes is smaller than an
+// eighth of a datagram: such a message is never cut, and a datagram that
+// holds one is not a bulk datagram (packData).
+func (e *Engine) small(payloadLen int) bool { return payloadLen < e.opt.DatagramSize/8 }
 
-// add follows packData as it packs one more message of DataSize sz.
-func (t *tail) add(e *Engine, sz int) {
-	h := e.header(wire.KindBatch)
-	if t.n > 0 && wire.BatchSize(&h, t.n+1, t.fields+sz) > e.packSize() {
-		*t = tail{}
+// sendItem is a message (fragment) in the send queue: its seq, and whether
+// it is of a small message.
+type sendItem struct {
+	seq   uint64
+	small bool
+}
+
+// tail is what packData (below) will put in the last datagram of the send
+// queue as it stands: n messages whose DataSize values sum to fields, and
+// whether one of them is of a small message.
+type tail struct {
+	n, fields int
+	small     bool
+}
+
+// limit is the longest the tail's datagram may grow: packSize, but
+// datagram_size once it holds a small message.
+func (t *tail) limit(e *Engine) int {
+	if t.small {
+		return e.opt.DatagramSize
 	}
-	t.n++
-	t.fields += sz
+	return e.packSize()
+}
+
+// add follows packData as it packs one more message of DataSize sz, of a
+// small message or not.
+func (t *tail) add(e *Engine, sz int, small bool) {
+	h := e.header(wire.KindBatch)
+	next := tail{n: t.n + 1, fields: t.fields + sz, small: t.small || small}
+	if t.n > 0 && wire.BatchSize(&h, next.n, next.fields) > next.limit(e) {
+		next = tail{n: 1, fields: sz, small: small}
+	}
+	*t = next
 }
 
 // Own returns the service and payload of this node's unfragmented message
@@ -307,18 +334,17 @@ func (e *Engine) packData() {
 	if len(e.sendq) == 0 {
 		return
 	}
-	h := e.header(wire.KindBatch)
-	limit := e.packSize()
 	// Every batch is a window of one reused array: no allocation per datagram.
 	all := e.batchBuf[:0]
+	var t tail // the datagram being filled: tail.add decides where one ends
 	start, fields := 0, 0
-	for _, s := range e.sendq {
-		en := e.own.ring.get(s)
+	for _, q := range e.sendq {
+		en := e.own.ring.get(q.seq)
 		if en == nil {
 			continue
 		}
 		sz := wire.DataSize(&en.data)
-		if n := len(all) - start; n > 0 && wire.BatchSize(&h, n+1, fields+sz) > limit {
+		if t.add(e, sz, q.small); t.n == 1 && len(all) > start {
 			e.emitBatch(all[start:len(all):len(all)], fields)
 			start, fields = len(all), 0
 		}
