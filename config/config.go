@@ -99,13 +99,13 @@ type Config struct {
 	// ten heartbeats; at the first request it packs to datagram_size
 	// again. Every message is still cut to fit datagram_size, so repairs
 	// do; messages smaller than an eighth of datagram_size are not packed
-	// in bulk (they gain nothing). Datagrams above the MTU cross the LAN in IP fragments: fewer
-	// datagrams for the same messages (a sender's cost is per datagram),
-	// but a lost fragment loses the whole datagram, hence only while
-	// nothing is lost. 0 (or datagram_size) turns it off: set 0 where IP
-	// fragments do not pass. Default 65000. It may differ between
-	// members: every member reads datagrams of up to 65000 bytes.
-	// 0, or datagram_size to 65000.
+	// in bulk (they gain nothing). Datagrams above the MTU cross the LAN
+	// in IP fragments: fewer datagrams for the same messages (a sender's
+	// cost is per datagram), but a lost fragment loses the whole
+	// datagram, hence only while nothing is lost. 0 (or datagram_size)
+	// turns it off: set 0 where IP fragments do not pass. Default 65000.
+	// It may differ between members: every member reads datagrams of up
+	// to 65000 bytes. 0, or datagram_size to 65000.
 	BulkDatagramSize int `toml:"bulk_datagram_size"`
 
 	// RecvBuffer is the socket receive buffer requested from the kernel, in

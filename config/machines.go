@@ -109,7 +109,6 @@ func (c Config) GroupSettings() []membership.Setting {
 	if t := c.Transport; t != "" && t != "multicast" {
 		ss = append(ss, membership.Setting{Name: "transport", Value: t})
 	}
-
 	return ss
 }
 
