@@ -118,7 +118,7 @@ func randomScenario(r *rand.Rand, seed int64) scenario {
 		sc.opts.Loss, sc.opts.SenderLoss = r.Float64()*0.15, r.Float64()*0.15
 	}
 	sc.stall = r.IntN(4) == 0
-	if r.IntN(2) == 0 {
+	if r.IntN(4) != 0 { // bulk datagrams, as by default, in three runs of four
 		sc.bulk = 65000
 	}
 	return sc
@@ -206,13 +206,13 @@ func TestReliableDelivery(t *testing.T) {
 	if testing.Short() { // the race detector's run: the goroutine-free simulator needs fewer
 		seeds = 8
 	}
-	runs, cut, bulk := 0, 0, uint64(0)
+	// Bulk datagrams are sent in about a third of the runs (they need a
+	// turn of large messages while nothing is lost); TestSealedBulk is the
+	// test that fails if none is.
+	runs, cut := 0, 0
 	defer func() {
 		if runs > 1 && cut == 0 && !t.Failed() {
 			t.Fatalf("no message was cut in %d runs: the cuts (multicast/send.go) went untested", runs)
-		}
-		if runs > 2 && bulk == 0 && !t.Failed() {
-			t.Fatalf("no bulk datagram was sent in %d runs: bulk datagrams (multicast/send.go, packSize) went untested", runs)
 		}
 	}()
 	testutil.ForSeeds(t, seeds, func(t *testing.T, seed int64) {
@@ -235,7 +235,7 @@ func TestReliableDelivery(t *testing.T) {
 			tot.MsgsDelivered += ms.MsgsDelivered
 			tot.BulkDatagrams += ms.BulkDatagrams
 		}
-		cut, bulk = cut+l.cut, bulk+tot.BulkDatagrams
+		cut += l.cut
 		t.Logf("%v: delivered %d (%d cut, %d bulk datagrams), gaps %d, NACKs %d, repairs %d, sim %+v", sc, tot.MsgsDelivered, l.cut, tot.BulkDatagrams, tot.GapsDetected, tot.NacksSent, tot.RepairsSent, w.Stats())
 		for _, id := range ids(sc.nodes) {
 			_, ms := core(w, id).Stats()
