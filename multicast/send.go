@@ -32,13 +32,14 @@ func (e *Engine) Multicast(service, payload []byte, order wire.Order, dest uint6
 		d.FragCount = uint32(c.n)
 	}
 	first, body, from := e.own.next, d.Payload, 0
+	pk := e.packing()
 	for i := range c.n {
 		to := min(len(body), from+c.size(i))
 		d.Seq, d.FragIndex, d.Payload = e.own.next, uint32(i), body[from:to]
 		from = to
 		e.own.ring.put(d, e.view)
 		e.sendq = append(e.sendq, sendItem{d.Seq, small})
-		e.tail.add(e, wire.DataSize(&d), small)
+		e.tail.add(&pk, wire.DataSize(&d), small)
 		e.own.next++
 	}
 	e.own.high = e.own.next - 1
@@ -82,8 +83,9 @@ func (e *Engine) cut(serviceLen, payloadLen int, order wire.Order, dest uint64) 
 	if e.tail.n == 0 || order == wire.Record || e.small(payloadLen) || e.lossy() {
 		return c, nil
 	}
-	ds := e.tail.limit(e)
-	h := e.header(wire.KindBatch)
+	pk := e.packing()
+	ds := e.tail.limit(&pk)
+	h := pk.h
 	// The first fragment with an empty payload, counting the most
 	// fragments a cut could take (one more than uncut).
 	d := wire.Data{Seq: e.own.next, Order: order, Dest: dest, FragCount: uint32(n + 1)}
@@ -177,24 +179,37 @@ type tail struct {
 	small     bool
 }
 
+// packing is what packing a datagram depends on, taken once per
+// Multicast or packData rather than once per message: a batch's header,
+// datagram_size, and packSize as it is now.
+type packing struct {
+	h        wire.Header
+	ds, bulk int
+}
+
+func (e *Engine) packing() packing {
+	return packing{h: e.header(wire.KindBatch), ds: e.opt.DatagramSize, bulk: e.packSize()}
+}
+
 // limit is the longest the tail's datagram may grow: packSize, but
 // datagram_size once it holds a small message.
-func (t *tail) limit(e *Engine) int {
+func (t *tail) limit(pk *packing) int {
 	if t.small {
-		return e.opt.DatagramSize
+		return pk.ds
 	}
-	return e.packSize()
+	return pk.bulk
 }
 
 // add follows packData as it packs one more message of DataSize sz, of a
-// small message or not.
-func (t *tail) add(e *Engine, sz int, small bool) {
-	h := e.header(wire.KindBatch)
+// small message or not, and reports whether the message starts a new
+// datagram.
+func (t *tail) add(pk *packing, sz int, small bool) bool {
 	next := tail{n: t.n + 1, fields: t.fields + sz, small: t.small || small}
-	if t.n > 0 && wire.BatchSize(&h, next.n, next.fields) > next.limit(e) {
+	if t.n > 0 && wire.BatchSize(&pk.h, next.n, next.fields) > next.limit(pk) {
 		next = tail{n: 1, fields: sz, small: small}
 	}
 	*t = next
+	return t.n == 1
 }
 
 // Own returns the service and payload of this node's unfragmented message
@@ -337,21 +352,20 @@ func (e *Engine) packData() {
 	// Every batch is a window of one reused array: no allocation per datagram.
 	all := e.batchBuf[:0]
 	var t tail // the datagram being filled: tail.add decides where one ends
-	start, fields := 0, 0
+	pk := e.packing()
+	start := 0
 	for _, q := range e.sendq {
 		en := e.own.ring.get(q.seq)
 		if en == nil {
 			continue
 		}
-		sz := wire.DataSize(&en.data)
-		if t.add(e, sz, q.small); t.n == 1 && len(all) > start {
-			e.emitBatch(all[start:len(all):len(all)], fields)
-			start, fields = len(all), 0
+		if full := t; t.add(&pk, wire.DataSize(&en.data), q.small) && full.n > 0 {
+			e.emitBatch(all[start:len(all):len(all)], full.fields)
+			start = len(all)
 		}
 		all = append(all, en.data)
-		fields += sz
 	}
-	e.emitBatch(all[start:len(all):len(all)], fields)
+	e.emitBatch(all[start:len(all):len(all)], t.fields)
 	e.batchBuf = all
 	e.sendq, e.tail = e.sendq[:0], tail{}
 	e.probe()
@@ -369,9 +383,9 @@ func (e *Engine) emitBatch(batch []wire.Data, fields int) {
 	default:
 		env := wire.Envelope{Header: e.header(wire.KindBatch), Batch: batch}
 		e.out = append(e.out, env)
+		if wire.BatchSize(&env.Header, len(batch), fields) > e.opt.DatagramSize {
+			e.stats.BulkDatagrams++
+		}
 	}
 	e.stats.DataDatagrams++
-	if h := e.header(wire.KindBatch); len(batch) > 1 && wire.BatchSize(&h, len(batch), fields) > e.opt.DatagramSize {
-		e.stats.BulkDatagrams++
-	}
 }

@@ -575,7 +575,7 @@ func (n *Node) receive(b *rxBatch, from source) {
 	for _, p := range b.pkts[:b.n] {
 		if p.N > limit {
 			n.truncated++
-			n.warnOnce("truncated", fmt.Sprintf("a datagram longer than the %d bytes this socket reads arrived and was dropped; every member must use the same datagram_size", limit), p.Src)
+			n.warnOnce("truncated", "a datagram longer than datagram_size arrived and was dropped; every member must use the same datagram_size", p.Src)
 			continue
 		}
 		src := p.Src

@@ -69,7 +69,7 @@ var catalogue = map[string]spec{
 	"unknown_kind":      counter("huddle_datagrams_unknown_kind", "Datagrams dropped: a kind this version does not know."),
 	"foreign_group":     counter("huddle_datagrams_foreign_group", "Datagrams of another group on the same address, dropped."),
 	"own_echo":          counter("huddle_datagrams_own_echo", "This node's own datagrams looped back by the host."),
-	"truncated":         counter("huddle_datagrams_truncated", "Datagrams longer than datagram_size, dropped."),
+	"truncated":         counter("huddle_datagrams_truncated", "Datagrams longer than a socket reads (65000 bytes on the group's, datagram_size on the repair socket), dropped."),
 	"injected_drops":    counter("huddle_datagrams_injected_drops", "Datagrams the built-in drop discarded (an experiment)."),
 	"cleartext_dropped": counter("huddle_datagrams_cleartext_dropped", "With a key, datagrams in the clear, dropped."),
 	"sealed_dropped":    counter("huddle_datagrams_sealed_dropped", "Without a key, sealed datagrams, dropped."),
