@@ -27,8 +27,9 @@ type Order = wire.Order
 const (
 	// FIFO delivers each sender's messages in the order it sent them.
 	FIFO = wire.FIFO
-	// Total delivers one order to every member of the view, through the
-	// view's coordinator as sequencer; it respects FIFO too.
+	// Total delivers one order to every member of the view, through a
+	// sequencer (the view's coordinator, or a member that sends alone:
+	// config sequencer); it respects FIFO too.
 	Total = wire.Total
 	// Safe is Total, and delivers a message only once every member of
 	// the view holds it.
@@ -41,7 +42,7 @@ const (
 )
 
 // View is a group view: its ID (epoch, coordinator) and its members,
-// oldest first; the first is the coordinator (and total order's
+// oldest first; the first is the coordinator (and total order's first
 // sequencer).
 type View = membership.View
 

@@ -124,6 +124,14 @@ type Config struct {
 	// is enough. This node's own: members may differ.
 	BusyPoll Duration `toml:"busy_poll"`
 
+	// Sequencer says who orders total and safe messages: "moving" (the
+	// default: each view's coordinator first, and the order moves to a
+	// member whose ordered messages the sequencer took 64 times in a row,
+	// over 16 of its records, so that a member sending alone orders its own without a round
+	// trip) or "coordinator" (each view's coordinator orders all, as
+	// releases before 2026-11-29 did). The same on every member.
+	Sequencer string `toml:"sequencer"`
+
 	// Heartbeat is the interval between session messages, which carry each
 	// member's receive state and double as heartbeats. LAN default 50ms,
 	// local 20ms. Shorter detects loss of the last message and crashes
@@ -209,7 +217,7 @@ type Config struct {
 
 	// SendOrder is the delivery order of those messages: "fifo" (each
 	// sender's order), "total" (one order for every member, through the
-	// view's coordinator as sequencer), "safe" (total, and delivered only
+	// view's sequencer: see Sequencer), "safe" (total, and delivered only
 	// once every member holds the message) or "causal" (after everything
 	// its sender had delivered before it). Default "fifo".
 	SendOrder string `toml:"send_order"`
@@ -628,6 +636,7 @@ func LAN() Config {
 		Group:            "huddle",
 		Addr:             "239.192.72.68:7468",
 		Transport:        "multicast",
+		Sequencer:        "moving",
 		TTL:              1,
 		Loopback:         true,
 		DatagramSize:     multicast.DefaultDatagramSize,

@@ -49,6 +49,7 @@ var usage = map[string]string{
 	"datagram_size":                "largest UDP payload in `bytes`, 512 to 65000",
 	"bulk_datagram_size":           "largest datagram in `bytes` a busy sender packs while nothing is lost (IP-fragmented), 0 (off) or datagram_size to 65000",
 	"recv_buffer":                  "socket receive buffer in `bytes`, 65536 to 1 GiB",
+	"sequencer":                    "who orders total and safe messages: `moving` (to a member that sends alone) or coordinator",
 	"busy_poll":                    "after a total or safe send, read the group socket without sleeping until its delivery, at most this `long`, 0 (off) to 100ms",
 	"heartbeat":                    "`interval` between session messages (heartbeats), 1ms to 10s",
 	"suspect_timeout":              "`silence` after which a peer is suspected, 3 heartbeats to 10m",

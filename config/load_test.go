@@ -466,6 +466,7 @@ func everything() Config {
 		DatagramSize:     9000,
 		RecvBuffer:       1 << 20,
 		BusyPoll:         ms(1),
+		Sequencer:        "coordinator",
 		Heartbeat:        ms(30),
 		SuspectTimeout:   ms(300),
 		JoinTimeout:      ms(250),

@@ -28,6 +28,8 @@ func (c Config) Membership() membership.Options {
 		JoinTimeout: c.JoinTimeout.D(),
 		Settings:    c.GroupSettings(),
 		Quorum:      c.QuorumOptions(),
+
+		FixedSequencer: c.Sequencer == "coordinator",
 	}
 }
 
@@ -108,6 +110,12 @@ func (c Config) GroupSettings() []membership.Setting {
 	}
 	if t := c.Transport; t != "" && t != "multicast" {
 		ss = append(ss, membership.Setting{Name: "transport", Value: t})
+	}
+	// A node of a release before the moving sequencer orders as
+	// "coordinator" does, and takes no record that hands the order on:
+	// so "moving" is compared, "coordinator" is not.
+	if s := c.Sequencer; s == "" || s == "moving" {
+		ss = append(ss, membership.Setting{Name: "sequencer", Value: "moving"})
 	}
 	return ss
 }

@@ -51,6 +51,7 @@ func (c *Config) problems() []error {
 		checkGroup(c.Group),
 		checkAddr(c.Addr),
 		oneOf("transport", "a transport", cmp.Or(c.Transport, "multicast"), "multicast", "unicast"),
+		oneOf("sequencer", "a sequencer", cmp.Or(c.Sequencer, "moving"), "moving", "coordinator"),
 		checkPeers(c.Peers),
 		checkListen(c.Listen),
 		unicastOnly(c),

@@ -39,6 +39,9 @@ func TestValidate(t *testing.T) {
 		{"addr last port", func(c *Config) { c.Addr = "239.1.1.1:65535" }, `config: addr: port "65535" is out of range (1 to 65534: huddle also uses the next port, for repairs)`},
 		{"transport", func(c *Config) { c.Transport = "tcp" }, `config: transport: "tcp" is not a transport (multicast, unicast)`},
 		{"transport empty", func(c *Config) { c.Transport = "" }, ""},
+		{"sequencer", func(c *Config) { c.Sequencer = "token" }, `config: sequencer: "token" is not a sequencer (moving, coordinator)`},
+		{"sequencer empty", func(c *Config) { c.Sequencer = "" }, ""},
+		{"sequencer coordinator", func(c *Config) { c.Sequencer = "coordinator" }, ""},
 		{"unicast", func(c *Config) {
 			c.Transport, c.Peers, c.Listen, c.PeersOnly = "unicast", AddrList{"10.0.0.2:7468", "node3", "node4.example:9000"}, "10.0.0.1:7500", true
 		}, ""},

@@ -80,10 +80,9 @@ func cloneDelivery(d Delivery) Delivery {
 	return d
 }
 
-// sequencer reports whether this node orders its view's messages.
-func (m *Machine) sequencer() bool {
-	return m.state == member && len(m.view.Members) > 0 && m.view.Members[0].ID == m.self
-}
+// sequencer reports whether this node orders its view's messages as
+// they come.
+func (m *Machine) sequencer() bool { return m.state == member && m.orderer.ordering() }
 
 // hand passes one message of the installed view, in its source's order,
 // to the orderer.
@@ -95,7 +94,7 @@ func (m *Machine) hand(d Delivery) { m.orderer.hand(d, m.sequencer()) }
 // change drops them (the view's end orders them).
 func (m *Machine) sendRecords() {
 	o := &m.orderer
-	if !m.sequencer() || m.participant != nil || !o.recordDue(m.now) {
+	if m.state != member || m.participant != nil || !o.recordDue(m.now) {
 		return
 	}
 	per := max(1, min(wire.MaxRecordRuns, (m.opt.Engine.DatagramSize-2*wire.MaxHeader)/wire.RecordSize(1)))
@@ -116,7 +115,7 @@ func (m *Machine) sendRecords() {
 // recordDeadline is when the sequencer's next record is due; zero when
 // none waits.
 func (m *Machine) recordDeadline() time.Time {
-	if !m.sequencer() || m.participant != nil {
+	if m.state != member || m.participant != nil {
 		return time.Time{}
 	}
 	return m.orderer.recordDeadline()

@@ -114,7 +114,7 @@ func TestForgedSuspicionDoesNotExclude(t *testing.T) {
 
 // TestForgedRefusalStopsNoJoiner: a refusal of a joiner from a node that
 // does not coordinate a view, or naming a setting value the joiner does
-// not have, is ignored. Before, any refusal with the joiner's ID and
+// not have (a value of a setting it does not send included), is ignored. Before, any refusal with the joiner's ID and
 // incarnation stopped it.
 func TestForgedRefusalStopsNoJoiner(t *testing.T) {
 	l := newLAN(t, 5)
@@ -127,11 +127,14 @@ func TestForgedRefusalStopsNoJoiner(t *testing.T) {
 	bad := refuse
 	bad.Refuse.Theirs = []byte("5s")
 	l.forge(99, 1, wire.ViewID{Epoch: 3, Coord: 99}, bad) // not what the joiner has
+	absent := refuse
+	absent.Refuse.Setting, absent.Refuse.Theirs = []byte("no_such_setting"), []byte("x")
+	l.forge(99, 1, wire.ViewID{Epoch: 3, Coord: 99}, absent) // a value of a setting the joiner does not send
 	if m.Left() {
 		t.Fatal("a forged refusal stopped the joiner")
 	}
-	if got := m.Stats().RoleRefused; got != 3 {
-		t.Fatalf("role_refused %d, want 3", got)
+	if got := m.Stats().RoleRefused; got != 4 {
+		t.Fatalf("role_refused %d, want 4", got)
 	}
 	l.forge(99, 1, wire.ViewID{Epoch: 3, Coord: 99}, refuse) // as a coordinator refuses
 	if !m.Left() {

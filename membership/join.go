@@ -84,7 +84,9 @@ func (m *Machine) onRefuse(now time.Time, env *wire.Envelope) {
 }
 
 // refusalFits reports whether a refusal names a setting this node has, with
-// the value it has (the coordinator quotes the joiner's), or a full group.
+// the value it has (the coordinator quotes the joiner's), or one it does
+// not send (quoted as empty: a setting sent only when it is not what
+// releases before it did, such as sequencer), or a full group.
 func (m *Machine) refusalFits(r *wire.Refuse) bool {
 	if string(r.Setting) == "members" {
 		return true
@@ -95,5 +97,5 @@ func (m *Machine) refusalFits(r *wire.Refuse) bool {
 			mine, has = s.Value, true
 		}
 	}
-	return has && mine == string(r.Theirs) && mine != string(r.Ours)
+	return (has || len(r.Theirs) == 0) && mine == string(r.Theirs) && mine != string(r.Ours)
 }

@@ -30,6 +30,13 @@ type Options struct {
 	MessageSize int
 	// Quorum decides which views are primary (off: all of them).
 	Quorum Quorum
+	// FixedSequencer keeps total order's sequencer on each view's
+	// coordinator. By default the order moves to a member whose ordered
+	// messages the sequencer took MoveAfter times in a row, over MoveTurns
+	// records (docs/design.md,
+	// "The sequencer moves"). Every member of a group must agree
+	// (config's sequencer, a group setting).
+	FixedSequencer bool
 	// Replicated says the node keeps replicated state (state transfer,
 	// docs/design.md "State transfer"): it starts behind the group, until
 	// SetCurrent.
@@ -235,6 +242,7 @@ type Stats struct {
 	RecordsSent      uint64 // order records sent as the sequencer
 	RecordsReceived  uint64 // order records taken (the sequencer's own included)
 	BadRecords       uint64 // order records not from the view's sequencer, out of turn, or malformed
+	SequencerMoves   uint64 // records taken that hand the order to another member (the sequencer moves)
 	OrderedDelivered uint64 // total and safe messages delivered
 	Unrecorded       uint64 // of those, delivered at a view's end without a record, by (source, seq)
 	Unheld           uint64 // recorded messages past a view's cut, which no member delivers
@@ -271,6 +279,9 @@ func New(opt Options, now time.Time) *Machine {
 		coord: newCoordinator(eo.Self, eo.SuspectTimeout, eo.Heartbeat*3/2, opt.Settings),
 	}
 	m.orderer = newOrderer(m.self, m.engine, &m.stats)
+	if !opt.FixedSequencer {
+		m.orderer.moveAfter, m.orderer.moveTurns = MoveAfter, MoveTurns
+	}
 	m.engine.SetMembers([]wire.Member{}) // no view: what it receives stays unstable until one counts who holds it
 	return m
 }

@@ -9,16 +9,17 @@ import (
 // orderer delivers one view's messages in their order (docs/design.md, total
 // order). FIFO messages go up as they come, each source's in its stream
 // order. Total and safe messages wait for the order records of the view's
-// sequencer, its coordinator, which multicasts them in its own reliable
-// stream; a safe message waits, besides, until every member reports
-// holding it. A source's messages after one that waits wait behind it, so
-// every source's messages stay in its order whatever their kind.
+// sequencer, its coordinator or the member the order moved to
+// (sequencer.go), which multicasts them in its own reliable stream; a
+// safe message waits, besides, until every member reports holding it. A
+// source's messages after one that waits wait behind it, so every
+// source's messages stay in its order whatever their kind.
 //
 // At the end of the view, what the records order is delivered first, then
 // what they do not order, by (source, seq), numbered on from the last
 // record. Every member that installs the same next view holds the same
 // messages of this view (the flush's cut) and the same records (they are
-// part of the sequencer's stream, inside the cut), so every one of them
+// part of the sequencers' streams, inside the cut), so every one of them
 // ends the view in the same order. These deliveries are marked Final.
 //
 // The limit of a sequencer: when a partition splits the view, the side
@@ -37,6 +38,8 @@ type orderer struct {
 	self      uint64
 	holds     holder
 	stats     *Stats
+	moveAfter int                   // hand the order to a member after this many ordered messages in a row of its; 0: never
+	moveTurns int                   // and as many records sent since the first of them at least
 	members   []wire.Member         // the installed view's, its sequencer first
 	held      map[uint64][]Delivery // per source: messages waiting, in stream order; the head is ordered
 	out       []Delivery            // delivered, not taken yet
@@ -57,6 +60,8 @@ type viewOrder struct {
 	toOrder  []wire.OrderRun // ordered messages handed to the sequencer, not recorded yet
 	recorded uint64          // messages the records it sent have numbered
 	recordAt time.Time       // the last record's time, or after one could not go out the next try
+
+	moving // who orders: the sequencer moves (sequencer.go)
 
 	safeNews bool      // a safe message of another source arrived: tell the others this node holds it
 	reportAt time.Time // not before then (a session message per step at most, and not too often)
@@ -119,7 +124,7 @@ func (o *orderer) hand(d Delivery, sequencer bool) {
 		}
 	}
 	if ordered(d.Order) {
-		if sequencer {
+		if o.handOrdered(d.Source) && sequencer {
 			o.assign(d.Source, d.Seq)
 		}
 		if d.Order == wire.Safe && d.Source != o.self {
@@ -183,6 +188,7 @@ func (o *orderer) take(events []Event) []Event {
 // assign queues (src, seq) for the next record: it extends the last run
 // when that run is src's, since a run is src's next ordered messages.
 func (o *orderer) assign(src, seq uint64) {
+	o.assigned1(src)
 	if n := len(o.toOrder); n > 0 && o.toOrder[n-1].Source == src {
 		o.toOrder[n-1].Count++
 		return
@@ -190,22 +196,50 @@ func (o *orderer) assign(src, seq uint64) {
 	o.toOrder = append(o.toOrder, wire.OrderRun{Source: src, Seq: seq, Count: 1})
 }
 
-// onRecord takes an order record of the view's sequencer.
+// onRecord takes an order record of the view's sequencer, or keeps one of
+// another member for when the order moves to it (sequencer.go).
 func (o *orderer) onRecord(d *Delivery) {
-	if c := o.members[0]; d.Source != c.ID || d.Inc != c.Inc {
-		o.stats.BadRecords++ // only the coordinator orders
+	if err := o.dec.DecodeRecord(d.Payload, &o.rec); err != nil || !o.member(d.Source, d.Inc) {
+		o.stats.BadRecords++ // a forgery, or a bug
 		return
 	}
-	if err := o.dec.DecodeRecord(d.Payload, &o.rec); err != nil || o.rec.First != o.numbered+1 || len(o.runs)+len(o.rec.Runs) > maxRuns {
-		o.stats.BadRecords++ // records come exactly once, in order: a forgery, or a bug
+	if d.Source != o.sequencerID() {
+		o.keep(d, &o.rec) // the order may move to d's source
 		return
+	}
+	if o.apply(d, &o.rec) {
+		if len(o.kept) > 0 {
+			o.takeKept()
+		}
+		o.pump(false)
+	}
+}
+
+// apply takes record rec, the payload of d, of the sequencer: its runs
+// are numbered next, and when it hands the order on, the member it names
+// orders next. It reports false, counting a bad record, when rec is not
+// the next in turn, would hold too many runs, or hands the order to no
+// other member.
+func (o *orderer) apply(d *Delivery, rec *wire.OrderRecord) bool {
+	src := d.Source
+	next := -1
+	if rec.Next != 0 {
+		next = o.index(rec.Next)
+	}
+	if rec.First != o.numbered+1 || len(o.runs)+len(rec.Runs) > maxRuns || rec.Next != 0 && (next < 0 || rec.Next == src) {
+		o.stats.BadRecords++ // records come exactly once, in order: a forgery, or a bug
+		return false
 	}
 	o.stats.RecordsReceived++
-	for _, r := range o.rec.Runs {
+	for _, r := range rec.Runs {
 		o.runs = append(o.runs, run{r, o.numbered + 1})
 		o.numbered += r.Count
+		o.counted(r.Source, r.Count)
 	}
-	o.pump(false)
+	if next >= 0 {
+		o.moveTo(next, d)
+	}
+	return true
 }
 
 // advance delivers the ordered messages whose turn has come, with the
@@ -303,13 +337,13 @@ func (o *orderer) setView(members []wire.Member) { o.members = members }
 // outstanding reports whether messages wait for their order, or for a
 // record to be sent.
 func (o *orderer) outstanding() bool {
-	return len(o.held) > 0 || len(o.runs) > 0 || len(o.toOrder) > 0
+	return len(o.held) > 0 || len(o.runs) > 0 || o.recordWaits()
 }
 
 // recordDue reports whether the sequencer has a record to send now.
 // (What it then leaves unrecorded is due at once: recordDeadline.)
 func (o *orderer) recordDue(now time.Time) bool {
-	if len(o.toOrder) == 0 || now.Before(o.recordAt) {
+	if !o.recordWaits() || now.Before(o.recordAt) {
 		return false
 	}
 	o.recordAt = now
@@ -324,12 +358,13 @@ func (o *orderer) recordBlocked(now time.Time) { o.recordAt = now.Add(recordRetr
 // orderer's buffer (valid until the next call); ok is false when every
 // run is recorded.
 func (o *orderer) nextRecord(per int) (b []byte, runs int, ok bool) {
-	if len(o.toOrder) == 0 {
+	if !o.recordWaits() {
 		o.toOrder = nil
 		return nil, 0, false
 	}
 	n := min(len(o.toOrder), per)
-	o.buf = o.enc.AppendRecord(o.buf[:0], &wire.OrderRecord{First: o.recorded + 1, Runs: o.toOrder[:n]})
+	r := o.recordFor(o.toOrder[:n], n == len(o.toOrder))
+	o.buf = o.enc.AppendRecord(o.buf[:0], &r)
 	return o.buf, n, true
 }
 
@@ -339,12 +374,16 @@ func (o *orderer) recordSent(runs int) {
 		o.recorded += r.Count
 	}
 	o.toOrder = o.toOrder[runs:]
+	o.streakRec++
+	if len(o.toOrder) == 0 && o.handTo != 0 {
+		o.handSent = true
+	}
 }
 
 // recordDeadline is when the sequencer's next record is due; zero when
 // none waits.
 func (o *orderer) recordDeadline() time.Time {
-	if len(o.toOrder) == 0 {
+	if !o.recordWaits() {
 		return time.Time{}
 	}
 	return o.recordAt

@@ -84,7 +84,17 @@ func TestOrdererRefusesRecords(t *testing.T) {
 		name string
 		d    Delivery
 	}{
-		{"not the sequencer", func() Delivery { d := record(1, 1, wire.OrderRun{Source: 3, Seq: 1, Count: 1}); d.Source = 3; return d }()},
+		{"not a member", func() Delivery { d := record(1, 1, wire.OrderRun{Source: 3, Seq: 1, Count: 1}); d.Source = 4; return d }()},
+		{"handed to a stranger", func() Delivery {
+			d := record(1, 1, wire.OrderRun{Source: 3, Seq: 1, Count: 1})
+			d.Payload = wire.NewEncoder().AppendRecord(nil, &wire.OrderRecord{First: 1, Runs: []wire.OrderRun{{Source: 3, Seq: 1, Count: 1}}, Next: 4})
+			return d
+		}()},
+		{"handed to itself", func() Delivery {
+			d := record(1, 1, wire.OrderRun{Source: 3, Seq: 1, Count: 1})
+			d.Payload = wire.NewEncoder().AppendRecord(nil, &wire.OrderRecord{First: 1, Runs: []wire.OrderRun{{Source: 3, Seq: 1, Count: 1}}, Next: 2})
+			return d
+		}()},
 		{"another incarnation", func() Delivery { d := record(1, 1, wire.OrderRun{Source: 3, Seq: 1, Count: 1}); d.Inc = 2; return d }()},
 		{"out of turn", record(1, 2, wire.OrderRun{Source: 3, Seq: 1, Count: 1})},
 		{"malformed", func() Delivery { d := record(1, 1); d.Payload = []byte{0xc1}; return d }()},
@@ -143,6 +153,7 @@ func TestOrdererEnd(t *testing.T) {
 
 func TestOrdererRecordsAsSequencer(t *testing.T) {
 	o, _ := testOrderer(nil)
+	o.seqr = 1 // node 1 orders
 	for _, d := range []Delivery{msg(3, 1, wire.Total), msg(3, 2, wire.Safe), msg(2, 1, wire.Total), msg(3, 3, wire.Total)} {
 		o.hand(d, true)
 	}

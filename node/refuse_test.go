@@ -108,6 +108,9 @@ func TestJoinerWithOtherSettingsIsRefused(t *testing.T) {
 		// unicast node's probe reaching a multicast node's fallback
 		// socket), the joiner is refused all the same.
 		{"transport", func(c *config.Config) { c.Transport = "unicast" }},
+		// A node that keeps the coordinator ordering sends no sequencer
+		// setting, as a release before the moving sequencer does.
+		{"sequencer", func(c *config.Config) { c.Sequencer = "coordinator" }},
 	} {
 		t.Run(tc.setting, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -176,7 +176,7 @@ func (n *Node) counters() Counters {
 		{"membership_msgs", gs.MembershipMsgs}, {"stale_membership", gs.StaleMembership},
 		{"wrong_view", gs.WrongView}, {"future_dropped", gs.FutureDropped}, {"beyond_cut", gs.BeyondCut},
 		{"ordered_delivered", gs.OrderedDelivered}, {"records_sent", gs.RecordsSent}, {"records_received", gs.RecordsReceived},
-		{"bad_records", gs.BadRecords}, {"unrecorded", gs.Unrecorded}, {"unheld", gs.Unheld},
+		{"bad_records", gs.BadRecords}, {"unrecorded", gs.Unrecorded}, {"unheld", gs.Unheld}, {"sequencer_moves", gs.SequencerMoves},
 		{"causal_delivered", gs.CausalDelivered}, {"causal_waited", gs.CausalWaited}, {"causal_dropped", gs.CausalDropped}, {"bad_causal", gs.BadCausal},
 		{"role_refused", gs.RoleRefused}, {"epoch_refused", gs.EpochRefused}, {"inc_refused", gs.IncRefused},
 		{"bad_flushes", gs.BadFlushes}, {"heard_evicted", gs.HeardEvicted}, {"joins_held_off", gs.JoinsHeldOff},

@@ -92,7 +92,7 @@ func wantLines(t *testing.T, out string, frags ...string) {
 // the coordinator and its return.
 var demoPassed = []string{
 	"ok    membership", "ok    liveness", "ok    scenario",
-	"killed", "the total-order sequencer", "crashed", "restarted with the same ID", "joined",
+	"killed", "its first total-order sequencer", "crashed", "restarted with the same ID", "joined",
 	"out of view", "back in view", "\nPASS",
 }
 

@@ -6,12 +6,16 @@ import (
 )
 
 // OrderRecord is the payload of a Record message, which the sequencer of a
-// view (its coordinator) multicasts in its own reliable stream. It assigns
-// the next total-order numbers of the view, from First on, to the runs it
-// lists, one run after the other: [first, [source, seq, count, ...]].
+// view (its coordinator, or the member it handed the order to) multicasts
+// in its own reliable stream. It assigns the next total-order numbers of
+// the view, from First on, to the runs it lists, one run after the other:
+// [first, [source, seq, count, ...]], or [first, runs, next] when it hands
+// the order on: then the member next orders the view's messages from the
+// number after this record's last, and the record may list no runs.
 type OrderRecord struct {
 	First uint64 // the view-local total-order number (gseq) of the first run's first message
 	Runs  []OrderRun
+	Next  uint64 // the ID of the member that orders after this record; 0: the sender goes on
 }
 
 // OrderRun is Count ordered (total or safe) messages of Source, in its
@@ -25,17 +29,20 @@ type OrderRun struct {
 const MaxRecordRuns = 64
 
 // RecordSize is the most bytes a record of n runs takes.
-func RecordSize(n int) int { return 2 + 9 + 3 + n*(1+3*9) }
+func RecordSize(n int) int { return 2 + 9 + 3 + n*(1+3*9) + 9 }
 
 // AppendRecord appends the encoding of r to dst.
 func (e *Encoder) AppendRecord(dst []byte, r *OrderRecord) []byte {
 	e.buf.b = dst
-	e.array(2)
+	e.array(2 + int(min(r.Next, 1)))
 	e.uints(r.First)
 	e.array(len(r.Runs))
 	for _, run := range r.Runs {
 		e.array(3)
 		e.uints(run.Source, run.Seq, run.Count)
+	}
+	if r.Next != 0 {
+		e.uints(r.Next)
 	}
 	out := e.buf.b
 	e.buf.b = nil
@@ -46,15 +53,19 @@ func (e *Encoder) AppendRecord(dst []byte, r *OrderRecord) []byte {
 var errRecord = errors.New("order record")
 
 // DecodeRecord parses a record into r, reusing r.Runs. It rejects what no
-// sequencer sends: no runs, more than MaxRecordRuns, an empty run, numbers
-// that would overflow.
+// sequencer sends: no runs (unless it hands the order on), more than
+// MaxRecordRuns, an empty run, numbers that would overflow, a Next of 0.
 func (d *Decoder) DecodeRecord(data []byte, r *OrderRecord) (err error) {
 	d.data = data
 	d.r.Reset(data)
 	d.dec.ResetReader(&d.r)
 	defer func() { d.data = nil }()
-	if _, err := d.arrayLen(2); err != nil {
+	fields, err := d.countOf(1)
+	if err != nil {
 		return err
+	}
+	if fields != 2 && fields != 3 {
+		return d.fail("%v of %d fields (2 or 3)", errRecord, fields)
 	}
 	if r.First, err = d.seq(); err != nil {
 		return err
@@ -63,7 +74,7 @@ func (d *Decoder) DecodeRecord(data []byte, r *OrderRecord) (err error) {
 	if err != nil {
 		return err
 	}
-	if n == 0 || n > MaxRecordRuns {
+	if n == 0 && fields == 2 || n > MaxRecordRuns {
 		return d.fail("%v of %d runs (1 to %d)", errRecord, n, MaxRecordRuns)
 	}
 	r.Runs = grow(r.Runs, n)
@@ -87,6 +98,15 @@ func (d *Decoder) DecodeRecord(data []byte, r *OrderRecord) (err error) {
 		}
 		total += run.Count
 	}
+	r.Next = 0
+	if fields == 3 {
+		if r.Next, err = d.uint(); err != nil {
+			return err
+		}
+		if r.Next == 0 {
+			return d.fail("%v handed to member 0", errRecord)
+		}
+	}
 	if r.First == 0 || total > MaxSeq-r.First {
 		return d.fail("%v numbering %d messages from %d", errRecord, total, r.First)
 	}
@@ -97,4 +117,9 @@ func (d *Decoder) DecodeRecord(data []byte, r *OrderRecord) (err error) {
 }
 
 // String is for tests and logs.
-func (r OrderRecord) String() string { return fmt.Sprintf("record %d %v", r.First, r.Runs) }
+func (r OrderRecord) String() string {
+	if r.Next != 0 {
+		return fmt.Sprintf("record %d %v next %d", r.First, r.Runs, r.Next)
+	}
+	return fmt.Sprintf("record %d %v", r.First, r.Runs)
+}

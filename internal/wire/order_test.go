@@ -15,6 +15,8 @@ func TestRecordRoundTrip(t *testing.T) {
 	for _, r := range []OrderRecord{
 		{First: 1, Runs: []OrderRun{{Source: 7, Seq: 1, Count: 3}}},
 		{First: 1 << 40, Runs: runs},
+		{First: 1 << 40, Runs: runs, Next: ^uint64(0)},
+		{First: 9, Runs: nil, Next: 3},
 	} {
 		b := enc.AppendRecord(nil, &r)
 		if len(b) > RecordSize(len(r.Runs)) {
@@ -37,11 +39,12 @@ func TestRecordRejects(t *testing.T) {
 		too[i] = OrderRun{Source: 1, Seq: 1, Count: 1}
 	}
 	for name, r := range map[string]OrderRecord{
-		"no runs":     {First: 1},
-		"too many":    {First: 1, Runs: too},
-		"empty run":   {First: 1, Runs: []OrderRun{{Source: 1, Seq: 1}}},
-		"gseq 0":      {First: 0, Runs: []OrderRun{{Source: 1, Seq: 1, Count: 1}}},
-		"seq overrun": {First: 1, Runs: []OrderRun{{Source: 1, Seq: MaxSeq - 1, Count: 2}}},
+		"no runs":         {First: 1},
+		"next 0, no runs": {First: 1, Runs: []OrderRun{}},
+		"too many":        {First: 1, Runs: too},
+		"empty run":       {First: 1, Runs: []OrderRun{{Source: 1, Seq: 1}}},
+		"gseq 0":          {First: 0, Runs: []OrderRun{{Source: 1, Seq: 1, Count: 1}}},
+		"seq overrun":     {First: 1, Runs: []OrderRun{{Source: 1, Seq: MaxSeq - 1, Count: 2}}},
 	} {
 		var got OrderRecord
 		if err := dec.DecodeRecord(enc.AppendRecord(nil, &r), &got); !errors.Is(err, ErrMalformed) {
@@ -56,6 +59,8 @@ func FuzzRecord(f *testing.F) {
 	enc := NewEncoder()
 	f.Add(enc.AppendRecord(nil, &OrderRecord{First: 1, Runs: []OrderRun{{Source: 7, Seq: 1, Count: 3}, {Source: 9, Seq: 4, Count: 1}}}))
 	f.Add([]byte{0x92, 0x01, 0x90})
+	f.Add(enc.AppendRecord(nil, &OrderRecord{First: 5, Runs: []OrderRun{{Source: 7, Seq: 1, Count: 3}}, Next: 9}))
+	f.Add([]byte{0x93, 0x01, 0x90, 0x00})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var r OrderRecord
 		if err := NewDecoder().DecodeRecord(data, &r); err != nil {

@@ -588,7 +588,7 @@ func (d *demo) coordinator() (uint64, string) {
 		return 0, "no node runs"
 	}
 	if v := d.w.current(up); v != nil && len(v.Members) > 0 && d.running[v.Members[0]] {
-		return v.Members[0], "it was the coordinator of view " + v.ID + ", and so the total-order sequencer"
+		return v.Members[0], "it was the coordinator of view " + v.ID + ", and so its first total-order sequencer"
 	}
 	return up[len(up)-1], "the highest ID: no view yet"
 }

@@ -53,7 +53,7 @@ var (
 	membersDesc   = prometheus.NewDesc("huddle_view_members", "Members of the installed view.", nil, nil)
 	epochDesc     = prometheus.NewDesc("huddle_view_epoch", "Epoch of the installed view.", nil, nil)
 	primaryDesc   = prometheus.NewDesc("huddle_view_primary", "1 when the installed view is the primary component (always with quorum off), else 0.", nil, nil)
-	coordDesc     = prometheus.NewDesc("huddle_view_coordinator", "ID of the installed view's coordinator (and sequencer).", nil, nil)
+	coordDesc     = prometheus.NewDesc("huddle_view_coordinator", "ID of the installed view's coordinator (and first sequencer).", nil, nil)
 	leaderDesc    = prometheus.NewDesc("huddle_leader", "ID of the elected leader this node knows; 0 for none yet.", nil, nil)
 	roundDesc     = prometheus.NewDesc("huddle_leader_round", "The election round that chose the leader.", nil, nil)
 	lockDesc      = prometheus.NewDesc("huddle_lock_state", "1 for this node's lock state: released, wanted or held.", []string{"state"}, nil)
