@@ -337,7 +337,7 @@ func (o *orderer) setView(members []wire.Member) { o.members = members }
 // outstanding reports whether messages wait for their order, or for a
 // record to be sent.
 func (o *orderer) outstanding() bool {
-	return len(o.held) > 0 || len(o.runs) > 0 || o.recordWaits()
+	return len(o.held) > 0 || len(o.runs) > 0 || len(o.toOrder) > 0 || o.recordWaits()
 }
 
 // recordDue reports whether the sequencer has a record to send now.
@@ -359,7 +359,9 @@ func (o *orderer) recordBlocked(now time.Time) { o.recordAt = now.Add(recordRetr
 // run is recorded.
 func (o *orderer) nextRecord(per int) (b []byte, runs int, ok bool) {
 	if !o.recordWaits() {
-		o.toOrder = nil
+		if len(o.toOrder) == 0 {
+			o.toOrder = nil
+		}
 		return nil, 0, false
 	}
 	n := min(len(o.toOrder), per)

@@ -5,7 +5,8 @@ package lan_test
 // and the sequencer, the coordinator of their view, is killed mid-run.
 // The survivors end the view it died in with a flush that delivers what
 // it recorded, then what it did not, by (sender, seq), alike at every
-// survivor; logcheck verifies from the logs that they agree.
+// survivor; logcheck verifies from the logs that they agree. One run
+// kills the member the order moved to instead (one node sending alone).
 
 import (
 	"bytes"
@@ -25,6 +26,7 @@ import (
 type orderRun struct {
 	orders [4]string // --send-order of hosts 1..4
 	rate   int       // messages per second each node multicasts
+	rates  [4]int    // when set, host h's rate instead
 	// before and after are the ordered deliveries by record each node
 	// waits for in the view of four, and each survivor in its view
 	// without the sequencer: they set how long the run lasts.
@@ -44,7 +46,11 @@ const orderSuspect = "500ms"
 // sequencer's crash closely enough to read how many messages the flush
 // found unrecorded.
 func (o orderRun) flags(h int) []string {
-	return []string{"--suspect-timeout", orderSuspect, "--send-order", o.orders[h-1], "--send-rate", strconv.Itoa(o.rate),
+	rate := o.rate
+	if o.rates[h-1] > 0 {
+		rate = o.rates[h-1]
+	}
+	return []string{"--suspect-timeout", orderSuspect, "--send-order", o.orders[h-1], "--send-rate", strconv.Itoa(rate),
 		"--send-size", "200", "--trace-deliveries", "--stats-interval", "200ms"}
 }
 
@@ -97,6 +103,69 @@ func runSequencerKill(t *testing.T, o orderRun) {
 	r := g.check(true)
 	g.wantDeliveries(r)
 	checkSequencerKill(t, r, o, dead, next, seq, rest, kill)
+}
+
+// TestTotalOrderSurvivesMovedSequencerKill: node 1 multicasts in total
+// order at 1000 msg/s, the others at 2 msg/s each, at 5 % loss, so that
+// the order moves from the coordinator (the highest ID founds the group)
+// to node 1; node 1, the sequencer by then, is killed mid-run. The
+// survivors agree on the view, the checks of the logs hold (total order
+// included), and they end the dead view alike: the same number of
+// messages unrecorded, in (sender, seq) order.
+func TestTotalOrderSurvivesMovedSequencerKill(t *testing.T) {
+	const loss = 0.05
+	o := orderRun{orders: [4]string{"total", "total", "total", "total"}, rates: [4]int{1000, 2, 2, 2}}
+	g := startOrderGroup(t, lan.Options{Hosts: 4, Loss: loss}, o)
+	t.Logf("loss %.0f %% on every host's ingress, by %s; total order at %v msg/s", loss*100, g.l.LossMethod(), o.rates)
+	all := []int{1, 2, 3, 4}
+	formed := g.waitViews("group formed", all, ids(all...))
+	if c := formed[1].Members[0]; c == 1 {
+		t.Fatalf("node 1 coordinates view %s %v: the order has nowhere to move (the highest ID should found the group)", formed[1].ID, formed[1].Members)
+	}
+	g.waitOrdered("traffic in the view of four", all, formed[1].ID, 1000)
+	moved := func() bool {
+		evs, _ := logs.ReadFile(nodeLog(g.l, 1))
+		for _, ev := range evs {
+			if n, _ := ev.Uint("sequencer_moves"); ev.Name == logs.NodeStats && n > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if _, err := poll(viewTimeout, moved, g.live(all)...); err != nil {
+		t.Fatalf("node 1 sent alone but its node.stats never counted a move of the order to it: %v\n%s", err, g.trail())
+	}
+	dead := g.waitViews("before the kill", all, ids(all...))[1]
+	kill := g.kill(1)
+	rest := []int{2, 3, 4}
+	next := g.waitViews("after SIGKILL of the moved sequencer", rest, ids(rest...))
+	g.installedAfter("SIGKILL of the moved sequencer at 5 % loss", kill, next)
+	g.waitOrdered("traffic in the survivors' view", rest, next[2].ID, 4)
+	g.stop(rest)
+	r := g.check(true)
+	g.wantDeliveries(r)
+	var first int64 = -1
+	for _, h := range rest {
+		l, nv, dv, ok := survivorViews(t, r, h, next[h], dead.ID)
+		if !ok {
+			continue
+		}
+		in := tallyView(l, dead.ID, kill)
+		u, err := unrecordedAt(l, dv, nv, kill)
+		if err != nil {
+			t.Errorf("node %d: %v", h, err)
+			continue
+		}
+		if u > 0 {
+			checkUnrecorded(t, h, in.finals, u)
+		}
+		if first < 0 {
+			first = u
+		} else if u != first {
+			t.Errorf("the survivors' flushes found different numbers of messages unrecorded in view %s: %d and %d (node %d)", dead.ID, first, u, h)
+		}
+		t.Logf("node %d: view %s: %v by record, %d final at its end (%d unrecorded)", h, dead.ID, in.byRecord, len(in.finals), u)
+	}
 }
 
 // startOrderGroup starts a node on each host with its own send order.
@@ -199,10 +268,8 @@ func checkSequencerKill(t *testing.T, r *logcheck.Run, o orderRun, dead logcheck
 	unrecorded := map[int]int64{}
 	finals := map[int]int{}
 	for _, h := range rest {
-		l := onlyLife(t, r, uint64(h))
-		nv, dv, ok := viewPair(l, next[h].ID)
-		if !ok || dv.ID != dead.ID {
-			t.Errorf("node %d: view %s does not follow view %s, the sequencer's last, in its log", h, next[h].ID, dead.ID)
+		l, nv, dv, ok := survivorViews(t, r, h, next[h], dead.ID)
+		if !ok {
 			continue
 		}
 		in, after := tallyView(l, dead.ID, kill), tallyView(l, nv.ID, kill)
@@ -240,6 +307,19 @@ func checkSequencerKill(t *testing.T, r *logcheck.Run, o orderRun, dead logcheck
 				dead.ID, rest[0], unrecorded[rest[0]], finals[rest[0]], h, unrecorded[h], finals[h])
 		}
 	}
+}
+
+// survivorViews returns survivor h's life, its view next after the kill
+// and the view before it, which must be dead, the sequencer's last.
+func survivorViews(t *testing.T, r *logcheck.Run, h int, next logcheck.View, dead string) (*logcheck.Life, logcheck.View, logcheck.View, bool) {
+	t.Helper()
+	l := onlyLife(t, r, uint64(h))
+	nv, dv, ok := viewPair(l, next.ID)
+	if !ok || dv.ID != dead {
+		t.Errorf("node %d: view %s does not follow view %s, the sequencer's last, in its log", h, next.ID, dead)
+		return l, nv, dv, false
+	}
+	return l, nv, dv, true
 }
 
 // viewPair returns l's view with ID id and the view before it.
