@@ -11,6 +11,7 @@ import (
 
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
+	"github.com/huddle-lan/huddle/internal/wire"
 	"github.com/huddle-lan/huddle/membership"
 	"github.com/huddle-lan/huddle/multicast"
 )
@@ -34,6 +35,10 @@ type schedule struct {
 	// quorum, when on, is every node's quorum policy (with Expected the
 	// nodes started: no node joins beyond them).
 	quorum membership.Quorum
+	// alone, when set, sends total and safe messages in almost every
+	// step and the others seldom, so that the order moves to it
+	// (sequencer = "moving") and the faults strike a moved sequencer.
+	alone uint64
 }
 
 func newSchedule(t *testing.T, seed int64) *schedule { return newScheduleQ(t, seed, "") }
@@ -96,6 +101,15 @@ func (s *schedule) live() []uint64 {
 // traffic has some live members multicast a few messages each.
 func (s *schedule) traffic() {
 	for _, id := range s.live() {
+		if s.alone != 0 {
+			if id == s.alone {
+				s.aloneSends()
+				continue
+			}
+			if s.r.IntN(40) != 0 {
+				continue
+			}
+		}
 		if s.r.IntN(3) != 0 {
 			continue
 		}
@@ -110,6 +124,29 @@ func (s *schedule) traffic() {
 			}
 		})
 	}
+}
+
+// aloneSends has the member that sends alone multicast one or two total
+// or safe messages.
+func (s *schedule) aloneSends() {
+	s.w.Do(s.alone, func(m sim.Machine) {
+		c := coreOf(m)
+		for n := 1 + s.r.IntN(2); n > 0; n-- {
+			order := []wire.Order{wire.Total, wire.Safe}[s.r.IntN(2)]
+			if _, err := s.l.multicast(c, s.alone, c.inc, fmt.Appendf(nil, "alone %d", s.r.Uint64()), order); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// moves sums the sequencer_moves of the live members.
+func (s *schedule) moves() uint64 {
+	var n uint64
+	for _, id := range s.live() {
+		n += core(s.w, id).MembershipStats().SequencerMoves
+	}
+	return n
 }
 
 // fault applies one random fault.
@@ -305,13 +342,29 @@ func (s *schedule) fail(err error) {
 // restarts, partitions and heals, stalls, and loss up to 20 %, while the
 // members multicast, checking the membership guarantees after every step.
 // HUDDLE_TEST_SOAK=1 runs ten times as many.
+//
+// In half of the schedules one member sends total and safe messages in
+// almost every step and the others seldom, so that the order moves to it
+// and the faults strike a moved sequencer; across the seeds the order
+// must have moved.
 func TestViewSynchronyUnderFaults(t *testing.T) {
 	seeds := 1000
 	if testing.Short() { // the race detector's run
 		seeds = 40
 	}
-	testutil.ForSeeds(t, seeds, func(t *testing.T, seed int64) {
+	list := testutil.Seeds(t, seeds)
+	var moves uint64
+	testutil.ForSeeds(t, len(list), func(t *testing.T, seed int64) {
 		s := newSchedule(t, seed)
+		if r := rand.New(rand.NewPCG(uint64(seed), 5)); r.IntN(2) == 0 {
+			s.alone = 1 + uint64(r.IntN(s.nodes))
+			s.note("node %d sends total and safe messages alone, the others seldom", s.alone)
+		}
 		s.run()
+		moves += s.moves()
 	})
+	t.Logf("moves of the order counted by the final views' members, over the seeds: %d", moves)
+	if len(list) > 1 && moves == 0 {
+		t.Error("the order never moved: the schedules never exercised a moved sequencer")
+	}
 }
