@@ -86,7 +86,14 @@ func (m *Machine) sequencer() bool { return m.state == member && m.orderer.order
 
 // hand passes one message of the installed view, in its source's order,
 // to the orderer.
-func (m *Machine) hand(d Delivery) { m.orderer.hand(d, m.sequencer()) }
+func (m *Machine) hand(d Delivery) {
+	o := &m.orderer
+	o.hand(d, m.sequencer())
+	if o.takenBy != 0 {
+		m.emit(Event{Kind: OrderTaken, View: m.view.clone(), Member: o.takenBy, GSeq: o.recorded + 1})
+		o.takenBy = 0
+	}
+}
 
 // sendRecords multicasts the order of the messages the sequencer took
 // since its last record, at most a datagram's worth of runs per record.

@@ -71,6 +71,7 @@ const (
 	Delivered                           // a message delivered to this node (Delivery)
 	FlushUnchanged                      // this node ended its flush without a view: it would have installed the members the view has (Flush ID, Proposed: those that did not answer)
 	Health                              // this node found itself starved (Starved true, Silent: the pause), or ran freely again for a suspect timeout (Starved false)
+	OrderTaken                          // this node orders the view's total and safe messages from now on: the sequencer (Member) handed it the order, from number GSeq
 )
 
 // Event is something the node should know about and log.
@@ -87,6 +88,7 @@ type Event struct {
 	Attempt   uint64        // FlushStarted, FlushUnchanged
 	Proposed  []uint64      // FlushStarted; FlushUnchanged: the nodes to take in that did not answer
 	Member    uint64
+	GSeq      uint64 // OrderTaken: the first total-order number this node gives
 	Silent    time.Duration
 	Setting   string
 	Ours      string

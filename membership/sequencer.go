@@ -42,6 +42,8 @@ type moving struct {
 
 	kept     []keptRecord // records of members other than the sequencer, in arrival order
 	keptRuns int
+
+	takenBy uint64 // the member that just handed this node the order, until the Machine says so (OrderTaken)
 }
 
 // MoveAfter is how many ordered messages in a row of one other member,
@@ -189,6 +191,7 @@ func (o *orderer) moveTo(next int, d *Delivery) {
 		return
 	}
 	o.recorded = o.numbered
+	o.takenBy = d.Source
 	o.handedBy, o.waitHand = Delivery{Delivery: d.Delivery}, true
 	o.handedBy.Payload, o.handedBy.Service = nil, nil
 	o.counts()

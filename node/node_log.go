@@ -134,6 +134,10 @@ func (n *Node) logMembership(ev *membership.Event) {
 				Int64(logs.SuspectMsKey, suspect.Milliseconds()).
 				Msgf("this node runs freely again; it suspects others after %v of silence, a suspect timeout less for each it runs without a pause", suspect)
 		}
+	case membership.OrderTaken:
+		n.log.Info().Str(logs.EventKey, logs.OrderTaken).Str(logs.ViewKey, ev.View.ID.String()).Uint64(logs.ByKey, ev.Member).
+			Uint64(logs.GSeqKey, ev.GSeq).
+			Msgf("this node orders the total and safe messages of view %s from number %d on: node %d, their sequencer, handed it the order, since this node sends alone", ev.View.ID, ev.GSeq, ev.Member)
 	case membership.FlushUnchanged:
 		n.log.Info().Str(logs.EventKey, logs.ViewUnchanged).Str(logs.ViewKey, ev.View.ID.String()).
 			Uint64(logs.EpochKey, ev.Epoch).Uint64(logs.AttemptKey, ev.Attempt).Uints64(logs.UnansweredKey, ev.Proposed).

@@ -10,6 +10,7 @@ import (
 	"github.com/huddle-lan/huddle/internal/sim"
 	"github.com/huddle-lan/huddle/internal/testutil"
 	"github.com/huddle-lan/huddle/internal/wire"
+	"github.com/huddle-lan/huddle/membership"
 )
 
 // TestSequencerCrash: four members multicast total and safe messages
@@ -90,6 +91,12 @@ func sequencerCrash(t *testing.T, n int, victim string, body func(t *testing.T, 
 func TestMovedSequencerCrash(t *testing.T) {
 	sequencerCrash(t, 30, "the moved sequencer", func(t *testing.T, seed int64, w *sim.World, l *vsLedger) []uint64 {
 		sender := viewOf(w, 1).Members[2].ID
+		var taken []membership.Event // OrderTaken events at the sender
+		l.onEvent = func(id uint64, ev membership.Event) {
+			if ev.Kind == membership.OrderTaken && id == sender {
+				taken = append(taken, ev)
+			}
+		}
 		rng := rand.New(rand.NewPCG(uint64(seed), 2))
 		n := 0
 		send := func(id uint64, orders ...wire.Order) {
@@ -119,6 +126,10 @@ func TestMovedSequencerCrash(t *testing.T) {
 		run(60*time.Millisecond, false)
 		if moves := core(w, sender).MembershipStats().SequencerMoves; moves == 0 {
 			t.Fatalf("node %d sent alone for 120 ms and the order never moved to it", sender)
+		}
+		if len(taken) == 0 || taken[0].Member != viewOf(w, sender).Coordinator() || taken[0].GSeq < 2 {
+			t.Fatalf("node %d took the order, and its first OrderTaken event was %+v (want the coordinator %d handing it on from a number past 1)",
+				sender, taken, viewOf(w, sender).Coordinator())
 		}
 		w.Crash(sender)
 		rest := slices.DeleteFunc(ids(4), func(id uint64) bool { return id == sender })

@@ -46,6 +46,9 @@ const (
 	MemberExcluded  = "member.excluded"
 	MemberLeft      = "member.left"
 	MemberRefused   = "member.refused"
+	// OrderTaken: total order's sequencer handed this node the order
+	// (sequencer = "moving"): it sends alone.
+	OrderTaken = "order.taken"
 
 	// Messages, with trace_deliveries.
 	Send    = "send"

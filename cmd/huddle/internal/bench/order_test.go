@@ -324,7 +324,7 @@ func (s *suite) benchLatency(sc *scenario, order string, args ...string) {
 	if order == "total" {
 		sc.add(fmt.Sprintf("total order at %d msg/s: send → own deliver, p50", latRate), fmtDur(r.p50), "≤ 0.25 ms", verdict(r.n > 0 && r.p50 <= 250*time.Microsecond), detail)
 		sc.add("  p99", fmtDur(r.p99), "≤ 2 ms", verdict(r.n > 0 && r.p99 <= 2*time.Millisecond), "")
-		sc.add("  at the other member (h1 → sequencer → it), p50 / p99", fmtDur(r.otherP50)+" / "+fmtDur(r.otherP99), "-", "info",
+		sc.add("  at the other member (h1 → [sequencer →] it), p50 / p99", fmtDur(r.otherP50)+" / "+fmtDur(r.otherP99), "-", "info",
 			fmt.Sprintf("h%d; set beside latfifo's one hop: a sequencer that adds exactly one hop doubles it, one the order moved to (h1) adds none", r.other))
 		s.floorRatio(sc, "  p50 / raw UDP round trip p50 (rawrtt)", r.p50, "rawrtt", 1, 1.3,
 			"self-delivery of a total-order message is a round trip through the sequencer, unless the order moved to the sender")

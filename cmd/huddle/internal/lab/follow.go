@@ -32,6 +32,8 @@ type event struct {
 	FlushMs  int64
 	CoordInc uint64
 	Member   uint64
+	By       uint64 // order.taken: the sequencer that handed the order on
+	GSeq     uint64 // order.taken: the first number the node gives
 	SilentMs int64
 	Inc      uint64
 	Peer     uint64
@@ -90,6 +92,7 @@ func parseLine(line []byte) (ev event, ok bool) {
 	ev.CoordInc, ev.Member, ev.SilentMs = num(logs.CoordinatorIncarnationKey), num(logs.MemberKey), integer(logs.SilentMsKey)
 	ev.Inc, ev.Peer, ev.Reason, ev.Prior = num(logs.IncarnationKey), num(logs.PeerKey), str(logs.ReasonKey), str(logs.PriorKey)
 	ev.FromSeq, ev.Count, ev.Why = num(logs.FromSeqKey), num(logs.CountKey), str(logs.WhyKey)
+	ev.By, ev.GSeq = num(logs.ByKey), num(logs.GSeqKey)
 	ev.Algorithm, ev.Round, ev.Initiator = str(logs.AlgorithmKey), num(logs.RoundKey), num(logs.InitiatorKey)
 	ev.Leader, ev.Sent, ev.Duration = num(logs.LeaderKey), int(integer(logs.SentKey)), float(logs.DurationMsKey)
 	ev.WaitMs, ev.HeldMs, ev.Messages = float(logs.WaitMsKey), float(logs.HeldMsKey), int(integer(logs.MessagesKey))

@@ -138,6 +138,7 @@ func TestWatcherTellsTheStory(t *testing.T) {
 		view(4520, 2, "4.1", 10, []uint64{1, 2, 3}, []uint64{3}, nil, 1),
 		view(4521, 3, "4.1", 10, []uint64{1, 2, 3}, []uint64{1, 2, 3}, nil, 1),
 		{Time: at(4600), Node: 2, Event: logs.PeerLagging, Level: "warn", Message: "a live peer is slow"},
+		{Time: at(4700), Node: 3, Event: logs.OrderTaken, View: "4.1", By: 1, GSeq: 65},
 	})
 	want := `   0.20s  view 1.3 [3]: node 3 alone, for now
           node 3 coordinates the group and sequences total order
@@ -150,6 +151,7 @@ func TestWatcherTellsTheStory(t *testing.T) {
    4.51s  node 3 passes over messages 1-100 of node 2: sent before it joined
    4.52s  view 4.1 [1 2 3]: node 3 joined; flush 1 ms; installed by all 3
    4.60s  node 2: a live peer is slow (peer.lagging)
+   4.70s  node 3 sends alone: node 1 hands it total order's sequencing (from number 65 of view 4.1)
 `
 	if got := out.String(); got != want {
 		t.Errorf("console:\n%s\nwant:\n%s", got, want)

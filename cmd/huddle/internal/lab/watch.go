@@ -173,6 +173,8 @@ func (w *watcher) event(ev event) {
 			w.susp[ev.Member] = ev.Time
 			w.emit(ev.Time, notice, "node %d suspects node %d: silent for %d ms", ev.Node, ev.Member, ev.SilentMs)
 		}
+	case logs.OrderTaken:
+		w.emit(ev.Time, plain, "node %d sends alone: node %d hands it total order's sequencing (from number %d of view %s)", ev.Node, ev.By, ev.GSeq, ev.View)
 	case logs.MemberLeft:
 		if len(w.left) == 0 {
 			w.leftAt = ev.Time

@@ -108,7 +108,8 @@ func runSequencerKill(t *testing.T, o orderRun) {
 // TestTotalOrderSurvivesMovedSequencerKill: node 1 multicasts in total
 // order at 1000 msg/s, the others at 2 msg/s each, at 5 % loss, so that
 // the order moves from the coordinator (the highest ID founds the group)
-// to node 1; node 1, the sequencer by then, is killed mid-run. The
+// to node 1, which logs order.taken; node 1, the sequencer by then, is
+// killed mid-run. The
 // survivors agree on the view, the checks of the logs hold (total order
 // included), and they end the dead view alike: the same number of
 // messages unrecorded, in (sender, seq) order.
@@ -134,6 +135,12 @@ func TestTotalOrderSurvivesMovedSequencerKill(t *testing.T) {
 	}
 	if _, err := poll(viewTimeout, moved, g.live(all)...); err != nil {
 		t.Fatalf("node 1 sent alone but its node.stats never counted a move of the order to it: %v\n%s", err, g.trail())
+	}
+	evs, _ := logs.ReadFile(nodeLog(g.l, 1))
+	if i := slices.IndexFunc(evs, func(ev logs.Event) bool { return ev.Name == logs.OrderTaken }); i < 0 {
+		t.Errorf("node 1 took the order but logged no %s", logs.OrderTaken)
+	} else if by, _ := evs[i].Uint(logs.ByKey); by != formed[1].Members[0] {
+		t.Errorf("node 1's %s names node %d as the one that handed it the order, want the coordinator %d", logs.OrderTaken, by, formed[1].Members[0])
 	}
 	dead := g.waitViews("before the kill", all, ids(all...))[1]
 	kill := g.kill(1)
