@@ -90,7 +90,14 @@ func (m *Machine) hand(d Delivery) {
 	o := &m.orderer
 	o.hand(d, m.sequencer())
 	if o.takenBy != 0 {
-		m.emit(Event{Kind: OrderTaken, View: m.view.clone(), Member: o.takenBy, GSeq: o.recorded + 1})
+		// One a second at most: members that take turns sending alone
+		// could move the order often (sequencer_moves counts every move).
+		if m.takenAt.IsZero() || m.now.Sub(m.takenAt) >= time.Second {
+			m.takenAt = m.now
+			m.emit(Event{Kind: OrderTaken, View: m.view.clone(), Member: o.takenBy, GSeq: o.recorded + 1})
+		} else {
+			m.stats.EventsSuppressed++
+		}
 		o.takenBy = 0
 	}
 }

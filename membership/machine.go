@@ -212,6 +212,7 @@ type Machine struct {
 
 	orderer   orderer         // total and safe delivery in the installed view
 	future    []Delivery      // deliveries of a view not installed yet
+	takenAt   time.Time       // when this node last reported taking total order's sequencing (OrderTaken)
 	now       time.Time       // of the last Step or Tick
 	out       []wire.Envelope // membership messages to multicast
 	engineOut []wire.Envelope // the engine's envelopes, taken after each of its steps
@@ -263,7 +264,7 @@ type Stats struct {
 	HeardEvicted     uint64 // nodes outside the view forgotten to keep heard within its cap
 	JoinsHeldOff     uint64 // join requests not acted on: held off after a failed admission, over the cap of pending joins, or a restart while the old incarnation is alive
 	IDConflicts      uint64 // datagrams carrying this node's ID from another incarnation
-	EventsSuppressed uint64 // events about nodes outside the view not handed out (over the rate limit)
+	EventsSuppressed uint64 // events not handed out over their rate limits: about nodes outside the view, and OrderTaken
 	FlushesAbandoned uint64 // flushes this node gave up as a participant: the initiator went quiet, was suspected, ran one attempt too long, or ended it without a view
 }
 

@@ -56,7 +56,7 @@ var catalogue = map[string]spec{
 	"heard_evicted":     counter("huddle_heard_evicted", "Nodes outside the view forgotten to stay within bounds."),
 	"joins_held_off":    counter("huddle_joins_held_off", "Join requests not acted on."),
 	"id_conflicts":      counter("huddle_id_conflicts", "Datagrams carrying this node's ID from another incarnation."),
-	"events_suppressed": counter("huddle_events_suppressed", "Events about nodes outside the view not logged, over the rate limit."),
+	"events_suppressed": counter("huddle_events_suppressed", "Events not logged over their rate limits: about nodes outside the view, and order.taken."),
 	"flushes_abandoned": counter("huddle_flushes_abandoned", "Flushes this node gave up as a participant."),
 
 	// The socket and the door.
