@@ -92,8 +92,7 @@ func (m *Machine) hand(d Delivery) {
 	if o.takenBy != 0 {
 		// One a second at most: members that take turns sending alone
 		// could move the order often (sequencer_moves counts every move).
-		if m.takenAt.IsZero() || m.now.Sub(m.takenAt) >= time.Second {
-			m.takenAt = m.now
+		if m.taken.allow(m.now, time.Second, 1) {
 			m.emit(Event{Kind: OrderTaken, View: m.view.clone(), Member: o.takenBy, GSeq: o.recorded + 1})
 		} else {
 			m.stats.EventsSuppressed++

@@ -91,11 +91,11 @@ func (m *Machine) refusalFits(r *wire.Refuse) bool {
 	if string(r.Setting) == "members" {
 		return true
 	}
-	mine, has := "", false
+	mine := "" // a setting this node does not send is quoted as empty
 	for _, s := range m.opt.Settings {
 		if s.Name == string(r.Setting) {
-			mine, has = s.Value, true
+			mine = s.Value
 		}
 	}
-	return (has || len(r.Theirs) == 0) && mine == string(r.Theirs) && mine != string(r.Ours)
+	return mine == string(r.Theirs) && mine != string(r.Ours)
 }

@@ -212,7 +212,7 @@ type Machine struct {
 
 	orderer   orderer         // total and safe delivery in the installed view
 	future    []Delivery      // deliveries of a view not installed yet
-	takenAt   time.Time       // when this node last reported taking total order's sequencing (OrderTaken)
+	taken     limiter         // OrderTaken events: one a second
 	now       time.Time       // of the last Step or Tick
 	out       []wire.Envelope // membership messages to multicast
 	engineOut []wire.Envelope // the engine's envelopes, taken after each of its steps

@@ -376,6 +376,7 @@ func (o *orderer) recordSent(runs int) {
 		o.recorded += r.Count
 	}
 	o.toOrder = o.toOrder[runs:]
+	o.waitHand, o.handedBy = false, Delivery{}
 	o.streakRec++
 	if len(o.toOrder) == 0 && o.handTo != 0 {
 		o.handSent = true

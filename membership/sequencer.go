@@ -27,11 +27,11 @@ import (
 // where messages are held and released later (a flush's cut), a record of
 // another member is kept until its turn (keep).
 type moving struct {
-	seqr     int    // index in members of the member that orders now: 0, the coordinator, as the view starts
-	handTo   uint64 // as the sequencer: the member this node hands the order to; it assigns nothing more
-	handSent bool   // the record that hands it on went out
-	handedBy Delivery
-	waitHand bool // as the new sequencer: no record goes out until every member holds handedBy, the record that made it so
+	seqr     int      // index in members of the member that orders now: 0, the coordinator, as the view starts
+	handTo   uint64   // as the sequencer: the member this node hands the order to; it assigns nothing more
+	handSent bool     // the record that hands it on went out
+	handedBy Delivery // as the new sequencer: the record that handed it the order (source, incarnation, end; no payload)
+	waitHand bool     // no record goes out until every member holds handedBy
 
 	handed    map[uint64]uint64 // per source: its ordered messages handed to the orderer in this view
 	numberedN map[uint64]uint64 // per source: its ordered messages the records taken so far number
@@ -112,18 +112,10 @@ func (o *orderer) ordering() bool { return o.sequencerID() == o.self && o.handTo
 func (o *orderer) sending() bool { return o.sequencerID() == o.self && !o.handSent }
 
 // recordWaits reports whether this node has a record to send and may
-// send it.
+// send it: a new sequencer's first once every member holds the record
+// that handed it the order.
 func (o *orderer) recordWaits() bool {
-	if !o.sending() {
-		return false
-	}
-	if o.waitHand {
-		if !o.safe(&o.handedBy) {
-			return false
-		}
-		o.waitHand, o.handedBy = false, Delivery{}
-	}
-	return len(o.toOrder) > 0 || o.handTo != 0
+	return o.sending() && (len(o.toOrder) > 0 || o.handTo != 0) && (!o.waitHand || o.safe(&o.handedBy))
 }
 
 // index returns the index of member id in the view, or -1.
