@@ -640,6 +640,10 @@ func (c *Core) Leaving() bool { return c.leaving }
 // View returns the installed view.
 func (c *Core) View() membership.View { return c.membership.View() }
 
+// Sequencer returns the member that orders total and safe messages in the
+// installed view (0 before the first view).
+func (c *Core) Sequencer() uint64 { return c.membership.Sequencer() }
+
 // MembershipStats returns the membership layer's counters.
 func (c *Core) MembershipStats() membership.Stats { return c.membership.Stats() }
 

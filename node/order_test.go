@@ -127,6 +127,11 @@ func TestMovedSequencerCrash(t *testing.T) {
 		if moves := core(w, sender).MembershipStats().SequencerMoves; moves == 0 {
 			t.Fatalf("node %d sent alone for 120 ms and the order never moved to it", sender)
 		}
+		for _, id := range ids(4) { // status's sequencer names it at every member
+			if got := core(w, id).Sequencer(); got != sender {
+				t.Fatalf("node %d sent alone for the last 60 ms, and node %d says node %d orders", sender, id, got)
+			}
+		}
 		if len(taken) == 0 || taken[0].Member != viewOf(w, sender).Coordinator() || taken[0].GSeq < 2 {
 			t.Fatalf("node %d took the order, and its first OrderTaken event was %+v (want the coordinator %d handing it on from a number past 1)",
 				sender, taken, viewOf(w, sender).Coordinator())

@@ -28,6 +28,10 @@ type Status struct {
 	View        string   `json:"view"`  // "epoch.coordinator"; "0.0" before the first view
 	Coordinator uint64   `json:"coordinator"`
 	Members     []Member `json:"members"` // oldest first; the first coordinates
+	// Sequencer is the member that orders total and safe messages now:
+	// the coordinator as a view starts, or the member the order moved to
+	// (config sequencer); absent before the first view.
+	Sequencer uint64 `json:"sequencer,omitempty"`
 	// Primary marks a view of the primary component (always, with quorum
 	// off); Quorum is the policy: off, majority or static.
 	Primary     bool     `json:"primary"`
@@ -101,7 +105,7 @@ func (n *Node) status() Status {
 		ID: c.ID, Incarnation: n.o.Inc, Group: c.Group, Addr: c.Addr, Iface: c.Iface,
 		Src: n.o.Transport.LocalAddr().String(), State: n.core.State(), View: v.ID.String(),
 		Coordinator: v.Coordinator(), Members: make([]Member, len(v.Members)), Primary: v.Primary, Quorum: c.QuorumPolicy(),
-		Peers: orEmpty(n.core.Peers()), Counters: n.counters(),
+		Peers: orEmpty(n.core.Peers()), Counters: n.counters(), Sequencer: n.core.Sequencer(),
 	}
 	h := n.hist
 	_, ms := n.core.Stats()

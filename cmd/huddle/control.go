@@ -331,6 +331,9 @@ func printStatus(w io.Writer, st huddle.Status, path string) {
 			if m.ID == st.ID {
 				notes = append(notes, "this node")
 			}
+			if m.ID == st.Sequencer {
+				notes = append(notes, "orders total order")
+			}
 			fmt.Fprintf(tw, "  %d\tincarnation %d", m.ID, m.Incarnation)
 			if len(notes) > 0 {
 				fmt.Fprintf(tw, "\t%s", strings.Join(notes, ", "))

@@ -351,7 +351,7 @@ func TestControlProcess(t *testing.T) {
 		})
 		code, out = runBinary(t, bin, "status", "--id", "1")
 		if code != exitOK || !strings.Contains(out, "node 1 (incarnation "+inc+`), group "huddle"`) ||
-			!strings.Contains(out, "coordinator, this node") || !strings.Contains(out, "lock: this node neither holds nor wants it") || !regexp.MustCompile(`(?m)^  msgs_sent +[1-9]`).MatchString(out) {
+			!strings.Contains(out, "coordinator, this node, orders total order") || !strings.Contains(out, "lock: this node neither holds nor wants it") || !regexp.MustCompile(`(?m)^  msgs_sent +[1-9]`).MatchString(out) {
 			t.Errorf("huddle status: exit %d\n%s", code, out)
 		}
 

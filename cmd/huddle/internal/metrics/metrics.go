@@ -56,6 +56,7 @@ var (
 	coordDesc     = prometheus.NewDesc("huddle_view_coordinator", "ID of the installed view's coordinator (and first sequencer).", nil, nil)
 	leaderDesc    = prometheus.NewDesc("huddle_leader", "ID of the elected leader this node knows; 0 for none yet.", nil, nil)
 	roundDesc     = prometheus.NewDesc("huddle_leader_round", "The election round that chose the leader.", nil, nil)
+	seqrDesc      = prometheus.NewDesc("huddle_sequencer", "ID of the member that orders total and safe messages now; 0 before the first view.", nil, nil)
 	lockDesc      = prometheus.NewDesc("huddle_lock_state", "1 for this node's lock state: released, wanted or held.", []string{"state"}, nil)
 	windowDesc    = prometheus.NewDesc("huddle_send_window_used_ratio", "Own unstable messages over the send window (1: sends wait).", nil, nil)
 	windowMaxDesc = prometheus.NewDesc("huddle_send_window_messages", "The send window: most unstable own messages before sends wait.", nil, nil)
@@ -103,7 +104,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	for _, d := range []*prometheus.Desc{upDesc, infoDesc, incDesc, stateDesc, membersDesc, epochDesc, primaryDesc, coordDesc,
-		leaderDesc, roundDesc, lockDesc, windowDesc, windowMaxDesc} {
+		leaderDesc, roundDesc, seqrDesc, lockDesc, windowDesc, windowMaxDesc} {
 		ch <- d
 	}
 	for _, h := range histograms {
@@ -155,6 +156,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	gauge(coordDesc, float64(st.Coordinator))
 	gauge(leaderDesc, float64(st.Leader))
 	gauge(roundDesc, float64(st.LeaderRound))
+	gauge(seqrDesc, float64(st.Sequencer))
 	for _, s := range []string{"released", "wanted", "held"} {
 		gauge(lockDesc, boolValue(st.Lock == s), s)
 	}
