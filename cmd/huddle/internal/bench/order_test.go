@@ -81,10 +81,15 @@ import (
 //     self-delivery is a round trip too. The latency runs' targets are
 //     ratios to it: total order p50 ≤ 1.3× its p50 (at the sender and at
 //     the other member), p99 ≤ 2× its p99; FIFO's hop ≤ 1.3× half its p50.
+//     The echo stamps its read time into each datagram, so the run also
+//     prints the two halves: out (h1 → h3, to a process that slept since
+//     the last datagram, as a member between messages) and back (to h1,
+//     which blocked in its read a moment before and wakes where it ran).
 //   - rawhop: the same rate and size multicast from h1 with h2 and h3
 //     reading (hop_test.go): the time from the send to h2's read, p50 and
-//     p99; latfifo's hop with no protocol. A multicast wakes both other
-//     hosts' processes at once, on cores they share with the sender.
+//     p99, and h3's beside it; latfifo's hop with no protocol. A multicast
+//     wakes both other hosts' processes at once, on cores they share with
+//     the sender.
 //   - rawrelay: rawhop with h3 multicasting each datagram again at once,
 //     as a sequencer multicasts an order record: the time from h1's send
 //     to the copy's arrival at h1 and at h2; lattotal's two hops with no
@@ -381,6 +386,7 @@ func (s *suite) benchFIFOLatency(sc *scenario) {
 	sc.add("  p99", fmtDur(r.otherP99), "-", "info", "")
 	s.floorRatio(sc, "  p50 / half the raw round trip's p50 (rawrtt)", r.otherP50, "rawrtt", 0.5, 1.3, "")
 	s.floorRatio(sc, "  p50 / raw multicast hop p50 (rawhop)", r.otherP50, "rawhop", 1, 0, "the same hop with no protocol")
+	s.floorRatio(sc, "  p50 / the raw round trip's out half p50 (rawrtt)", r.otherP50, "rawrtt-out", 1, 0, "a raw datagram to one sleeping process")
 	ok, how := r.o.traceCheck()
 	sc.add("trace checks: logcheck, all delivered", okWord(ok), "ok", verdict(ok), how)
 	sc.metric(float64(r.otherP50.Microseconds()), "p50-µs")
