@@ -181,11 +181,30 @@ func (n *Node) logRefused(ev membership.Event) {
 		if ev.Ours == "none" {
 			err = fmt.Errorf("%w: the group (a node at %s) seals its datagrams with key %s, and this node has no key; set security.key_file to the group's key", ErrRefused, ev.Addr.Addr(), ev.Theirs)
 		}
+	case "sequencer":
+		// Only the moving sequencer is sent and compared: the other side
+		// sent nothing when it keeps the coordinator ordering, or when it
+		// runs a release from before the setting.
+		switch {
+		case ev.Ours == "":
+			err = fmt.Errorf("%w: this node's sequencer is %q but the group's (coordinator at %s) is %q; set sequencer the same on every member", ErrRefused, "coordinator", ev.Addr.Addr(), ev.Theirs)
+		case ev.Theirs == "":
+			err = fmt.Errorf("%w: this node's sequencer is %q but the group's (coordinator at %s) is %q, or the group runs a release before the setting; "+
+				"set sequencer = %q to join it (an upgrade: docs/operations.md, Upgrading one node at a time)", ErrRefused, ev.Ours, ev.Addr.Addr(), "coordinator", "coordinator")
+		default:
+			err = refusedSetting(ev)
+		}
 	default:
-		err = fmt.Errorf("%w: this node's %s is %q but the group's (coordinator at %s) is %q", ErrRefused, ev.Setting, ev.Ours, ev.Addr.Addr(), ev.Theirs)
+		err = refusedSetting(ev)
 	}
 	n.refused = err
 	e.Str(logs.AddrKey, ev.Addr.String()).Msg(err.Error())
+}
+
+// refusedSetting is the refusal over a setting that differs from the
+// group's.
+func refusedSetting(ev membership.Event) error {
+	return fmt.Errorf("%w: this node's %s is %q but the group's (coordinator at %s) is %q", ErrRefused, ev.Setting, ev.Ours, ev.Addr.Addr(), ev.Theirs)
 }
 
 func orEmpty(ids []uint64) []uint64 {

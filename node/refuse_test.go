@@ -99,25 +99,36 @@ func TestJoinerWithOtherSettingsIsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		setting string
 		change  func(c *config.Config)
+		group   func(c *config.Config) // the group's change, if any
+		want    string                 // in the error, besides the setting
 	}{
-		{"heartbeat", func(c *config.Config) { c.Heartbeat *= 2 }},
-		{"election.algorithm", func(c *config.Config) { c.Election.Algorithm = "bully" }},
-		{"election.ring_order", func(c *config.Config) { c.Election.RingOrder = "join" }},
-		{"mutex.algorithm", func(c *config.Config) { c.Mutex.Algorithm = "token" }},
+		{"heartbeat", func(c *config.Config) { c.Heartbeat *= 2 }, nil, ""},
+		{"election.algorithm", func(c *config.Config) { c.Election.Algorithm = "bully" }, nil, ""},
+		{"election.ring_order", func(c *config.Config) { c.Election.RingOrder = "join" }, nil, ""},
+		{"mutex.algorithm", func(c *config.Config) { c.Mutex.Algorithm = "token" }, nil, ""},
 		// Two transports seldom hear each other; where they do (a
 		// unicast node's probe reaching a multicast node's fallback
 		// socket), the joiner is refused all the same.
-		{"transport", func(c *config.Config) { c.Transport = "unicast" }},
+		{"transport", func(c *config.Config) { c.Transport = "unicast" }, nil, ""},
 		// A node that keeps the coordinator ordering sends no sequencer
 		// setting, as a release before the moving sequencer does.
-		{"sequencer", func(c *config.Config) { c.Sequencer = "coordinator" }},
+		{"sequencer", func(c *config.Config) { c.Sequencer = "coordinator" }, nil, `sequencer is "coordinator" but the group's`},
+		// A group that keeps the coordinator ordering, or of an older
+		// release, refuses a joiner of the default alike.
+		{"sequencer", func(c *config.Config) { c.Sequencer = "moving" }, func(c *config.Config) { c.Sequencer = "coordinator" },
+			`sequencer is "moving" but the group's (coordinator at 10.0.0.2) is "coordinator", or the group runs a release before the setting`},
 	} {
 		t.Run(tc.setting, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := newFleet(6)
 				defer f.stop()
-				f.run(1, testConfig(1), 1)
-				f.run(2, testConfig(2), 1)
+				for _, id := range []uint64{1, 2} {
+					c := testConfig(id)
+					if tc.group != nil {
+						tc.group(&c)
+					}
+					f.run(id, c, 1)
+				}
 				time.Sleep(time.Second)
 				c := testConfig(5)
 				tc.change(&c)
@@ -128,8 +139,8 @@ func TestJoinerWithOtherSettingsIsRefused(t *testing.T) {
 				case <-time.After(5 * time.Second):
 					t.Fatalf("the node with another %s was not refused", tc.setting)
 				}
-				if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tc.setting) {
-					t.Fatalf("odd node: %v; want ErrRefused naming %s", err, tc.setting)
+				if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tc.setting) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("odd node: %v; want ErrRefused naming %s (and %q)", err, tc.setting, tc.want)
 				}
 			})
 		})
