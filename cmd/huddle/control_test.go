@@ -321,7 +321,7 @@ func TestControlProcess(t *testing.T) {
 		st := parseStatus(t, out)
 		inc := fmt.Sprint(started[logs.IncarnationKey])
 		if fmt.Sprint(st["id"]) != "1" || fmt.Sprint(st["incarnation"]) != inc || st["group"] != "huddle" || st["iface"] != "lo" ||
-			st["state"] != "member" || st["view"] != view[logs.ViewKey] || fmt.Sprint(st["coordinator"]) != "1" ||
+			st["state"] != "member" || st["view"] != view[logs.ViewKey] || fmt.Sprint(st["coordinator"]) != "1" || fmt.Sprint(st["sequencer"]) != "1" ||
 			fmt.Sprint(st["members"]) != fmt.Sprintf("[map[id:1 incarnation:%s]]", inc) {
 			t.Errorf("huddle status --json: %s\nwant node 1 of incarnation %s, alone in view %v", out, inc, view[logs.ViewKey])
 		}
