@@ -338,6 +338,8 @@ func (s *suite) benchLatency(sc *scenario, order string, args ...string) {
 		s.floorRatio(sc, "  p50 / raw multicast relay p50 (rawrelay)", r.p50, "rawrelay", 1, 0,
 			"the same two multicast hops with no protocol")
 		s.floorRatio(sc, "  at the other member: p50 / rawrelay's at h2", r.otherP50, "rawrelay-other", 1, 0, "")
+		s.floorRatio(sc, "  at the other member: p50 / raw multicast hop p50 (rawhop)", r.otherP50, "rawhop", 1, 0,
+			"one hop once the order moved to the sender: data and record in one datagram")
 	} else {
 		sc.add(fmt.Sprintf("safe order at %d msg/s: send → own deliver, p50", latRate), fmtDur(r.p50), "≤ 2 ms", verdict(r.n > 0 && r.p50 <= 2*time.Millisecond), detail)
 		sc.add("  p99", fmtDur(r.p99), "-", "info", "")
