@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"strconv"
 
 	"github.com/huddle-lan/huddle/election"
@@ -99,25 +100,42 @@ func (c Config) GroupSettings() []membership.Setting {
 		ss = append(ss, membership.Setting{Name: "quorum", Value: q.Policy + "/" + strconv.Itoa(q.Expected) + "/" + strconv.FormatUint(q.TieBreaker, 10) + "/" + strconv.FormatBool(q.WaitForAll)})
 	}
 	// Settings added later go in only when they differ from what nodes
-	// did before them, so that a node of an earlier release, which sends
-	// none, still joins a group that keeps the old behaviour (a rolling
-	// upgrade); one that differs is refused, naming the setting.
-	if o := c.Election.RingOrder; o != "" && o != string(election.Ascending) {
-		ss = append(ss, membership.Setting{Name: "election.ring_order", Value: o})
+	// did before them (laterSettings), so that a node of an earlier
+	// release, which sends none, still joins a group that keeps the old
+	// behaviour (a rolling upgrade); one that differs is refused, naming
+	// the setting.
+	later := func(name, value string) {
+		if value != laterSettings[name] {
+			ss = append(ss, membership.Setting{Name: name, Value: value})
+		}
 	}
-	if a := c.Mutex.Algorithm; a != "" && a != string(mutex.RicartAgrawala) {
-		ss = append(ss, membership.Setting{Name: "mutex.algorithm", Value: a})
-	}
-	if t := c.Transport; t != "" && t != "multicast" {
-		ss = append(ss, membership.Setting{Name: "transport", Value: t})
-	}
+	later("election.ring_order", cmp.Or(c.Election.RingOrder, string(election.Ascending)))
+	later("mutex.algorithm", cmp.Or(c.Mutex.Algorithm, string(mutex.RicartAgrawala)))
+	later("transport", cmp.Or(c.Transport, "multicast"))
 	// A node of a release before the moving sequencer orders as
 	// "coordinator" does, and takes no record that hands the order on:
 	// so "moving" is compared, "coordinator" is not.
-	if s := c.Sequencer; s == "" || s == "moving" {
-		ss = append(ss, membership.Setting{Name: "sequencer", Value: "moving"})
-	}
+	later("sequencer", cmp.Or(c.Sequencer, "moving"))
 	return ss
+}
+
+// laterSettings are the group settings sent only when they differ from
+// what nodes did before the setting existed, with that value: a node that
+// sends none of them runs it, or a release before the setting.
+var laterSettings = map[string]string{
+	"election.ring_order": string(election.Ascending),
+	"mutex.algorithm":     string(mutex.RicartAgrawala),
+	"transport":           "multicast",
+	"sequencer":           "coordinator",
+}
+
+// UnsentSetting returns the value a node runs when it sends no group
+// setting name (GroupSettings leaves it out at that value, as releases
+// before the setting do), and whether name is such a setting: what a
+// refusal that quotes the setting as empty means.
+func UnsentSetting(name string) (string, bool) {
+	v, ok := laterSettings[name]
+	return v, ok
 }
 
 // ReadSize is the largest datagram a member reads on the group's socket

@@ -317,12 +317,7 @@ func (m *Machine) View() View { return m.view.clone() }
 // Sequencer returns the member that orders total and safe messages in
 // this node's view: the coordinator as a view starts, or the member the
 // order moved to (sequencer = "moving"); 0 before the first view.
-func (m *Machine) Sequencer() uint64 {
-	if len(m.view.Members) == 0 {
-		return 0
-	}
-	return m.orderer.sequencerID()
-}
+func (m *Machine) Sequencer() uint64 { return m.orderer.sequencerID() }
 
 // ViewKey identifies the installed view without copying it: its ID and
 // its coordinator's incarnation (zero before the first view). Callers

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/huddle-lan/huddle/config"
 	"github.com/huddle-lan/huddle/election"
 	"github.com/huddle-lan/huddle/internal/logs"
 	"github.com/huddle-lan/huddle/internal/seal"
@@ -165,7 +166,7 @@ func (n *Node) logRefused(ev membership.Event) {
 		e.Msgf("not merging node %d: its protocol settings (datagram_size, max_message_size, heartbeat, suspect_timeout, election.algorithm, mutex.quorum) differ from this group's", ev.Member)
 		return
 	case ev.Member != n.o.Config.ID:
-		e.Msgf("refused node %d: its %s is %q, the group's is %q", ev.Member, ev.Setting, ev.Theirs, ev.Ours)
+		e.Msgf("refused node %d: its %s is %q, the group's is %q", ev.Member, ev.Setting, shownSetting(ev.Setting, ev.Theirs), shownSetting(ev.Setting, ev.Ours))
 		return
 	}
 	var err error
@@ -181,30 +182,26 @@ func (n *Node) logRefused(ev membership.Event) {
 		if ev.Ours == "none" {
 			err = fmt.Errorf("%w: the group (a node at %s) seals its datagrams with key %s, and this node has no key; set security.key_file to the group's key", ErrRefused, ev.Addr.Addr(), ev.Theirs)
 		}
-	case "sequencer":
-		// Only the moving sequencer is sent and compared: the other side
-		// sent nothing when it keeps the coordinator ordering, or when it
-		// runs a release from before the setting.
-		switch {
-		case ev.Ours == "":
-			err = fmt.Errorf("%w: this node's sequencer is %q but the group's (coordinator at %s) is %q; set sequencer the same on every member", ErrRefused, "coordinator", ev.Addr.Addr(), ev.Theirs)
-		case ev.Theirs == "":
-			err = fmt.Errorf("%w: this node's sequencer is %q but the group's (coordinator at %s) is %q, or the group runs a release before the setting; "+
-				"set sequencer = %q to join it (an upgrade: docs/operations.md, Upgrading one node at a time)", ErrRefused, ev.Ours, ev.Addr.Addr(), "coordinator", "coordinator")
-		default:
-			err = refusedSetting(ev)
-		}
 	default:
-		err = refusedSetting(ev)
+		ours, theirs := shownSetting(ev.Setting, ev.Ours), shownSetting(ev.Setting, ev.Theirs)
+		err = fmt.Errorf("%w: this node's %s is %q but the group's (coordinator at %s) is %q", ErrRefused, ev.Setting, ours, ev.Addr.Addr(), theirs)
+		if _, later := config.UnsentSetting(ev.Setting); later && ev.Theirs == "" {
+			err = fmt.Errorf("%w, or the group runs a release before the setting; set %s = %q to join it (an upgrade: docs/operations.md, Upgrading one node at a time)",
+				err, ev.Setting, theirs)
+		}
 	}
 	n.refused = err
 	e.Str(logs.AddrKey, ev.Addr.String()).Msg(err.Error())
 }
 
-// refusedSetting is the refusal over a setting that differs from the
-// group's.
-func refusedSetting(ev membership.Event) error {
-	return fmt.Errorf("%w: this node's %s is %q but the group's (coordinator at %s) is %q", ErrRefused, ev.Setting, ev.Ours, ev.Addr.Addr(), ev.Theirs)
+// shownSetting is a group setting's value as a refusal quotes it, for
+// people: a setting that one side does not send (quoted as empty) has the
+// value that side runs (config.UnsentSetting).
+func shownSetting(name, value string) string {
+	if v, later := config.UnsentSetting(name); later && value == "" {
+		return v
+	}
+	return value
 }
 
 func orEmpty(ids []uint64) []uint64 {

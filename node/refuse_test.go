@@ -109,7 +109,8 @@ func TestJoinerWithOtherSettingsIsRefused(t *testing.T) {
 		// Two transports seldom hear each other; where they do (a
 		// unicast node's probe reaching a multicast node's fallback
 		// socket), the joiner is refused all the same.
-		{"transport", func(c *config.Config) { c.Transport = "unicast" }, nil, ""},
+		{"transport", func(c *config.Config) { c.Transport = "unicast" }, nil,
+			`transport is "unicast" but the group's (coordinator at 10.0.0.2) is "multicast", or the group runs a release before the setting`},
 		// A node that keeps the coordinator ordering sends no sequencer
 		// setting, as a release before the moving sequencer does.
 		{"sequencer", func(c *config.Config) { c.Sequencer = "coordinator" }, nil, `sequencer is "coordinator" but the group's`},

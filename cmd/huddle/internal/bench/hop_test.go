@@ -232,7 +232,7 @@ func (s *suite) benchRawHop(sc *scenario) {
 	sc.add("  p99", fmtDur(r.h2.p99), "-", "info", "")
 	sc.add("  at h3, p50 / p99", fmtDur(r.h3.p50)+" / "+fmtDur(r.h3.p99), "-", "info",
 		"the same datagrams at the other reader: where the two differ, one of them waited for a CPU")
-	s.floorRatio(sc, "  p50 / half the raw round trip's p50 (rawrtt)", time.Duration(r.h2.p50), "rawrtt", 0.5, 0, "latfifo's target, met by no protocol at all here when above 1.3")
+	s.floorRatio(sc, "  p50 / half the raw round trip's p50 (rawrtt)", r.h2.p50, "rawrtt", 0.5, 0, "latfifo's target, met by no protocol at all here when above 1.3")
 	sc.metric(float64(r.h2.p50.Microseconds()), "p50-µs")
 	sc.metric(float64(r.h2.p99.Microseconds()), "p99-µs")
 	sc.metric(float64(r.h3.p50.Microseconds()), "h3-p50-µs")
